@@ -1,0 +1,120 @@
+// floodgate/algorithms.hpp — the rate-limiting algorithms as pure functions.
+//
+// Each algorithm is a namespace with:
+//   struct State                      the per-key, per-limit state; value-initialised = "absent"
+//   Decision evaluate(const State&, const Limit&, Micros now, int64_t cost)
+//                                     what a request of `cost` at `now` gets, without changing
+//                                     anything (remaining/reset_after as if it were admitted)
+//   void commit(State&, const Limit&, Micros now, int64_t cost)
+//                                     applies an admitted request (call only if evaluate allowed)
+//   Micros expires_at(const State&, const Limit&)
+//                                     the time from which the state equals "absent"
+//
+// Nothing here reads a clock, allocates (but for the moving window's log), locks or throws. The
+// caller guarantees the preconditions, which `Limit::make`/`parse_limits` and `Limiter` check once:
+// a valid Limit, 0 ≤ cost ≤ kMaxAmount, now ≥ 0. A cost of 0 is always allowed and consumes
+// nothing. If `now` is earlier than the state's time (a clock stepped back), no time is taken to
+// have passed. docs/algorithms.md states the exact semantics with worked examples; the Redis Lua
+// scripts mirror these functions line for line.
+#pragma once
+
+#include <cstdint>
+
+#include <boost/circular_buffer.hpp>
+
+#include "floodgate/clock.hpp"
+#include "floodgate/decision.hpp"
+#include "floodgate/rate.hpp"
+
+namespace floodgate {
+
+/// A signed 128-bit integer (GCC and Clang), for exact intermediate products.
+__extension__ typedef __int128 int128;
+
+enum class Strategy : std::uint8_t {
+  kFixedWindow,           ///< counter per window; windows aligned to the clock or to the first hit
+  kMovingWindow,          ///< exact log of the last period
+  kSlidingWindowCounter,  ///< weighted current + previous epoch-aligned buckets
+  kTokenBucket,           ///< capacity = burst, refills amount per period, starts full
+  kLeakyBucket,           ///< meter that rejects on overflow; as a shaper also returns `delay`
+  kGcra,                  ///< generic cell rate algorithm (virtual scheduling)
+};
+
+/// The strategy's name as used on the command line and in config ("fixed-window", …, "gcra").
+const char* to_string(Strategy s) noexcept;
+
+/// Parses a strategy name; accepts the names above and '_' for '-'.
+absl::StatusOr<Strategy> parse_strategy(std::string_view name);
+
+/// Whether the strategy uses `Limit::burst` (token bucket, leaky bucket, GCRA).
+constexpr bool uses_burst(Strategy s) noexcept {
+  return s == Strategy::kTokenBucket || s == Strategy::kLeakyBucket || s == Strategy::kGcra;
+}
+
+namespace fixed_window {
+/// Window k is [k·P, (k+1)·P): aligned to the Unix epoch, so all keys reset together
+/// (GitHub-style). 16 bytes.
+struct State {
+  Micros start = 0;        ///< start of the window `count` belongs to
+  std::int64_t count = 0;  ///< units admitted in that window; 0 = absent
+};
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+Micros expires_at(const State& s, const Limit& l) noexcept;
+}  // namespace fixed_window
+
+namespace fixed_window_first_hit {
+/// A window opens at the key's first admitted request and lasts one period; a denied request
+/// never opens, extends or charges a window. 16 bytes.
+using State = fixed_window::State;
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+Micros expires_at(const State& s, const Limit& l) noexcept;
+}  // namespace fixed_window_first_hit
+
+namespace moving_window {
+/// One log entry: `count` units admitted at `at`.
+struct Entry {
+  Micros at;
+  std::int64_t count;
+};
+/// The exact log of the last period, oldest first; entries admitted at the same instant are
+/// merged, so it holds at most min(amount, distinct instants in a period) entries.
+struct State {
+  boost::circular_buffer<Entry> log;
+};
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+/// Appends the request and drops entries older than the period. May allocate.
+void commit(State& s, const Limit& l, Micros now, std::int64_t cost);
+Micros expires_at(const State& s, const Limit& l) noexcept;
+}  // namespace moving_window
+
+namespace sliding_window {
+/// Epoch-aligned buckets [k·P, (k+1)·P); weighted count = current + floor(previous·(P−elapsed)/P).
+/// 24 bytes.
+struct State {
+  Micros start = 0;           ///< start of the bucket `current` counts
+  std::int64_t current = 0;
+  std::int64_t previous = 0;  ///< the bucket before `start`
+};
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+Micros expires_at(const State& s, const Limit& l) noexcept;
+}  // namespace sliding_window
+
+namespace bucket {
+/// Token bucket, leaky bucket (meter and shaper) and GCRA are one function: for the same amount N,
+/// period P and capacity B they admit exactly the same requests (docs/algorithms.md shows why).
+/// The state is GCRA's theoretical arrival time, kept in units of 1/N µs so that every step is
+/// exact integer arithmetic: tokens(t) = B − max(0, tat − t·N)/P. 16 bytes.
+struct State {
+  int128 tat = 0;  ///< time (× N) at which the bucket is full again / the leaky bucket empty
+};
+/// `shape` fills Decision::delay (leaky bucket as a shaper).
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
+                  bool shape = false) noexcept;
+void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+Micros expires_at(const State& s, const Limit& l) noexcept;
+}  // namespace bucket
+
+}  // namespace floodgate

@@ -1,0 +1,50 @@
+// floodgate/limiter.hpp — the entry point of the C++ API.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "floodgate/clock.hpp"
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+#include "floodgate/storage.hpp"
+
+namespace floodgate {
+
+/// A limiter: a storage and a clock. The policy is passed with each call, so one limiter serves
+/// any number of policies.
+///
+///     auto storage = std::make_shared<floodgate::MemoryStorage>();
+///     floodgate::Limiter limiter(storage);
+///     auto api = floodgate::Policy::make("api", floodgate::Strategy::kGcra, "10/second").value();
+///     if (auto d = limiter.hit(api, "user-42"); d.ok() && !d->allowed) { /* 429 */ }
+///
+/// Thread-safety: all methods are thread-safe (as thread-safe as the storage, which must be).
+/// Errors: InvalidArgument for a cost outside [0, kMaxAmount]; otherwise what the storage returns.
+class Limiter {
+ public:
+  explicit Limiter(std::shared_ptr<Storage> storage,
+                   std::shared_ptr<const Clock> clock = SystemClock::instance());
+
+  /// Consumes `cost` units for `key` if every limit of `policy` allows it.
+  absl::StatusOr<Decision> hit(const Policy& policy, std::string_view key, std::int64_t cost = 1);
+  /// Whether `hit` would allow `cost` now, without consuming anything. `remaining` and
+  /// `reset_after` describe the current state.
+  absl::StatusOr<Decision> test(const Policy& policy, std::string_view key,
+                                std::int64_t cost = 1);
+  /// The current state of `key`: `remaining` and `reset_after` (a test with cost 0).
+  absl::StatusOr<Decision> stats(const Policy& policy, std::string_view key);
+  /// Forgets `key`'s state under `policy`.
+  absl::Status clear(const Policy& policy, std::string_view key);
+
+  [[nodiscard]] const Clock& clock() const noexcept { return *clock_; }
+  [[nodiscard]] Storage& storage() const noexcept { return *storage_; }
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  std::shared_ptr<const Clock> clock_;
+};
+
+}  // namespace floodgate

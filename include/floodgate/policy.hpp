@@ -1,0 +1,70 @@
+// floodgate/policy.hpp — a named strategy with its limits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "floodgate/algorithms.hpp"
+#include "floodgate/rate.hpp"
+
+namespace floodgate {
+
+/// The most limits one policy may combine ("2/second; 10/minute; …").
+inline constexpr std::size_t kMaxLimitsPerPolicy = 16;
+
+/// Where fixed windows start.
+enum class Anchor : std::uint8_t {
+  kClock,     ///< epoch-aligned windows [k·P, (k+1)·P) (default)
+  kFirstHit,  ///< a window opens at the key's first admitted request
+};
+
+/// Options of a policy beyond its strategy and limits. Defaults are the common case.
+struct PolicyOptions {
+  /// Fixed window only: where windows start.
+  Anchor anchor = Anchor::kClock;
+  /// Leaky bucket only: act as a shaper (decisions carry `delay`).
+  bool shape = false;
+  /// Bucket strategies only: capacity for every limit that does not set its own `burst`
+  /// (0 = the limit's amount).
+  std::int64_t burst = 0;
+};
+
+/// An immutable, validated policy: a name, a strategy and one or more limits that a request must
+/// all satisfy ("2/second; 10/minute"). Cheap to copy; safe to share between threads.
+class Policy {
+ public:
+  /// Validates and builds a policy. Errors (InvalidArgument) name the problem: bad limit text,
+  /// a burst or shape with a strategy that has none, an empty name, a burst out of range,
+  /// more than kMaxLimitsPerPolicy limits.
+  static absl::StatusOr<Policy> make(std::string name, Strategy strategy, std::string_view limits,
+                                     PolicyOptions options = {});
+  static absl::StatusOr<Policy> make(std::string name, Strategy strategy,
+                                     std::vector<Limit> limits, PolicyOptions options = {});
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] Strategy strategy() const noexcept { return strategy_; }
+  [[nodiscard]] const std::vector<Limit>& limits() const noexcept { return limits_; }
+  [[nodiscard]] Anchor anchor() const noexcept { return options_.anchor; }
+  [[nodiscard]] bool shape() const noexcept { return options_.shape; }
+
+  /// A string that identifies the policy's name, strategy, options and limits. Storages key their
+  /// state by it, so a policy whose limits change never reads state written under the old ones.
+  [[nodiscard]] const std::string& fingerprint() const noexcept { return fingerprint_; }
+
+  /// "gcra 10/second; 100/minute" — for logs and error messages.
+  [[nodiscard]] std::string describe() const;
+
+ private:
+  Policy() = default;
+  std::string name_;
+  Strategy strategy_ = Strategy::kFixedWindow;
+  std::vector<Limit> limits_;
+  PolicyOptions options_;
+  std::string fingerprint_;
+};
+
+}  // namespace floodgate

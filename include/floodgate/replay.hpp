@@ -1,0 +1,34 @@
+// floodgate/replay.hpp — run a JSONL trace through a policy on a manual clock.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "absl/status/status.h"
+#include "floodgate/policy.hpp"
+#include "floodgate/storage.hpp"
+
+namespace floodgate {
+
+/// Reads one request per line from `in`:
+///
+///     {"t": <seconds since epoch, number ≥ 0, non-decreasing>, "key": "<string>", "cost": <int ≥ 0>}
+///
+/// (`cost` defaults to 1; other fields are ignored; blank lines are skipped) and writes one decision
+/// per request to `out`, in order, flushed line by line:
+///
+///     {"allowed": true, "remaining": 2, "retry_after": 0.0, "reset_after": 4.0}
+///
+/// with `"delay"` appended when the policy shapes. `retry_after` is `null` when the request can
+/// never be allowed. Times are rounded to the microsecond.
+///
+/// Errors: InvalidArgument "line N: <problem>" for the first malformed line; every line before it
+/// has been answered. A storage error stops the run likewise.
+absl::Status replay(const Policy& policy, Storage& storage, std::istream& in, std::ostream& out);
+
+/// Formats a duration in seconds as the shortest decimal with at most 6 fraction digits that
+/// keeps at least one ("4.0", "0.25", "0.000001").
+std::string format_seconds(Micros d);
+
+}  // namespace floodgate

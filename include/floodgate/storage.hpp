@@ -1,0 +1,44 @@
+// floodgate/storage.hpp — the narrow interface every storage implements.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "floodgate/clock.hpp"
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+
+namespace floodgate {
+
+/// What `Storage::apply` does with the state.
+enum class Effect : std::uint8_t {
+  kHit,   ///< consume `cost` if every limit allows it (all or nothing)
+  kTest,  ///< only evaluate: the state is not changed
+};
+
+/// A storage applies a policy's algorithm atomically to the state of one key: all the limits of
+/// the key at once. It decides nothing itself; the algorithms in algorithms.hpp do.
+///
+/// Thread-safety: every method may be called concurrently from any thread.
+class Storage {
+ public:
+  virtual ~Storage() = default;
+
+  /// Evaluates a request of `cost` units for `key` under `policy` at time `now` (µs since the
+  /// epoch) and, for Effect::kHit, commits it to every limit if all of them allow it.
+  /// For Effect::kTest, `remaining` and `reset_after` describe the current state (nothing is
+  /// consumed) while `allowed` and `retry_after` say what a hit would get.
+  ///
+  /// Preconditions (checked by Limiter): 0 ≤ cost ≤ kMaxAmount, now ≥ 0.
+  /// Errors: Unavailable / DeadlineExceeded / Internal from a storage that failed; the caller
+  /// applies the policy's failure mode. An error is never an "allowed".
+  virtual absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key,
+                                         std::int64_t cost, Effect effect, Micros now) = 0;
+
+  /// Forgets all state of `key` under `policy`. Clearing an absent key is not an error.
+  virtual absl::Status clear(const Policy& policy, std::string_view key) = 0;
+};
+
+}  // namespace floodgate

@@ -1,0 +1,55 @@
+// Token bucket, leaky bucket (meter and shaper) and GCRA: one exact function.
+//
+// With amount N per period P and capacity B, all three admit a request of cost c at time t iff
+//     max(tat, t) + c·T − t ≤ B·T,   T = P/N
+// (token bucket: tokens(t) = B − max(0, tat − t)/T ≥ c; leaky bucket: level(t) = max(0, tat − t)/T
+// and level + c ≤ B; GCRA with τ = (B − 1)·T). T is rarely a whole number of microseconds, so all
+// times are multiplied by N: `tat` and `now_s` are in units of 1/N µs, T becomes P and every step
+// is exact 128-bit integer arithmetic (t·N < 2^63·2^53 = 2^116; c·P, B·P < 2^106).
+#include <algorithm>
+
+#include "algorithms/arith.hpp"
+#include "floodgate/algorithms.hpp"
+
+namespace floodgate::bucket {
+
+using detail::ceil_div;
+using detail::clamp_micros;
+using detail::i128;
+
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
+                  bool shape) noexcept {
+  const i128 n = l.amount;
+  const i128 p = l.period;
+  const i128 capacity = static_cast<i128>(l.capacity()) * p;  // B·T, scaled
+  const i128 now_s = static_cast<i128>(now) * n;
+  const i128 used = std::max(s.tat, now_s) - now_s;  // level·T before this request
+  const i128 needed = used + static_cast<i128>(cost) * p;
+
+  Decision d;
+  d.limit = l.amount;
+  d.period = l.period;
+  d.allowed = needed <= capacity;
+  const i128 used_after = d.allowed ? needed : used;
+  d.remaining = static_cast<std::int64_t>(std::max<i128>(0, capacity - used_after) / p);
+  d.reset_after = clamp_micros(ceil_div(used_after, n));
+  if (d.allowed) {
+    d.retry_after = 0;
+    d.delay = shape ? clamp_micros(ceil_div(used, n)) : 0;
+  } else {
+    d.retry_after = cost > l.capacity() ? kNever : clamp_micros(ceil_div(needed - capacity, n));
+  }
+  return d;
+}
+
+void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  if (cost == 0) return;
+  const i128 now_s = static_cast<i128>(now) * l.amount;
+  s.tat = std::max(s.tat, now_s) + static_cast<i128>(cost) * l.period;
+}
+
+Micros expires_at(const State& s, const Limit& l) noexcept {
+  return clamp_micros(ceil_div(std::max<i128>(0, s.tat), l.amount));
+}
+
+}  // namespace floodgate::bucket

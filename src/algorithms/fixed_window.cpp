@@ -1,0 +1,79 @@
+// Fixed window: one counter per window; clock-aligned or anchored at the first admitted request.
+#include "algorithms/arith.hpp"
+#include "floodgate/algorithms.hpp"
+
+namespace floodgate {
+
+namespace fixed_window {
+
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  const Micros start = detail::window_start(now, l.period);
+  const Micros end = start + l.period;
+  const std::int64_t count = (s.count > 0 && s.start == start) ? s.count : 0;
+  Decision d;
+  d.limit = l.amount;
+  d.period = l.period;
+  d.allowed = cost <= l.amount - count;
+  const std::int64_t after = d.allowed ? count + cost : count;
+  d.remaining = l.amount - after;
+  d.reset_after = after > 0 ? end - now : 0;
+  d.retry_after = d.allowed ? 0 : (cost > l.amount ? kNever : end - now);
+  return d;
+}
+
+void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  if (cost == 0) return;
+  const Micros start = detail::window_start(now, l.period);
+  if (s.count == 0 || s.start != start) s = State{start, 0};
+  s.count += cost;
+}
+
+Micros expires_at(const State& s, const Limit& l) noexcept {
+  return s.count == 0 ? 0 : s.start + l.period;
+}
+
+}  // namespace fixed_window
+
+namespace fixed_window_first_hit {
+
+namespace {
+bool open_at(const State& s, const Limit& l, Micros now) noexcept {
+  return s.count > 0 && now < s.start + l.period;
+}
+}  // namespace
+
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  const bool open = open_at(s, l, now);
+  const std::int64_t count = open ? s.count : 0;
+  Decision d;
+  d.limit = l.amount;
+  d.period = l.period;
+  d.allowed = cost <= l.amount - count;
+  const std::int64_t after = d.allowed ? count + cost : count;
+  // The window the key is in after this decision, if any.
+  const Micros end = open ? s.start + l.period : now + l.period;
+  d.remaining = l.amount - after;
+  d.reset_after = after > 0 ? end - now : 0;
+  if (d.allowed) {
+    d.retry_after = 0;
+  } else if (cost > l.amount) {
+    d.retry_after = kNever;
+  } else {
+    d.retry_after = end - now;  // denied with cost ≤ amount implies an open window
+  }
+  return d;
+}
+
+void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  if (cost == 0) return;
+  if (!open_at(s, l, now)) s = State{now, 0};
+  s.count += cost;
+}
+
+Micros expires_at(const State& s, const Limit& l) noexcept {
+  return s.count == 0 ? 0 : s.start + l.period;
+}
+
+}  // namespace fixed_window_first_hit
+
+}  // namespace floodgate

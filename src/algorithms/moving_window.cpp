@@ -1,0 +1,76 @@
+// Moving window: the exact log of admitted units in the last period.
+// An entry exactly P old still counts: in the window at t means `at ≥ t − P`.
+#include <algorithm>
+
+#include "floodgate/algorithms.hpp"
+
+namespace floodgate::moving_window {
+
+namespace {
+
+// Units in the window at `now`, counted from the newest entry backwards.
+std::int64_t in_window(const State& s, const Limit& l, Micros now) noexcept {
+  std::int64_t n = 0;
+  for (auto it = s.log.rbegin(); it != s.log.rend() && it->at >= now - l.period; ++it) n += it->count;
+  return n;
+}
+
+// The time of the k-th most recent admitted unit (k ≥ 1; the log holds at least k in the window).
+Micros kth_most_recent(const State& s, std::int64_t k) noexcept {
+  std::int64_t seen = 0;
+  for (auto it = s.log.rbegin(); it != s.log.rend(); ++it) {
+    seen += it->count;
+    if (seen >= k) return it->at;
+  }
+  return s.log.empty() ? 0 : s.log.front().at;
+}
+
+}  // namespace
+
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  const std::int64_t count = in_window(s, l, now);
+  Decision d;
+  d.limit = l.amount;
+  d.period = l.period;
+  d.allowed = cost <= l.amount - count;
+  const std::int64_t after = d.allowed ? count + cost : count;
+  d.remaining = l.amount - after;
+  // The newest unit stops counting one microsecond after it is P old.
+  if (d.allowed && cost > 0) {
+    const Micros newest = s.log.empty() ? now : std::max(now, s.log.back().at);
+    d.reset_after = newest + l.period + 1 - now;
+  } else {
+    d.reset_after = count > 0 ? s.log.back().at + l.period + 1 - now : 0;
+  }
+  if (d.allowed) {
+    d.retry_after = 0;
+  } else if (cost > l.amount) {
+    d.retry_after = kNever;
+  } else {
+    // Room for `cost` units once the (N − c + 1)-th most recent unit has left the window.
+    const Micros e = kth_most_recent(s, l.amount - cost + 1);
+    d.retry_after = e + l.period + 1 - now;
+  }
+  return d;
+}
+
+void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
+  if (cost == 0) return;
+  while (!s.log.empty() && s.log.front().at < now - l.period) s.log.pop_front();
+  if (!s.log.empty() && s.log.back().at >= now) {
+    s.log.back().count += cost;  // same instant (or a clock that stepped back): merge
+    return;
+  }
+  if (s.log.full()) {
+    s.log.set_capacity(std::max<std::size_t>(4, s.log.capacity() * 2));
+  } else if (s.log.capacity() > 64 && s.log.size() * 4 < s.log.capacity()) {
+    s.log.set_capacity(s.log.capacity() / 2);
+  }
+  s.log.push_back(Entry{now, cost});
+}
+
+Micros expires_at(const State& s, const Limit& l) noexcept {
+  return s.log.empty() ? 0 : s.log.back().at + l.period + 1;
+}
+
+}  // namespace floodgate::moving_window

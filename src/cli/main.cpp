@@ -1,0 +1,18 @@
+// floodgate — rate limiting as a library, a CLI and a service.
+#include <iostream>
+
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"floodgate: rate limiting for C++ services, and as a service"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "floodgate 0.1.0");
+  auto run_replay = floodgate::cli::add_replay(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (app.got_subcommand("replay")) return run_replay();
+  return 2;
+}

@@ -1,0 +1,113 @@
+#include "floodgate/policy.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "absl/status/status.h"
+#include "util/text.hpp"
+
+namespace floodgate {
+
+namespace {
+constexpr std::array<std::pair<Strategy, const char*>, 6> kStrategies{{
+    {Strategy::kFixedWindow, "fixed-window"},
+    {Strategy::kMovingWindow, "moving-window"},
+    {Strategy::kSlidingWindowCounter, "sliding-window-counter"},
+    {Strategy::kTokenBucket, "token-bucket"},
+    {Strategy::kLeakyBucket, "leaky-bucket"},
+    {Strategy::kGcra, "gcra"},
+}};
+}  // namespace
+
+const char* to_string(Strategy s) noexcept {
+  for (const auto& [strategy, name] : kStrategies) {
+    if (strategy == s) return name;
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Strategy> parse_strategy(std::string_view name) {
+  std::string normal = text::lower(name);
+  std::replace(normal.begin(), normal.end(), '_', '-');
+  for (const auto& [strategy, n] : kStrategies) {
+    if (normal == n) return strategy;
+  }
+  return absl::InvalidArgumentError(fmt::format(
+      "unknown strategy \"{}\": expected fixed-window, moving-window, sliding-window-counter, "
+      "token-bucket, leaky-bucket or gcra",
+      name));
+}
+
+absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy, std::string_view limits,
+                                    PolicyOptions options) {
+  auto parsed = parse_limits(limits);
+  if (!parsed.ok()) return parsed.status();
+  return make(std::move(name), strategy, *std::move(parsed), options);
+}
+
+absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
+                                    std::vector<Limit> limits, PolicyOptions options) {
+  if (name.empty()) return absl::InvalidArgumentError("a policy needs a name");
+  if (limits.empty()) {
+    return absl::InvalidArgumentError(fmt::format("policy \"{}\" has no limits", name));
+  }
+  if (limits.size() > kMaxLimitsPerPolicy) {
+    return absl::InvalidArgumentError(fmt::format("policy \"{}\" has {} limits: at most {} are allowed",
+                                                  name, limits.size(), kMaxLimitsPerPolicy));
+  }
+  for (const Limit& l : limits) {
+    auto valid = Limit::make(l.amount, l.period, l.burst);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("policy \"{}\": {}", name, std::string(valid.status().message())));
+    }
+  }
+  if (options.burst < 0 || options.burst > kMaxAmount) {
+    return absl::InvalidArgumentError(fmt::format(
+        "policy \"{}\": burst {} is out of range: expected 1 to 2^53", name, options.burst));
+  }
+  const bool has_burst =
+      options.burst > 0 ||
+      std::any_of(limits.begin(), limits.end(), [](const Limit& l) { return l.burst > 0; });
+  if (has_burst && !uses_burst(strategy)) {
+    return absl::InvalidArgumentError(
+        fmt::format("policy \"{}\": burst applies to token-bucket, leaky-bucket and gcra, not {}", name, to_string(strategy)));
+  }
+  if (options.shape && strategy != Strategy::kLeakyBucket) {
+    return absl::InvalidArgumentError(fmt::format(
+        "policy \"{}\": shape applies to leaky-bucket only, not {}", name, to_string(strategy)));
+  }
+  if (options.anchor == Anchor::kFirstHit && strategy != Strategy::kFixedWindow) {
+    return absl::InvalidArgumentError(
+        fmt::format("policy \"{}\": anchor first-hit applies to fixed-window only, not {}", name, to_string(strategy)));
+  }
+  if (options.burst > 0) {
+    for (Limit& l : limits) {
+      if (l.burst == 0) l.burst = options.burst;
+    }
+  }
+  Policy p;
+  p.name_ = std::move(name);
+  p.strategy_ = strategy;
+  p.limits_ = std::move(limits);
+  p.options_ = options;
+  p.options_.burst = 0;  // folded into the limits
+  p.fingerprint_ = fmt::format("{}:{}|{}|{}|{}", p.name_.size(), p.name_, to_string(strategy),
+                                options.anchor == Anchor::kFirstHit ? "first-hit" : "clock",
+                                options.shape ? "shape" : "meter");
+  for (const Limit& l : p.limits_) {
+    p.fingerprint_ += fmt::format("|{}/{}/{}", l.amount, l.period, l.capacity());
+  }
+  return p;
+}
+
+std::string Policy::describe() const {
+  std::string out = fmt::format("{}: {} {}", name_, to_string(strategy_), to_string(limits_));
+  if (options_.anchor == Anchor::kFirstHit) out += " (first-hit windows)";
+  if (options_.shape) out += " (shaping)";
+  return out;
+}
+
+}  // namespace floodgate

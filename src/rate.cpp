@@ -1,0 +1,245 @@
+// The `limits` rate notation: "10/minute", "5 per 2 seconds", "2/second; 10/minute".
+#include "floodgate/rate.hpp"
+
+#include <array>
+#include <cctype>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "absl/status/status.h"
+#include "util/text.hpp"
+
+namespace floodgate {
+namespace {
+
+struct Unit {
+  std::string_view name;
+  Micros micros;
+};
+
+constexpr Micros kMinute = 60 * kMicrosPerSecond;
+constexpr Micros kHour = 60 * kMinute;
+constexpr Micros kDay = 24 * kHour;
+
+// Canonical names first: to_string uses the first entry with a matching length.
+constexpr std::array<Unit, 17> kUnits{{
+    {"year", 360 * kDay},  // as Python's `limits` defines it
+    {"month", 30 * kDay},
+    {"day", kDay},
+    {"hour", kHour},
+    {"minute", kMinute},
+    {"second", kMicrosPerSecond},
+    {"millisecond", 1000},
+    {"microsecond", 1},
+    {"d", kDay},
+    {"h", kHour},
+    {"hr", kHour},
+    {"min", kMinute},
+    {"s", kMicrosPerSecond},
+    {"sec", kMicrosPerSecond},
+    {"ms", 1000},
+    {"us", 1},
+    {"\xC2\xB5s", 1},  // µs
+}};
+
+const Unit* find_unit(std::string_view word) {
+  for (const Unit& u : kUnits) {
+    if (u.name == word) return &u;
+  }
+  if (word.size() > 1 && word.back() == 's') {  // plural
+    word.remove_suffix(1);
+    for (const Unit& u : kUnits) {
+      if (u.name == word) return &u;
+    }
+  }
+  return nullptr;
+}
+
+// A cursor over one limit item, producing errors that quote the item.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view item) : item_(item) {}
+
+  void skip_space() {
+    while (pos_ < item_.size() && text::is_space(item_[pos_])) ++pos_;
+  }
+  [[nodiscard]] bool done() const { return pos_ >= item_.size(); }
+  [[nodiscard]] char peek() const { return done() ? '\0' : item_[pos_]; }
+  [[nodiscard]] bool at_digit() const {
+    return !done() && text::is_digit(item_[pos_]);
+  }
+
+  // A whole number in [1, kMaxAmount]; `what` names it in errors.
+  absl::StatusOr<std::int64_t> number(std::string_view what) {
+    skip_space();
+    const std::size_t start = pos_;
+    while (!done() && (text::is_digit(peek()) || peek() == '.' ||
+                       peek() == '-' || peek() == '+' || peek() == '_' || peek() == 'e' ||
+                       peek() == 'E')) {
+      ++pos_;
+    }
+    const std::string_view tok = item_.substr(start, pos_ - start);
+    if (tok.empty()) return error(fmt::format("expected {} (a whole number)", what), tok);
+    std::int64_t v = 0;
+    for (char c : tok) {
+      if (!text::is_digit(c)) {
+        return error(fmt::format("{} must be a whole number from 1 to 2^53", what), tok);
+      }
+      v = v * 10 + (c - '0');
+      if (v > kMaxAmount) return error(fmt::format("{} exceeds 2^53", what), tok);
+    }
+    if (v == 0) return error(fmt::format("{} must be at least 1", what), tok);
+    return v;
+  }
+
+  // A run of letters (and 'µ').
+  std::string_view word() {
+    skip_space();
+    const std::size_t start = pos_;
+    while (!done() && (text::is_alpha(peek()) ||
+                       static_cast<unsigned char>(peek()) >= 0x80)) {
+      ++pos_;
+    }
+    return item_.substr(start, pos_ - start);
+  }
+
+  std::string_view rest() const { return item_.substr(pos_); }
+
+  bool eat(char c) {
+    if (peek() != c || done()) return false;
+    ++pos_;
+    return true;
+  }
+
+  absl::Status error(std::string_view problem, std::string_view offending) const {
+    const std::string shown =
+        offending.empty() ? std::string("the end") : fmt::format("\"{}\"", offending);
+    return absl::InvalidArgumentError(fmt::format(
+        "invalid limit \"{}\": {} at {}; expected e.g. \"10/minute\" or \"5 per 2 seconds\"",
+        text::trim(item_), problem, shown));
+  }
+
+ private:
+  std::string_view item_;
+  std::size_t pos_ = 0;
+};
+
+absl::StatusOr<Limit> parse_one(std::string_view item) {
+  Scanner s(item);
+  auto amount = s.number("the amount");
+  if (!amount.ok()) return amount.status();
+
+  // "/" or "per"
+  s.skip_space();
+  if (!s.eat('/')) {
+    const std::string_view sep = s.word();
+    if (text::lower(sep) != "per") return s.error("expected \"/\" or \"per\"", sep);
+  }
+
+  // Optional count of units: "5 per 2 seconds".
+  std::int64_t count = 1;
+  s.skip_space();
+  if (s.at_digit()) {
+    auto n = s.number("the number of periods");
+    if (!n.ok()) return n.status();
+    count = *n;
+  }
+
+  const std::string_view unit_word = s.word();
+  const Unit* unit = find_unit(text::lower(unit_word));
+  if (unit == nullptr) {
+    return s.error("unknown unit (expected second, minute, hour, day, month, year, "
+                   "millisecond or microsecond)", unit_word.empty() ? s.rest() : unit_word);
+  }
+  if (count > kMaxPeriod / unit->micros) {
+    return s.error("the period exceeds 2^53 microseconds (about 285 years)", item);
+  }
+  const Micros period = count * unit->micros;
+
+  std::int64_t burst = 0;
+  s.skip_space();
+  if (!s.done()) {
+    const std::string_view kw = s.word();
+    if (text::lower(kw) != "burst") {
+      return s.error("unexpected text after the unit (only \"burst N\" may follow)",
+                     kw.empty() ? s.rest() : kw);
+    }
+    auto b = s.number("the burst");
+    if (!b.ok()) return b.status();
+    burst = *b;
+    s.skip_space();
+    if (!s.done()) return s.error("unexpected text after the burst", s.rest());
+  }
+  return Limit::make(*amount, period, burst);
+}
+
+}  // namespace
+
+absl::StatusOr<Limit> Limit::make(std::int64_t amount, Micros period, std::int64_t burst) {
+  if (amount < 1 || amount > kMaxAmount) {
+    return absl::InvalidArgumentError(
+        fmt::format("amount {} is out of range: expected 1 to 2^53", amount));
+  }
+  if (period < 1 || period > kMaxPeriod) {
+    return absl::InvalidArgumentError(
+        fmt::format("period of {} µs is out of range: expected 1 µs to 2^53 µs", period));
+  }
+  if (burst < 0 || burst > kMaxAmount) {
+    return absl::InvalidArgumentError(
+        fmt::format("burst {} is out of range: expected 1 to 2^53 (0 = the amount)", burst));
+  }
+  return Limit{amount, period, burst};
+}
+
+absl::StatusOr<std::vector<Limit>> parse_limits(std::string_view text) {
+  std::vector<Limit> out;
+  if (text::trim(text).empty()) {
+    return absl::InvalidArgumentError(
+        "empty limit: expected e.g. \"10/minute\" or \"2/second; 10/minute\"");
+  }
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find_first_of(";,|", start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view item = text.substr(start, end - start);
+    if (text::trim(item).empty()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "invalid limits \"{}\": empty limit at position {} (between separators ';', ',' or "
+          "'|')",
+          text, start));
+    }
+    auto limit = parse_one(item);
+    if (!limit.ok()) return limit.status();
+    out.push_back(*limit);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string to_string(const Limit& limit) {
+  // The largest unit that divides the period.
+  const Unit* best = &kUnits[7];  // microsecond
+  for (std::size_t i = 0; i < 8; ++i) {
+    if (limit.period % kUnits[i].micros == 0) {
+      best = &kUnits[i];
+      break;
+    }
+  }
+  const std::int64_t count = limit.period / best->micros;
+  std::string out = count == 1 ? fmt::format("{}/{}", limit.amount, best->name)
+                               : fmt::format("{} per {} {}s", limit.amount, count, best->name);
+  if (limit.burst > 0) out += fmt::format(" burst {}", limit.burst);
+  return out;
+}
+
+std::string to_string(const std::vector<Limit>& limits) {
+  std::string out;
+  for (const Limit& l : limits) {
+    if (!out.empty()) out += "; ";
+    out += to_string(l);
+  }
+  return out;
+}
+
+}  // namespace floodgate

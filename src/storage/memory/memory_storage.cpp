@@ -1,0 +1,408 @@
+// The in-memory storage: per policy, a sharded slab of records {key, state × limits} indexed by a
+// flat hash set of record numbers, each shard under its own mutex.
+//
+// Why a slab and not absl::flat_hash_map<std::string, State>: the map's 48-byte slots at a load
+// factor that halves on every growth cost 55–110 bytes per key; here a key costs its record (the
+// std::string and the states) plus a 4-byte index slot, and the slab gives the incremental sweep
+// (reclaiming absent entries) and the eviction sampler a stable position to walk from.
+#include "floodgate/memory_storage.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <new>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
+#include "floodgate/algorithms.hpp"
+
+namespace floodgate {
+
+// ---- the five algorithms behind one interface ----------------------------------------------
+namespace {
+
+template <class S, auto Evaluate, auto Commit, auto Expires>
+struct Algorithm {
+  using State = S;
+  static Decision evaluate(const S& s, const Limit& l, Micros now, std::int64_t cost, bool) {
+    return Evaluate(s, l, now, cost);
+  }
+  static void commit(S& s, const Limit& l, Micros now, std::int64_t cost) {
+    Commit(s, l, now, cost);
+  }
+  static Micros expires_at(const S& s, const Limit& l) { return Expires(s, l); }
+};
+
+using FixedClock = Algorithm<fixed_window::State, fixed_window::evaluate, fixed_window::commit,
+                             fixed_window::expires_at>;
+using FixedFirstHit =
+    Algorithm<fixed_window_first_hit::State, fixed_window_first_hit::evaluate,
+              fixed_window_first_hit::commit, fixed_window_first_hit::expires_at>;
+using Moving = Algorithm<moving_window::State, moving_window::evaluate, moving_window::commit,
+                         moving_window::expires_at>;
+using Sliding = Algorithm<sliding_window::State, sliding_window::evaluate,
+                          sliding_window::commit, sliding_window::expires_at>;
+
+struct Bucket {
+  using State = bucket::State;
+  static Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
+                           bool shape) {
+    return bucket::evaluate(s, l, now, cost, shape);
+  }
+  static void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
+    bucket::commit(s, l, now, cost);
+  }
+  static Micros expires_at(const State& s, const Limit& l) { return bucket::expires_at(s, l); }
+};
+
+constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+// ---- a table: all keys of one policy -----------------------------------------------------------
+class MemoryStorage::Table {
+ public:
+  virtual ~Table() = default;
+  virtual Decision apply(std::string_view key, std::int64_t cost, Effect effect, Micros now) = 0;
+  virtual void clear(std::string_view key) = 0;
+  [[nodiscard]] virtual std::size_t size() const = 0;
+
+  std::atomic<std::uint64_t> evictions{0};
+  std::atomic<std::uint64_t> reclaimed{0};
+};
+
+namespace {
+
+template <class A>
+class TableImpl final : public MemoryStorage::Table {
+  using S = typename A::State;
+  static constexpr std::size_t kStatesOffset = round_up(sizeof(std::string), alignof(S));
+  static constexpr std::uint32_t kChunkBits = 10;  // 1024 records per chunk
+  static constexpr std::uint32_t kChunk = 1u << kChunkBits;
+  static constexpr std::size_t kAlign = std::max(alignof(std::string), alignof(S));
+  static_assert(kAlign <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+
+ public:
+  TableImpl(const Policy& policy, const MemoryStorageOptions& options)
+      : limits_(policy.limits()),
+        k_(limits_.size()),
+        shape_(policy.shape()),
+        stride_(round_up(kStatesOffset + k_ * sizeof(S), kAlign)),
+        shard_bits_(static_cast<unsigned>(std::countr_zero(std::bit_ceil(std::max<std::size_t>(1, options.shards))))),
+        shard_count_(std::size_t{1} << shard_bits_),
+        per_shard_cap_(std::max<std::size_t>(1, options.max_keys / shard_count_)),
+        shards_(std::make_unique<Shard[]>(shard_count_)) {
+    for (std::size_t i = 0; i < shard_count_; ++i) shards_[i].stride = stride_;
+  }
+
+  ~TableImpl() override {
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      Shard& sh = shards_[i];
+      for (std::uint32_t r = 0; r < sh.used; ++r) {
+        if (sh.is_live(r)) destroy(sh, r);
+      }
+    }
+  }
+
+  Decision apply(std::string_view key, std::int64_t cost, Effect effect, Micros now) override {
+    Shard& sh = shard_for(key);
+    std::lock_guard<std::mutex> lock(sh.mu);
+    const auto it = sh.index.find(key);
+    if (it != sh.index.end()) {
+      return decide(states(sh, *it), cost, effect, now);
+    }
+    // Absent key: decide on fresh states; keep them only if something was consumed.
+    std::array<S, kMaxLimitsPerPolicy> fresh;  // default member initialisers: absent
+    const Decision d = decide(fresh.data(), cost, effect, now);
+    if (effect == Effect::kHit && d.allowed && cost > 0) {
+      const std::uint32_t r = allocate(sh, key, now);
+      S* st = states(sh, r);
+      for (std::size_t i = 0; i < k_; ++i) st[i] = std::move(fresh[i]);
+    }
+    return d;
+  }
+
+  void clear(std::string_view key) override {
+    Shard& sh = shard_for(key);
+    std::lock_guard<std::mutex> lock(sh.mu);
+    const auto it = sh.index.find(key);
+    if (it != sh.index.end()) remove(sh, *it);
+  }
+
+  [[nodiscard]] std::size_t size() const override {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      std::lock_guard<std::mutex> lock(shards_[i].mu);
+      n += shards_[i].index.size();
+    }
+    return n;
+  }
+
+ private:
+  struct Shard;
+
+  // Hash and equality of record numbers through their keys, and of keys (heterogeneous lookup).
+  struct IndexHash {
+    using is_transparent = void;
+    const Shard* shard;
+    std::size_t operator()(std::uint32_t r) const { return absl::Hash<std::string_view>{}(shard->key(r)); }
+    std::size_t operator()(std::string_view k) const { return absl::Hash<std::string_view>{}(k); }
+  };
+  struct IndexEq {
+    using is_transparent = void;
+    const Shard* shard;
+    bool operator()(std::uint32_t a, std::uint32_t b) const { return a == b; }
+    bool operator()(std::uint32_t a, std::string_view b) const { return shard->key(a) == b; }
+    bool operator()(std::string_view a, std::uint32_t b) const { return a == shard->key(b); }
+  };
+
+  struct alignas(64) Shard {
+    mutable std::mutex mu;
+    std::size_t stride = 0;
+    std::vector<std::unique_ptr<std::byte[]>> chunks;
+    std::uint32_t used = 0;               // records ever made (live or free)
+    std::vector<std::uint32_t> free;      // removed records, reused first
+    std::vector<std::uint64_t> live;      // bitmap over records
+    std::uint32_t cursor = 0;             // where the sweep and the eviction sampler go on from
+    absl::flat_hash_set<std::uint32_t, IndexHash, IndexEq> index{0, IndexHash{this}, IndexEq{this}};
+
+    std::byte* record(std::uint32_t r) const {
+      return chunks[r >> kChunkBits].get() + (r & (kChunk - 1)) * stride;
+    }
+    const std::string& key(std::uint32_t r) const {
+      return *std::launder(reinterpret_cast<const std::string*>(record(r)));
+    }
+    bool is_live(std::uint32_t r) const { return (live[r >> 6] >> (r & 63)) & 1u; }
+    void set_live(std::uint32_t r, bool on) {
+      const std::uint64_t bit = std::uint64_t{1} << (r & 63);
+      live[r >> 6] = on ? (live[r >> 6] | bit) : (live[r >> 6] & ~bit);
+    }
+  };
+
+  Shard& shard_for(std::string_view key) const {
+    const std::size_t h = absl::Hash<std::string_view>{}(key);
+    return shards_[shard_bits_ == 0 ? 0 : (h >> (64 - shard_bits_))];
+  }
+
+  S* states(const Shard& sh, std::uint32_t r) const {
+    return std::launder(reinterpret_cast<S*>(sh.record(r) + kStatesOffset));
+  }
+
+  // Evaluates every limit, commits to all of them if all allow and this is a hit.
+  Decision decide(S* st, std::int64_t cost, Effect effect, Micros now) const {
+    Decision out;
+    for (std::size_t i = 0; i < k_; ++i) {
+      combine(out, A::evaluate(st[i], limits_[i], now, cost, shape_), i == 0);
+    }
+    if (out.allowed && effect == Effect::kHit) {
+      for (std::size_t i = 0; i < k_; ++i) A::commit(st[i], limits_[i], now, cost);
+      return out;
+    }
+    if (!out.allowed) out.delay = 0;
+    if (!out.allowed && k_ == 1) return out;  // a lone denying limit already reports its state
+    // Nothing was consumed: report the state as it is, with the verdict for `cost`.
+    Decision as_is;
+    for (std::size_t i = 0; i < k_; ++i) {
+      combine(as_is, A::evaluate(st[i], limits_[i], now, 0, false), i == 0);
+    }
+    as_is.allowed = out.allowed;
+    as_is.retry_after = out.retry_after;
+    as_is.delay = out.delay;
+    return as_is;
+  }
+
+  [[nodiscard]] bool expired(const Shard& sh, std::uint32_t r, Micros now) const {
+    const S* st = states(sh, r);
+    for (std::size_t i = 0; i < k_; ++i) {
+      if (A::expires_at(st[i], limits_[i]) > now) return false;
+    }
+    return true;
+  }
+
+  // The time from which the whole record is absent: the sampler evicts the earliest.
+  [[nodiscard]] Micros absent_from(const Shard& sh, std::uint32_t r) const {
+    const S* st = states(sh, r);
+    Micros t = 0;
+    for (std::size_t i = 0; i < k_; ++i) t = std::max(t, A::expires_at(st[i], limits_[i]));
+    return t;
+  }
+
+  std::uint32_t next_position(Shard& sh) const {
+    sh.cursor = sh.cursor + 1 < sh.used ? sh.cursor + 1 : 0;
+    return sh.cursor;
+  }
+
+  // Examines up to `steps` records from the cursor and reclaims the absent ones.
+  void sweep(Shard& sh, Micros now, int steps) {
+    for (int i = 0; i < steps && sh.used > 0; ++i) {
+      const std::uint32_t r = next_position(sh);
+      if (sh.is_live(r) && expired(sh, r, now)) {
+        remove(sh, r);
+        reclaimed.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // At the key bound: reclaim absent records near the cursor, else evict the record closest to
+  // absent among a sample of eight.
+  void make_room(Shard& sh, Micros now) {
+    sweep(sh, now, 16);
+    if (sh.index.size() < per_shard_cap_) return;
+    std::uint32_t victim = 0;
+    Micros victim_time = kNever;
+    int sampled = 0;
+    for (std::uint32_t seen = 0; seen < sh.used && sampled < 8; ++seen) {
+      const std::uint32_t r = next_position(sh);
+      if (!sh.is_live(r)) continue;
+      ++sampled;
+      const Micros t = absent_from(sh, r);
+      if (t < victim_time) {
+        victim_time = t;
+        victim = r;
+      }
+    }
+    if (sampled > 0) {
+      remove(sh, victim);
+      evictions.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  std::uint32_t allocate(Shard& sh, std::string_view key, Micros now) {
+    if (sh.index.size() >= per_shard_cap_) {
+      make_room(sh, now);
+    } else {
+      sweep(sh, now, 2);
+    }
+    std::uint32_t r;
+    if (!sh.free.empty()) {
+      r = sh.free.back();
+      sh.free.pop_back();
+    } else {
+      r = sh.used;
+      if ((r >> kChunkBits) >= sh.chunks.size()) {
+        sh.chunks.push_back(std::make_unique<std::byte[]>(kChunk * stride_));
+      }
+      if ((r >> 6) >= sh.live.size()) sh.live.push_back(0);
+      ++sh.used;
+    }
+    std::byte* rec = sh.record(r);
+    new (rec) std::string(key);
+    S* st = reinterpret_cast<S*>(rec + kStatesOffset);
+    for (std::size_t i = 0; i < k_; ++i) new (st + i) S{};
+    sh.set_live(r, true);
+    sh.index.insert(r);
+    return r;
+  }
+
+  void destroy(Shard& sh, std::uint32_t r) {
+    S* st = states(sh, r);
+    for (std::size_t i = 0; i < k_; ++i) st[i].~S();
+    using std::string;
+    std::launder(reinterpret_cast<string*>(sh.record(r)))->~string();
+    sh.set_live(r, false);
+  }
+
+  void remove(Shard& sh, std::uint32_t r) {
+    sh.index.erase(r);  // hashes the key: before destroying it
+    destroy(sh, r);
+    sh.free.push_back(r);
+  }
+
+  const std::vector<Limit> limits_;
+  const std::size_t k_;
+  const bool shape_;
+  const std::size_t stride_;
+  const unsigned shard_bits_;
+  const std::size_t shard_count_;
+  const std::size_t per_shard_cap_;
+  std::unique_ptr<Shard[]> shards_;
+};
+
+std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy,
+                                                 const MemoryStorageOptions& options) {
+  switch (policy.strategy()) {
+    case Strategy::kFixedWindow:
+      if (policy.anchor() == Anchor::kFirstHit) {
+        return std::make_unique<TableImpl<FixedFirstHit>>(policy, options);
+      }
+      return std::make_unique<TableImpl<FixedClock>>(policy, options);
+    case Strategy::kMovingWindow:
+      return std::make_unique<TableImpl<Moving>>(policy, options);
+    case Strategy::kSlidingWindowCounter:
+      return std::make_unique<TableImpl<Sliding>>(policy, options);
+    case Strategy::kTokenBucket:
+    case Strategy::kLeakyBucket:
+    case Strategy::kGcra:
+      return std::make_unique<TableImpl<Bucket>>(policy, options);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// ---- the storage: an immutable snapshot of tables, replaced when a policy is first seen -------
+struct MemoryStorage::Snapshot {
+  absl::flat_hash_map<std::string, Table*> tables;
+};
+
+MemoryStorage::MemoryStorage(MemoryStorageOptions options) : options_(options) {
+  auto empty = std::make_unique<const Snapshot>();
+  tables_.store(empty.get(), std::memory_order_release);
+  snapshots_.push_back(std::move(empty));
+}
+
+MemoryStorage::~MemoryStorage() = default;
+
+const MemoryStorage::Table* MemoryStorage::find_table(const Policy& policy) const {
+  const Snapshot* snap = tables_.load(std::memory_order_acquire);
+  const auto it = snap->tables.find(policy.fingerprint());
+  return it == snap->tables.end() ? nullptr : it->second;
+}
+
+MemoryStorage::Table& MemoryStorage::table_for(const Policy& policy) {
+  if (const Table* t = find_table(policy)) return const_cast<Table&>(*t);
+  std::lock_guard<std::mutex> lock(write_mu_);
+  const Snapshot* current = tables_.load(std::memory_order_acquire);
+  if (auto it = current->tables.find(policy.fingerprint()); it != current->tables.end()) {
+    return *it->second;
+  }
+  owned_.push_back(make_table(policy, options_));
+  auto next = std::make_unique<Snapshot>(*current);
+  next->tables.emplace(policy.fingerprint(), owned_.back().get());
+  tables_.store(next.get(), std::memory_order_release);
+  Table& t = *owned_.back();
+  snapshots_.push_back(std::move(next));  // readers may still hold the old one: keep it
+  return t;
+}
+
+absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_view key,
+                                              std::int64_t cost, Effect effect, Micros now) {
+  return table_for(policy).apply(key, cost, effect, now);
+}
+
+absl::Status MemoryStorage::clear(const Policy& policy, std::string_view key) {
+  if (const Table* t = find_table(policy)) const_cast<Table*>(t)->clear(key);
+  return absl::OkStatus();
+}
+
+std::size_t MemoryStorage::size(const Policy& policy) const {
+  const Table* t = find_table(policy);
+  return t == nullptr ? 0 : t->size();
+}
+
+std::uint64_t MemoryStorage::evictions() const noexcept {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  std::uint64_t n = 0;
+  for (const auto& t : owned_) n += t->evictions.load(std::memory_order_relaxed);
+  return n;
+}
+
+std::uint64_t MemoryStorage::reclaimed() const noexcept {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  std::uint64_t n = 0;
+  for (const auto& t : owned_) n += t->reclaimed.load(std::memory_order_relaxed);
+  return n;
+}
+
+}  // namespace floodgate

@@ -1,0 +1,150 @@
+// Every case in tests/conformance/ (copied from shared/conformance/) through `replay`, in process
+// and through the real `floodgate replay` binary, compared as conformance/README.md says.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "floodgate/memory_storage.hpp"
+#include "floodgate/replay.hpp"
+
+namespace floodgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Case {
+  std::string name;
+  std::string strategy;
+  std::string limit;
+  std::string flags;  // optional third line of NAME.args
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+std::vector<std::string> lines_of(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const auto& entry : fs::directory_iterator(FLOODGATE_CONFORMANCE_DIR)) {
+    const std::string file = entry.path().filename().string();
+    const std::string suffix = ".args";
+    if (file.size() <= suffix.size() || file.substr(file.size() - suffix.size()) != suffix) continue;
+    const auto args = lines_of(entry.path());
+    Case c{file.substr(0, file.size() - suffix.size()), args.at(0), args.at(1),
+           args.size() > 2 ? args[2] : ""};
+    cases.push_back(c);
+  }
+  std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.name < b.name; });
+  return cases;
+}
+
+absl::StatusOr<Policy> policy_of(const Case& c) {
+  auto strategy = parse_strategy(c.strategy);
+  if (!strategy.ok()) return strategy.status();
+  PolicyOptions o;
+  std::istringstream flags(c.flags);
+  for (std::string flag; flags >> flag;) {
+    if (flag == "--anchor") {
+      std::string v;
+      flags >> v;
+      o.anchor = v == "first-hit" ? Anchor::kFirstHit : Anchor::kClock;
+    } else if (flag == "--burst") {
+      flags >> o.burst;
+    } else if (flag == "--shape") {
+      o.shape = true;
+    } else {
+      return absl::InvalidArgumentError("unknown flag in args: " + flag);
+    }
+  }
+  return Policy::make("conformance", *strategy, c.limit, o);
+}
+
+double number(const boost::json::value& v) {
+  if (v.is_double()) return v.get_double();
+  if (v.is_int64()) return static_cast<double>(v.get_int64());
+  return static_cast<double>(v.get_uint64());
+}
+
+// Compares produced output with the expected lines; checks per strategy as the README says.
+void compare(const Case& c, const std::string& produced) {
+  const auto expected = lines_of(fs::path(FLOODGATE_CONFORMANCE_DIR) / (c.name + ".expected.jsonl"));
+  std::vector<std::string> got;
+  std::istringstream in(produced);
+  for (std::string line; std::getline(in, line);) got.push_back(line);
+  ASSERT_EQ(got.size(), expected.size()) << c.name;
+  const bool exact_remaining = c.strategy == "fixed-window" || c.strategy == "moving-window" ||
+                               c.strategy == "sliding-window-counter" ||
+                               c.strategy == "token-bucket";
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto e = boost::json::parse(expected[i]).as_object();
+    const auto g = boost::json::parse(got[i]).as_object();
+    const std::string where = c.name + " line " + std::to_string(i + 1) + ": got " + got[i] +
+                              " expected " + expected[i];
+    ASSERT_EQ(g.at("allowed").as_bool(), e.at("allowed").as_bool()) << where;
+    if (exact_remaining) {
+      ASSERT_EQ(g.at("remaining").as_int64(), e.at("remaining").as_int64()) << where;
+    }
+    if (e.at("retry_after").is_null()) {
+      ASSERT_TRUE(g.at("retry_after").is_null()) << where;
+    } else {
+      ASSERT_FALSE(g.at("retry_after").is_null()) << where;
+      ASSERT_NEAR(number(g.at("retry_after")), number(e.at("retry_after")), 0.001) << where;
+    }
+    ASSERT_NEAR(number(g.at("reset_after")), number(e.at("reset_after")), 0.001) << where;
+    if (e.contains("delay")) {
+      ASSERT_TRUE(g.contains("delay")) << where;
+      ASSERT_NEAR(number(g.at("delay")), number(e.at("delay")), 0.001) << where;
+    }
+  }
+}
+
+class Conformance : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Conformance, InProcessReplayMatchesExpected) {
+  const Case& c = GetParam();
+  auto policy = policy_of(c);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  MemoryStorage storage;
+  std::ifstream trace(fs::path(FLOODGATE_CONFORMANCE_DIR) / (c.name + ".trace.jsonl"));
+  std::ostringstream out;
+  const absl::Status s = replay(*policy, storage, trace, out);
+  ASSERT_TRUE(s.ok()) << s;
+  compare(c, out.str());
+}
+
+TEST_P(Conformance, BinaryReplayMatchesExpected) {
+  const Case& c = GetParam();
+  const fs::path dir(FLOODGATE_CONFORMANCE_DIR);
+  const std::string cmd = std::string(FLOODGATE_BINARY) + " replay --strategy '" + c.strategy +
+                          "' --limit '" + c.limit + "' " + c.flags + " < '" +
+                          (dir / (c.name + ".trace.jsonl")).string() + "'";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(pipe), 0) << cmd;
+  compare(c, out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Conformance, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+TEST(ConformanceSuite, HasAllCases) { EXPECT_GE(all_cases().size(), 40u); }
+
+}  // namespace
+}  // namespace floodgate
