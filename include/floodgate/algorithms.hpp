@@ -81,6 +81,7 @@ struct Entry {
 /// The exact log of the last period, oldest first; entries admitted at the same instant are
 /// merged, so it holds at most min(amount, distinct instants in a period) entries.
 struct State {
+  State() = default;  // not an aggregate: `State s{}` value-initialises the buffer
   boost::circular_buffer<Entry> log;
 };
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;

@@ -1,1 +1,273 @@
+// The pure algorithm functions: the seeds' worked examples, and properties checked on random
+// request sequences against independent reference models.
+#include "floodgate/algorithms.hpp"
+
+#include <deque>
+#include <random>
+
 #include <gtest/gtest.h>
+
+namespace floodgate {
+namespace {
+
+constexpr Micros kSec = kMicrosPerSecond;
+
+Limit limit(std::int64_t amount, Micros period, std::int64_t burst = 0) {
+  return Limit::make(amount, period, burst).value();
+}
+
+// ---- seed 000: the moving window, 10/minute -------------------------------------------------
+TEST(MovingWindow, Seed000TenPerMinute) {
+  const Limit l = limit(10, 60 * kSec);
+  moving_window::State s;
+  auto hit = [&](Micros t, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const Decision d = moving_window::evaluate(s, l, t, 1);
+      if (!d.allowed) return false;
+      moving_window::commit(s, l, t, 1);
+    }
+    return true;
+  };
+  EXPECT_TRUE(hit(10 * kSec, 1));
+  EXPECT_TRUE(hit(20 * kSec, 2));
+  EXPECT_TRUE(hit(30 * kSec, 4));
+  EXPECT_TRUE(hit(50 * kSec, 3));                                       // total 10
+  EXPECT_FALSE(moving_window::evaluate(s, l, 51 * kSec, 1).allowed);   // full
+  EXPECT_TRUE(hit(71 * kSec, 1));   // the 10th most recent (00:00:10) is 61 s old
+  const Decision d = moving_window::evaluate(s, l, 72 * kSec, 1);
+  EXPECT_FALSE(d.allowed);          // the 10th most recent (00:00:20) is 52 s old
+  // It leaves the window one microsecond after it is 60 s old: at 00:01:20.000001.
+  EXPECT_EQ(d.retry_after, 20 * kSec + 60 * kSec + 1 - 72 * kSec);
+  EXPECT_EQ(d.remaining, 0);
+}
+
+// ---- seed 000: the sliding window counter, 100/minute with 80 + 40 -------------------------
+TEST(SlidingWindow, Seed000EightyPlusForty) {
+  const Limit l = limit(100, 60 * kSec);
+  const Micros bucket = 600 * kSec;  // an epoch-aligned minute
+  const sliding_window::State s{bucket, 80, 40};
+  // 30 s into the bucket: 80 + 0.5·40 = 100 → denied.
+  const Decision at30 = sliding_window::evaluate(s, l, bucket + 30 * kSec, 1);
+  EXPECT_FALSE(at30.allowed);
+  EXPECT_EQ(at30.remaining, 0);
+  // 40 s in: 80 + ⌊40·20/60⌋ = 93 → allowed, 6 left after it.
+  const Decision at40 = sliding_window::evaluate(s, l, bucket + 40 * kSec, 1);
+  EXPECT_TRUE(at40.allowed);
+  EXPECT_EQ(at40.remaining, 100 - 94);
+  // Room for one: ⌊40·(60 s − e)/60 s⌋ ≤ 19 ⇔ 40·(60 s − e) < 20·60 s ⇔ e > 30 s: 1 µs later.
+  EXPECT_EQ(at30.retry_after, 1);
+  // Room for two: ⌊40·(60 s − e)/60 s⌋ ≤ 18 ⇔ e > 31.5 s.
+  const Decision two = sliding_window::evaluate(s, l, bucket + 30 * kSec, 2);
+  EXPECT_EQ(two.retry_after, 1'500'001);
+  EXPECT_FALSE(sliding_window::evaluate(s, l, bucket + 31'500'000, 2).allowed);
+  EXPECT_TRUE(sliding_window::evaluate(s, l, bucket + 31'500'001, 2).allowed);
+}
+
+// ---- seed 001: a token bucket of 3 that refills one token every 4 s ---------------------------
+TEST(Bucket, Seed001ThreeTokensOneEveryFourSeconds) {
+  const Limit l = limit(3, 12 * kSec);
+  bucket::State s;
+  struct Step {
+    Micros t;
+    bool allowed;
+    std::int64_t remaining;
+    Micros retry_after;
+    Micros reset_after;
+  };
+  const Step steps[] = {
+      {0, true, 2, 0, 4 * kSec},           {0, true, 1, 0, 8 * kSec},
+      {0, true, 0, 0, 12 * kSec},          {0, false, 0, 4 * kSec, 12 * kSec},
+      {1 * kSec, false, 0, 3 * kSec, 11 * kSec}, {4 * kSec, true, 0, 0, 12 * kSec},
+      {4 * kSec, false, 0, 4 * kSec, 12 * kSec}, {6 * kSec, false, 0, 2 * kSec, 10 * kSec},
+  };
+  for (const Step& step : steps) {
+    const Decision d = bucket::evaluate(s, l, step.t, 1);
+    EXPECT_EQ(d.allowed, step.allowed) << step.t;
+    EXPECT_EQ(d.remaining, step.remaining) << step.t;
+    EXPECT_EQ(d.retry_after, step.retry_after) << step.t;
+    EXPECT_EQ(d.reset_after, step.reset_after) << step.t;
+    if (d.allowed) bucket::commit(s, l, step.t, 1);
+  }
+}
+
+// ---- seed 002: the leaky bucket as a shaper returns the wait for the water already in it ------
+TEST(Bucket, Seed002ShaperDelayIsLevelBeforeOverRate) {
+  const Limit l = limit(3, 12 * kSec);  // leaks one drop every 4 s, holds 3
+  bucket::State s;
+  const Micros expected[] = {0, 4 * kSec, 8 * kSec};
+  for (Micros want : expected) {
+    const Decision d = bucket::evaluate(s, l, 0, 1, /*shape=*/true);
+    ASSERT_TRUE(d.allowed);
+    EXPECT_EQ(d.delay, want);
+    bucket::commit(s, l, 0, 1);
+  }
+  const Decision full = bucket::evaluate(s, l, 0, 1, true);
+  EXPECT_FALSE(full.allowed);
+  EXPECT_EQ(full.delay, 0);
+}
+
+TEST(FixedWindow, ClockAlignedResetsAtTheBoundaryForEveryKey) {
+  const Limit l = limit(10, 60 * kSec);
+  fixed_window::State s;
+  const Micros t = 45 * kSec;  // 00:00:45
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(fixed_window::evaluate(s, l, t, 1).allowed);
+    fixed_window::commit(s, l, t, 1);
+  }
+  const Decision d = fixed_window::evaluate(s, l, t, 1);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.retry_after, 15 * kSec);  // the window [0, 60 s) ends at 00:01:00
+  EXPECT_TRUE(fixed_window::evaluate(s, l, 60 * kSec, 10).allowed);
+  EXPECT_EQ(fixed_window::evaluate(s, l, t, 11).retry_after, kNever);
+}
+
+TEST(FixedWindow, FirstHitSeed000WindowFromFirstRequest) {
+  const Limit l = limit(10, 60 * kSec);
+  fixed_window_first_hit::State s;
+  const Micros t = 45 * kSec;  // 00:00:45 opens [00:00:45, 00:01:45)
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(fixed_window_first_hit::evaluate(s, l, t + i * kSec, 1).allowed);
+    fixed_window_first_hit::commit(s, l, t + i * kSec, 1);
+  }
+  const Decision d = fixed_window_first_hit::evaluate(s, l, 100 * kSec, 1);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.retry_after, 5 * kSec);  // until 00:01:45
+  EXPECT_TRUE(fixed_window_first_hit::evaluate(s, l, 105 * kSec, 10).allowed);
+  // A denied request opens nothing.
+  fixed_window_first_hit::State fresh;
+  EXPECT_FALSE(fixed_window_first_hit::evaluate(fresh, l, 0, 11).allowed);
+  EXPECT_EQ(fixed_window_first_hit::evaluate(fresh, l, 0, 11).reset_after, 0);
+}
+
+TEST(Algorithms, CostZeroIsAllowedAndConsumesNothing) {
+  const Limit l = limit(1, kSec);
+  fixed_window::State f{0, 1};
+  EXPECT_TRUE(fixed_window::evaluate(f, l, 10, 0).allowed);
+  bucket::State b;
+  bucket::commit(b, l, 0, 1);
+  const Decision d = bucket::evaluate(b, l, 0, 0);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+  bucket::commit(b, l, 0, 0);
+  EXPECT_EQ(bucket::expires_at(b, l), kSec);
+  fixed_window_first_hit::State fh;
+  fixed_window_first_hit::commit(fh, l, 5, 0);
+  EXPECT_EQ(fh.count, 0);  // no window opened
+}
+
+// ---- properties on random sequences -----------------------------------------------------------
+
+// Drives one algorithm through random requests; at every denial checks that retry_after is the
+// exact earliest time the same request is allowed (denied one microsecond earlier).
+template <class State, class Evaluate, class Commit>
+void check_retry_after_is_exact(const Limit& l, Evaluate evaluate, Commit commit,
+                                std::uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  State s{};
+  Micros t = 1'000 * kSec;
+  int denials = 0;
+  for (int i = 0; i < 3000; ++i) {
+    t += static_cast<Micros>(rng() % static_cast<std::uint64_t>(l.period / 3 + 1));
+    const std::int64_t cost = 1 + static_cast<std::int64_t>(rng() % 3);
+    const Decision d = evaluate(s, l, t, cost);
+    if (d.allowed) {
+      commit(s, l, t, cost);
+      continue;
+    }
+    ++denials;
+    ASSERT_GE(d.retry_after, 1);
+    if (!d.can_retry()) continue;
+    ASSERT_TRUE(evaluate(s, l, t + d.retry_after, cost).allowed) << "late retry at i=" << i;
+    ASSERT_FALSE(evaluate(s, l, t + d.retry_after - 1, cost).allowed) << "early retry at i=" << i;
+  }
+  EXPECT_GT(denials, 100);  // the sequence did exercise denials
+}
+
+TEST(Properties, RetryAfterIsTheExactEarliestTime) {
+  for (std::uint32_t seed = 1; seed <= 5; ++seed) {
+    const Limit l = limit(7, 3 * kSec + 7);
+    check_retry_after_is_exact<fixed_window::State>(l, fixed_window::evaluate, fixed_window::commit, seed);
+    check_retry_after_is_exact<fixed_window::State>(l, fixed_window_first_hit::evaluate,
+                                                    fixed_window_first_hit::commit, seed);
+    check_retry_after_is_exact<sliding_window::State>(l, sliding_window::evaluate,
+                                                      sliding_window::commit, seed);
+    check_retry_after_is_exact<moving_window::State>(l, moving_window::evaluate,
+                                                     moving_window::commit, seed);
+    auto bucket_eval = [](const bucket::State& s, const Limit& lim, Micros t, std::int64_t c) {
+      return bucket::evaluate(s, lim, t, c);
+    };
+    check_retry_after_is_exact<bucket::State>(l, bucket_eval, bucket::commit, seed);
+    check_retry_after_is_exact<bucket::State>(limit(7, 3 * kSec + 7, 2), bucket_eval,
+                                              bucket::commit, seed);
+  }
+}
+
+// The moving window against a naive log of every unit's timestamp.
+TEST(Properties, MovingWindowMatchesNaiveLog) {
+  std::mt19937_64 rng(42);
+  const Limit l = limit(20, 5 * kSec);
+  moving_window::State s;
+  std::deque<Micros> naive;
+  Micros t = 0;
+  for (int i = 0; i < 20000; ++i) {
+    t += static_cast<Micros>(rng() % 400'000);
+    const std::int64_t cost = static_cast<std::int64_t>(rng() % 4);
+    std::int64_t in_window = 0;
+    for (Micros at : naive) in_window += at >= t - l.period ? 1 : 0;
+    const bool want = in_window + cost <= l.amount;
+    const Decision d = moving_window::evaluate(s, l, t, cost);
+    ASSERT_EQ(d.allowed, want) << i;
+    ASSERT_EQ(d.remaining, l.amount - in_window - (want ? cost : 0)) << i;
+    if (want) {
+      moving_window::commit(s, l, t, cost);
+      for (std::int64_t k = 0; k < cost; ++k) naive.push_back(t);
+    }
+    while (!naive.empty() && naive.front() < t - l.period) naive.pop_front();
+  }
+  EXPECT_LE(s.log.size(), static_cast<std::size_t>(l.amount));  // memory bounded by the amount
+}
+
+// The bucket against a token bucket kept as an exact fraction tokens = num / P (refill N per P).
+TEST(Properties, BucketMatchesExactFractionalTokenBucket) {
+  std::mt19937_64 rng(7);
+  for (const Limit& l : {limit(3, 12 * kSec), limit(1000, kSec, 10), limit(7, 999'983, 20)}) {
+    bucket::State s;
+    const int128 p = l.period;
+    int128 tokens_num = static_cast<int128>(l.capacity()) * p;  // tokens · P, starts full
+    Micros last = 0;
+    Micros t = 0;
+    for (int i = 0; i < 20000; ++i) {
+      t += static_cast<Micros>(rng() % static_cast<std::uint64_t>(l.period / l.amount * 3 + 1));
+      const std::int64_t cost = static_cast<std::int64_t>(rng() % 3);
+      tokens_num = std::min<int128>(static_cast<int128>(l.capacity()) * p,
+                                    tokens_num + static_cast<int128>(t - last) * l.amount);
+      last = t;
+      const bool want = tokens_num >= static_cast<int128>(cost) * p;
+      const Decision d = bucket::evaluate(s, l, t, cost);
+      ASSERT_EQ(d.allowed, want) << i;
+      if (want) {
+        tokens_num -= static_cast<int128>(cost) * p;
+        bucket::commit(s, l, t, cost);
+      }
+      ASSERT_EQ(d.remaining, static_cast<std::int64_t>(tokens_num / p)) << i;
+    }
+  }
+}
+
+TEST(Properties, ClockSteppingBackDoesNotAdmitMore) {
+  const Limit l = limit(5, kSec);
+  bucket::State b;
+  moving_window::State m;
+  sliding_window::State sw;
+  for (int i = 0; i < 5; ++i) {
+    bucket::commit(b, l, 10 * kSec, 1);
+    moving_window::commit(m, l, 10 * kSec, 1);
+    sliding_window::commit(sw, l, 10 * kSec, 1);
+  }
+  EXPECT_FALSE(bucket::evaluate(b, l, 9 * kSec, 1).allowed);
+  EXPECT_FALSE(moving_window::evaluate(m, l, 9 * kSec, 1).allowed);
+  EXPECT_FALSE(sliding_window::evaluate(sw, l, 9 * kSec, 1).allowed);
+}
+
+}  // namespace
+}  // namespace floodgate

@@ -1,1 +1,90 @@
+#include "floodgate/limiter.hpp"
+
 #include <gtest/gtest.h>
+
+#include "floodgate/memory_storage.hpp"
+
+namespace floodgate {
+namespace {
+
+constexpr Micros kSec = kMicrosPerSecond;
+
+class LimiterTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
+  Limiter limiter{std::make_shared<MemoryStorage>(), clock};
+  Policy api = Policy::make("api", Strategy::kSlidingWindowCounter, "5/minute").value();
+};
+
+TEST_F(LimiterTest, HitTestStatsClear) {
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(limiter.hit(api, "u")->allowed);
+  EXPECT_FALSE(limiter.hit(api, "u")->allowed);
+  EXPECT_FALSE(limiter.test(api, "u")->allowed);
+  const Decision stats = limiter.stats(api, "u").value();
+  EXPECT_TRUE(stats.allowed);
+  EXPECT_EQ(stats.remaining, 0);
+  EXPECT_GT(stats.reset_after, 0);
+  ASSERT_TRUE(limiter.clear(api, "u").ok());
+  EXPECT_EQ(limiter.stats(api, "u")->remaining, 5);
+}
+
+TEST_F(LimiterTest, UsesTheInjectedClock) {
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(limiter.hit(api, "u")->allowed);
+  clock->advance(120 * kSec);  // two buckets later: the count is gone
+  EXPECT_TRUE(limiter.hit(api, "u")->allowed);
+}
+
+TEST_F(LimiterTest, RejectsBadCost) {
+  const auto negative = limiter.hit(api, "u", -1);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(negative.status().message()).find("-1"), std::string::npos);
+  EXPECT_FALSE(limiter.hit(api, "u", kMaxAmount + 1).ok());
+  EXPECT_FALSE(limiter.test(api, "u", -5).ok());
+  EXPECT_EQ(limiter.stats(api, "u")->remaining, 5);  // nothing was consumed by the bad calls
+}
+
+TEST(Policy, ValidatesOptionsAgainstTheStrategy) {
+  PolicyOptions burst;
+  burst.burst = 5;
+  EXPECT_FALSE(Policy::make("p", Strategy::kFixedWindow, "1/second", burst).ok());
+  EXPECT_TRUE(Policy::make("p", Strategy::kGcra, "1/second", burst).ok());
+  EXPECT_TRUE(Policy::make("p", Strategy::kGcra, "1/second burst 3").ok());
+  EXPECT_FALSE(Policy::make("p", Strategy::kMovingWindow, "1/second burst 3").ok());
+  PolicyOptions shape;
+  shape.shape = true;
+  EXPECT_FALSE(Policy::make("p", Strategy::kTokenBucket, "1/second", shape).ok());
+  PolicyOptions first_hit;
+  first_hit.anchor = Anchor::kFirstHit;
+  EXPECT_FALSE(Policy::make("p", Strategy::kSlidingWindowCounter, "1/second", first_hit).ok());
+  EXPECT_FALSE(Policy::make("", Strategy::kGcra, "1/second").ok());
+  std::string many;
+  for (int i = 1; i <= 17; ++i) many += std::to_string(i) + "/second;";
+  many.pop_back();
+  const auto too_many = Policy::make("p", Strategy::kGcra, many);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(std::string(too_many.status().message()).find("at most 16"), std::string::npos);
+}
+
+TEST(Policy, PolicyBurstFillsLimitsWithoutTheirOwn) {
+  PolicyOptions o;
+  o.burst = 50;
+  const Policy p = Policy::make("p", Strategy::kTokenBucket, "10/second; 100/minute burst 7", o).value();
+  EXPECT_EQ(p.limits()[0].capacity(), 50);
+  EXPECT_EQ(p.limits()[1].capacity(), 7);
+}
+
+TEST(Strategy, NamesRoundTrip) {
+  for (Strategy s : {Strategy::kFixedWindow, Strategy::kMovingWindow,
+                     Strategy::kSlidingWindowCounter, Strategy::kTokenBucket,
+                     Strategy::kLeakyBucket, Strategy::kGcra}) {
+    EXPECT_EQ(parse_strategy(to_string(s)).value(), s);
+  }
+  EXPECT_EQ(parse_strategy("token_bucket").value(), Strategy::kTokenBucket);
+  const auto bad = parse_strategy("lottery");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("\"lottery\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace floodgate

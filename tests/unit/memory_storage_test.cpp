@@ -1,1 +1,128 @@
+#include "floodgate/memory_storage.hpp"
+
 #include <gtest/gtest.h>
+
+#include "floodgate/limiter.hpp"
+
+namespace floodgate {
+namespace {
+
+constexpr Micros kSec = kMicrosPerSecond;
+
+Policy policy(Strategy s, std::string_view limits, PolicyOptions o = {}, std::string name = "p") {
+  return Policy::make(std::move(name), s, limits, o).value();
+}
+
+TEST(MemoryStorage, MultiLimitIsAllOrNothing) {
+  MemoryStorage storage;
+  const Policy p = policy(Strategy::kFixedWindow, "2/second; 3/minute");
+  EXPECT_TRUE(storage.apply(p, "k", 2, Effect::kHit, 0)->allowed);
+  const Decision denied = storage.apply(p, "k", 1, Effect::kHit, 0).value();
+  EXPECT_FALSE(denied.allowed);  // the per-second limit is spent
+  EXPECT_EQ(denied.remaining, 0);
+  EXPECT_EQ(denied.retry_after, kSec);
+  // The denied request charged neither limit: one more fits the minute after the second ends.
+  const Decision next = storage.apply(p, "k", 1, Effect::kHit, kSec).value();
+  EXPECT_TRUE(next.allowed);
+  EXPECT_EQ(next.remaining, 0);  // minute: 3 − 3
+  EXPECT_EQ(next.limit, 3);
+  EXPECT_EQ(next.period, 60 * kSec);
+  EXPECT_FALSE(storage.apply(p, "k", 1, Effect::kHit, 2 * kSec)->allowed);
+}
+
+TEST(MemoryStorage, DeniedMultiLimitReportsUnchargedState) {
+  MemoryStorage storage;
+  const Policy p = policy(Strategy::kGcra, "10/second; 2/minute");
+  ASSERT_TRUE(storage.apply(p, "k", 2, Effect::kHit, 0)->allowed);
+  const Decision d = storage.apply(p, "k", 1, Effect::kHit, 0).value();
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+  EXPECT_EQ(d.retry_after, 30 * kSec);  // one unit of the minute limit drains every 30 s
+  EXPECT_EQ(d.reset_after, 60 * kSec);
+}
+
+TEST(MemoryStorage, TestPeeksWithoutConsuming) {
+  MemoryStorage storage;
+  const Policy p = policy(Strategy::kTokenBucket, "3/second");
+  for (int i = 0; i < 5; ++i) {
+    const Decision d = storage.apply(p, "k", 2, Effect::kTest, 0).value();
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.remaining, 3);  // the state as it is
+  }
+  EXPECT_EQ(storage.size(p), 0u);  // a test on an absent key stores nothing
+  ASSERT_TRUE(storage.apply(p, "k", 3, Effect::kHit, 0)->allowed);
+  const Decision t = storage.apply(p, "k", 1, Effect::kTest, 0).value();
+  EXPECT_FALSE(t.allowed);
+  EXPECT_GT(t.retry_after, 0);
+}
+
+TEST(MemoryStorage, ClearForgetsTheKey) {
+  MemoryStorage storage;
+  const Policy p = policy(Strategy::kMovingWindow, "1/hour");
+  ASSERT_TRUE(storage.apply(p, "k", 1, Effect::kHit, 0)->allowed);
+  ASSERT_FALSE(storage.apply(p, "k", 1, Effect::kHit, 0)->allowed);
+  ASSERT_TRUE(storage.clear(p, "k").ok());
+  EXPECT_TRUE(storage.apply(p, "k", 1, Effect::kHit, 0)->allowed);
+  EXPECT_TRUE(storage.clear(p, "absent").ok());
+}
+
+TEST(MemoryStorage, PoliciesAndTheirLimitsDoNotShareState) {
+  MemoryStorage storage;
+  const Policy a = policy(Strategy::kFixedWindow, "1/minute", {}, "a");
+  const Policy b = policy(Strategy::kFixedWindow, "1/minute", {}, "b");
+  const Policy a2 = policy(Strategy::kFixedWindow, "2/minute", {}, "a");  // a, limits changed
+  ASSERT_TRUE(storage.apply(a, "k", 1, Effect::kHit, 0)->allowed);
+  EXPECT_TRUE(storage.apply(b, "k", 1, Effect::kHit, 0)->allowed);
+  EXPECT_TRUE(storage.apply(a2, "k", 2, Effect::kHit, 0)->allowed);
+  EXPECT_FALSE(storage.apply(a, "k", 1, Effect::kHit, 0)->allowed);
+}
+
+TEST(MemoryStorage, AbsentEntriesAreReclaimedIncrementally) {
+  MemoryStorageOptions o;
+  o.shards = 1;
+  MemoryStorage storage(o);
+  const Policy p = policy(Strategy::kGcra, "10/second");
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(storage.apply(p, "old-" + std::to_string(i), 1, Effect::kHit, 0)->allowed);
+  }
+  EXPECT_EQ(storage.size(p), 1000u);
+  // A second later every old key is back to full capacity; new keys reclaim them as they come.
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(storage.apply(p, "new-" + std::to_string(i), 1, Effect::kHit, kSec)->allowed);
+  }
+  EXPECT_EQ(storage.reclaimed(), 1000u);
+  EXPECT_EQ(storage.size(p), 1000u);
+  EXPECT_EQ(storage.evictions(), 0u);
+}
+
+TEST(MemoryStorage, MaxKeysEvictsTheEntriesClosestToFullCapacity) {
+  MemoryStorageOptions o;
+  o.shards = 1;
+  o.max_keys = 100;
+  MemoryStorage storage(o);
+  const Policy p = policy(Strategy::kTokenBucket, "100/hour");
+  // A heavy user, far from full capacity: its state is what evictions must keep.
+  ASSERT_TRUE(storage.apply(p, "heavy", 100, Effect::kHit, 0)->allowed);
+  // A flood of unique keys, each one hit (close to full capacity).
+  for (int i = 0; i < 10'000; ++i) {
+    ASSERT_TRUE(storage.apply(p, "flood-" + std::to_string(i), 1, Effect::kHit, 0)->allowed);
+  }
+  EXPECT_LE(storage.size(p), 100u);
+  EXPECT_GE(storage.evictions(), 9'900u);
+  EXPECT_FALSE(storage.apply(p, "heavy", 1, Effect::kHit, 0)->allowed);  // still limited
+}
+
+TEST(MemoryStorage, ShaperDelayOnlyOnAllowed) {
+  MemoryStorage storage;
+  PolicyOptions o;
+  o.shape = true;
+  const Policy p = policy(Strategy::kLeakyBucket, "2/second", o);
+  EXPECT_EQ(storage.apply(p, "k", 1, Effect::kHit, 0)->delay, 0);
+  EXPECT_EQ(storage.apply(p, "k", 1, Effect::kHit, 0)->delay, 500'000);
+  const Decision full = storage.apply(p, "k", 1, Effect::kHit, 0).value();
+  EXPECT_FALSE(full.allowed);
+  EXPECT_EQ(full.delay, 0);
+}
+
+}  // namespace
+}  // namespace floodgate
