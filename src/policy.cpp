@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -100,6 +101,7 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
   for (const Limit& l : p.limits_) {
     p.fingerprint_ += fmt::format("|{}/{}/{}", l.amount, l.period, l.capacity());
   }
+  p.fingerprint_hash_ = std::hash<std::string>{}(p.fingerprint_);
   return p;
 }
 

@@ -54,6 +54,8 @@ class Policy {
   /// A string that identifies the policy's name, strategy, options and limits. Storages key their
   /// state by it, so a policy whose limits change never reads state written under the old ones.
   [[nodiscard]] const std::string& fingerprint() const noexcept { return fingerprint_; }
+  /// A hash of the fingerprint, computed once (storages use it to find their state quickly).
+  [[nodiscard]] std::size_t fingerprint_hash() const noexcept { return fingerprint_hash_; }
 
   /// "gcra 10/second; 100/minute" — for logs and error messages.
   [[nodiscard]] std::string describe() const;
@@ -65,6 +67,7 @@ class Policy {
   std::vector<Limit> limits_;
   PolicyOptions options_;
   std::string fingerprint_;
+  std::size_t fingerprint_hash_ = 0;
 };
 
 }  // namespace floodgate

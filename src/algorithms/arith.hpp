@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "floodgate/algorithms.hpp"
 
@@ -9,8 +10,21 @@ namespace floodgate::detail {
 
 using i128 = int128;
 
+/// a / b (truncating) for a ≥ 0, b > 0; 64-bit division when both fit, which is the common case
+/// and several times faster than a 128-bit division.
+constexpr i128 div(i128 a, i128 b) noexcept {
+  constexpr i128 kMax64 = static_cast<i128>(INT64_MAX);
+  if (a <= kMax64 && b <= kMax64) {
+    return static_cast<std::int64_t>(a) / static_cast<std::int64_t>(b);
+  }
+  return a / b;
+}
+
 /// ⌈a / b⌉ for a ≥ 0, b > 0.
-constexpr i128 ceil_div(i128 a, i128 b) noexcept { return (a + b - 1) / b; }
+constexpr i128 ceil_div(i128 a, i128 b) noexcept {
+  const i128 q = div(a, b);
+  return q * b == a ? q : q + 1;
+}
 
 /// ⌊a / b⌋ for any a, b > 0.
 constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) noexcept {

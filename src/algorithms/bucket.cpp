@@ -31,7 +31,7 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
   d.period = l.period;
   d.allowed = needed <= capacity;
   const i128 used_after = d.allowed ? needed : used;
-  d.remaining = static_cast<std::int64_t>(std::max<i128>(0, capacity - used_after) / p);
+  d.remaining = static_cast<std::int64_t>(detail::div(std::max<i128>(0, capacity - used_after), p));
   d.reset_after = clamp_micros(ceil_div(used_after, n));
   if (d.allowed) {
     d.retry_after = 0;

@@ -28,14 +28,15 @@ Counts counts_at(const State& s, const Limit& l, Micros now) noexcept {
 
 // ⌊previous·(P − elapsed)/P⌋
 std::int64_t weighted_previous(std::int64_t previous, Micros elapsed, Micros period) noexcept {
-  return static_cast<std::int64_t>(static_cast<i128>(previous) * (period - elapsed) / period);
+  return static_cast<std::int64_t>(
+      detail::div(static_cast<i128>(previous) * (period - elapsed), period));
 }
 
 // The smallest elapsed e in [0, P] with ⌊prev·(P−e)/P⌋ ≤ room (room ≥ 0, prev ≥ 0).
 Micros first_elapsed_with_room(std::int64_t prev, std::int64_t room, Micros period) noexcept {
   if (prev == 0) return 0;
   // ⌊prev·(P−e)/P⌋ ≤ room  ⇔  prev·(P−e) ≤ (room+1)·P − 1  ⇔  P − e ≤ ⌊((room+1)·P − 1)/prev⌋
-  const i128 max_left = (static_cast<i128>(room + 1) * period - 1) / prev;
+  const i128 max_left = detail::div(static_cast<i128>(room + 1) * period - 1, prev);
   return static_cast<Micros>(std::max<i128>(0, period - max_left));
 }
 

@@ -58,6 +58,14 @@ struct Bucket {
 
 constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
+std::size_t hash_key(std::string_view key) { return absl::Hash<std::string_view>{}(key); }
+
+// A key with its hash, so that the shard choice and the index lookup share one hashing.
+struct HashedKey {
+  std::string_view key;
+  std::size_t hash;
+};
+
 }  // namespace
 
 // ---- a table: all keys of one policy -----------------------------------------------------------
@@ -106,9 +114,10 @@ class TableImpl final : public MemoryStorage::Table {
   }
 
   Decision apply(std::string_view key, std::int64_t cost, Effect effect, Micros now) override {
-    Shard& sh = shard_for(key);
+    const HashedKey hk{key, hash_key(key)};
+    Shard& sh = shard_for(hk);
     std::lock_guard<std::mutex> lock(sh.mu);
-    const auto it = sh.index.find(key);
+    const auto it = sh.index.find(hk);
     if (it != sh.index.end()) {
       return decide(states(sh, *it), cost, effect, now);
     }
@@ -124,9 +133,10 @@ class TableImpl final : public MemoryStorage::Table {
   }
 
   void clear(std::string_view key) override {
-    Shard& sh = shard_for(key);
+    const HashedKey hk{key, hash_key(key)};
+    Shard& sh = shard_for(hk);
     std::lock_guard<std::mutex> lock(sh.mu);
-    const auto it = sh.index.find(key);
+    const auto it = sh.index.find(hk);
     if (it != sh.index.end()) remove(sh, *it);
   }
 
@@ -142,19 +152,20 @@ class TableImpl final : public MemoryStorage::Table {
  private:
   struct Shard;
 
-  // Hash and equality of record numbers through their keys, and of keys (heterogeneous lookup).
+  // Hash and equality of record numbers through their keys, and of keys whose hash is already
+  // known (heterogeneous lookup): a key is hashed once per call, for the shard and the index.
   struct IndexHash {
     using is_transparent = void;
     const Shard* shard;
-    std::size_t operator()(std::uint32_t r) const { return absl::Hash<std::string_view>{}(shard->key(r)); }
-    std::size_t operator()(std::string_view k) const { return absl::Hash<std::string_view>{}(k); }
+    std::size_t operator()(std::uint32_t r) const { return hash_key(shard->key(r)); }
+    std::size_t operator()(const HashedKey& k) const { return k.hash; }
   };
   struct IndexEq {
     using is_transparent = void;
     const Shard* shard;
     bool operator()(std::uint32_t a, std::uint32_t b) const { return a == b; }
-    bool operator()(std::uint32_t a, std::string_view b) const { return shard->key(a) == b; }
-    bool operator()(std::string_view a, std::uint32_t b) const { return a == shard->key(b); }
+    bool operator()(std::uint32_t a, const HashedKey& b) const { return shard->key(a) == b.key; }
+    bool operator()(const HashedKey& a, std::uint32_t b) const { return a.key == shard->key(b); }
   };
 
   struct alignas(64) Shard {
@@ -180,9 +191,8 @@ class TableImpl final : public MemoryStorage::Table {
     }
   };
 
-  Shard& shard_for(std::string_view key) const {
-    const std::size_t h = absl::Hash<std::string_view>{}(key);
-    return shards_[shard_bits_ == 0 ? 0 : (h >> (64 - shard_bits_))];
+  Shard& shard_for(const HashedKey& k) const {
+    return shards_[shard_bits_ == 0 ? 0 : (k.hash >> (64 - shard_bits_))];
   }
 
   S* states(const Shard& sh, std::uint32_t r) const {
@@ -342,8 +352,21 @@ std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy,
 }  // namespace
 
 // ---- the storage: an immutable snapshot of tables, replaced when a policy is first seen -------
+// Tables are found by the policy's precomputed fingerprint hash, and the fingerprint compared.
+struct FingerprintHash {
+  using is_transparent = void;
+  std::size_t operator()(const std::string& f) const { return std::hash<std::string>{}(f); }
+  std::size_t operator()(const Policy* p) const { return p->fingerprint_hash(); }
+};
+struct FingerprintEq {
+  using is_transparent = void;
+  bool operator()(const std::string& a, const std::string& b) const { return a == b; }
+  bool operator()(const std::string& a, const Policy* b) const { return a == b->fingerprint(); }
+  bool operator()(const Policy* a, const std::string& b) const { return a->fingerprint() == b; }
+};
+
 struct MemoryStorage::Snapshot {
-  absl::flat_hash_map<std::string, Table*> tables;
+  absl::flat_hash_map<std::string, Table*, FingerprintHash, FingerprintEq> tables;
 };
 
 MemoryStorage::MemoryStorage(MemoryStorageOptions options) : options_(options) {
@@ -356,7 +379,7 @@ MemoryStorage::~MemoryStorage() = default;
 
 const MemoryStorage::Table* MemoryStorage::find_table(const Policy& policy) const {
   const Snapshot* snap = tables_.load(std::memory_order_acquire);
-  const auto it = snap->tables.find(policy.fingerprint());
+  const auto it = snap->tables.find(&policy);
   return it == snap->tables.end() ? nullptr : it->second;
 }
 
