@@ -29,7 +29,7 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
   Decision d;
   d.limit = l.amount;
   d.period = l.period;
-  d.allowed = needed <= capacity;
+  d.allowed = cost == 0 || needed <= capacity;  // cost 0: even after a clock step back
   const i128 used_after = d.allowed ? needed : used;
   d.remaining = static_cast<std::int64_t>(detail::div(std::max<i128>(0, capacity - used_after), p));
   d.reset_after = clamp_micros(ceil_div(used_after, n));

@@ -6,8 +6,17 @@ namespace floodgate {
 
 namespace fixed_window {
 
-Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+namespace {
+// The window the key is in at `now`: the clock's, or the stored one if the clock stepped back
+// into an earlier window (no time is taken to have passed).
+Micros current_start(const State& s, const Limit& l, Micros now) noexcept {
   const Micros start = detail::window_start(now, l.period);
+  return (s.count > 0 && s.start > start) ? s.start : start;
+}
+}  // namespace
+
+Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  const Micros start = current_start(s, l, now);
   const Micros end = start + l.period;
   const std::int64_t count = (s.count > 0 && s.start == start) ? s.count : 0;
   Decision d;
@@ -23,7 +32,7 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
 
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return;
-  const Micros start = detail::window_start(now, l.period);
+  const Micros start = current_start(s, l, now);
   if (s.count == 0 || s.start != start) s = State{start, 0};
   s.count += cost;
 }

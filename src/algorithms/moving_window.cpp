@@ -32,9 +32,9 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
   Decision d;
   d.limit = l.amount;
   d.period = l.period;
-  d.allowed = cost <= l.amount - count;
+  d.allowed = cost == 0 || cost <= l.amount - count;  // cost 0: even after a clock step back
   const std::int64_t after = d.allowed ? count + cost : count;
-  d.remaining = l.amount - after;
+  d.remaining = std::max<std::int64_t>(0, l.amount - after);
   // The newest unit stops counting one microsecond after it is P old.
   if (d.allowed && cost > 0) {
     const Micros newest = s.log.empty() ? now : std::max(now, s.log.back().at);

@@ -49,7 +49,7 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
   Decision d;
   d.limit = l.amount;
   d.period = l.period;
-  d.allowed = cost <= l.amount - weighted;
+  d.allowed = cost == 0 || cost <= l.amount - weighted;  // cost 0: even after a clock step back
   const std::int64_t current_after = d.allowed ? c.current + cost : c.current;
   const std::int64_t weighted_after = d.allowed ? weighted + cost : weighted;
   d.remaining = std::max<std::int64_t>(0, l.amount - weighted_after);

@@ -259,14 +259,30 @@ TEST(Properties, ClockSteppingBackDoesNotAdmitMore) {
   bucket::State b;
   moving_window::State m;
   sliding_window::State sw;
+  fixed_window::State fw;
+  fixed_window_first_hit::State fh;
   for (int i = 0; i < 5; ++i) {
     bucket::commit(b, l, 10 * kSec, 1);
     moving_window::commit(m, l, 10 * kSec, 1);
     sliding_window::commit(sw, l, 10 * kSec, 1);
+    fixed_window::commit(fw, l, 10 * kSec, 1);
+    fixed_window_first_hit::commit(fh, l, 10 * kSec, 1);
   }
+  // The clock steps back into an earlier window: no time has passed, nothing more is admitted.
   EXPECT_FALSE(bucket::evaluate(b, l, 9 * kSec, 1).allowed);
   EXPECT_FALSE(moving_window::evaluate(m, l, 9 * kSec, 1).allowed);
   EXPECT_FALSE(sliding_window::evaluate(sw, l, 9 * kSec, 1).allowed);
+  EXPECT_FALSE(fixed_window::evaluate(fw, l, 9 * kSec, 1).allowed);
+  EXPECT_FALSE(fixed_window_first_hit::evaluate(fh, l, 9 * kSec, 1).allowed);
+  EXPECT_EQ(fixed_window::evaluate(fw, l, 9 * kSec, 1).retry_after, 2 * kSec);  // until 11 s
+  // Cost 0 is still allowed, and consumes nothing.
+  for (const Decision& d :
+       {bucket::evaluate(b, l, 9 * kSec, 0), moving_window::evaluate(m, l, 9 * kSec, 0),
+        sliding_window::evaluate(sw, l, 9 * kSec, 0), fixed_window::evaluate(fw, l, 9 * kSec, 0)}) {
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.retry_after, 0);
+    EXPECT_GE(d.remaining, 0);
+  }
 }
 
 }  // namespace

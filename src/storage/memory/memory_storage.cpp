@@ -3,8 +3,9 @@
 //
 // Why a slab and not absl::flat_hash_map<std::string, State>: the map's 48-byte slots at a load
 // factor that halves on every growth cost 55–110 bytes per key; here a key costs its record (the
-// std::string and the states) plus a 4-byte index slot, and the slab gives the incremental sweep
-// (reclaiming absent entries) and the eviction sampler a stable position to walk from.
+// states, then a 32-byte RecordKey with the characters inline up to 24) plus a 4-byte index slot,
+// and the slab gives the incremental sweep (reclaiming absent entries) and the eviction sampler a
+// stable position to walk from. Locking: see locks.hpp.
 #include "floodgate/memory_storage.hpp"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "floodgate/algorithms.hpp"
+#include "storage/memory/locks.hpp"
 
 namespace floodgate {
 
@@ -82,13 +84,29 @@ class MemoryStorage::Table {
 
 namespace {
 
+// A key as a record holds it: its length, the record's lock word, and its characters inline when
+// they fit in 24 bytes (IPs, user ids, most API keys), else on the heap. 32 bytes.
+struct RecordKey {
+  static constexpr std::size_t kInline = 24;
+  std::uint32_t size;
+  std::atomic<std::uint32_t> lock;  // RecordLock: guards the record's states between readers
+  union {
+    char inline_chars[kInline];
+    char* heap_chars;
+  };
+
+  [[nodiscard]] std::string_view view() const noexcept {
+    return {size <= kInline ? inline_chars : heap_chars, size};
+  }
+};
+static_assert(sizeof(RecordKey) == 32);
+
 template <class A>
 class TableImpl final : public MemoryStorage::Table {
   using S = typename A::State;
-  static constexpr std::size_t kStatesOffset = round_up(sizeof(std::string), alignof(S));
   static constexpr std::uint32_t kChunkBits = 10;  // 1024 records per chunk
   static constexpr std::uint32_t kChunk = 1u << kChunkBits;
-  static constexpr std::size_t kAlign = std::max(alignof(std::string), alignof(S));
+  static constexpr std::size_t kAlign = std::max(alignof(RecordKey), alignof(S));
   static_assert(kAlign <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
  public:
@@ -96,12 +114,17 @@ class TableImpl final : public MemoryStorage::Table {
       : limits_(policy.limits()),
         k_(limits_.size()),
         shape_(policy.shape()),
-        stride_(round_up(kStatesOffset + k_ * sizeof(S), kAlign)),
-        shard_bits_(static_cast<unsigned>(std::countr_zero(std::bit_ceil(std::max<std::size_t>(1, options.shards))))),
+        key_offset_(round_up(k_ * sizeof(S), alignof(RecordKey))),
+        stride_(round_up(key_offset_ + sizeof(RecordKey), kAlign)),
+        shard_bits_(static_cast<unsigned>(
+            std::countr_zero(std::bit_ceil(std::max<std::size_t>(1, options.shards))))),
         shard_count_(std::size_t{1} << shard_bits_),
         per_shard_cap_(std::max<std::size_t>(1, options.max_keys / shard_count_)),
         shards_(std::make_unique<Shard[]>(shard_count_)) {
-    for (std::size_t i = 0; i < shard_count_; ++i) shards_[i].stride = stride_;
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      shards_[i].stride = stride_;
+      shards_[i].key_offset = key_offset_;
+    }
   }
 
   ~TableImpl() override {
@@ -116,15 +139,30 @@ class TableImpl final : public MemoryStorage::Table {
   Decision apply(std::string_view key, std::int64_t cost, Effect effect, Micros now) override {
     const HashedKey hk{key, hash_key(key)};
     Shard& sh = shard_for(hk);
-    std::lock_guard<std::mutex> lock(sh.mu);
-    const auto it = sh.index.find(hk);
-    if (it != sh.index.end()) {
+    {
+      // Fast path: a known key, under the shard's shared mode and the record's own lock.
+      detail::SharedGuard shared(sh.lock);
+      const auto it = sh.index.find(hk);
+      if (it != sh.index.end()) {
+        std::atomic<std::uint32_t>& word = sh.key(*it).lock;
+        detail::RecordLock::lock(word);
+        const Decision d = decide(states(sh, *it), cost, effect, now);
+        detail::RecordLock::unlock(word);
+        return d;
+      }
+      if (effect != Effect::kHit || cost == 0) {
+        std::array<S, kMaxLimitsPerPolicy> fresh;  // default member initialisers: absent
+        return decide(fresh.data(), cost, effect, now);
+      }
+    }
+    // A new key: exclusive mode, look again (another thread may have added it), then add it.
+    std::lock_guard<detail::BigReaderLock> exclusive(sh.lock);
+    if (const auto it = sh.index.find(hk); it != sh.index.end()) {
       return decide(states(sh, *it), cost, effect, now);
     }
-    // Absent key: decide on fresh states; keep them only if something was consumed.
-    std::array<S, kMaxLimitsPerPolicy> fresh;  // default member initialisers: absent
+    std::array<S, kMaxLimitsPerPolicy> fresh;
     const Decision d = decide(fresh.data(), cost, effect, now);
-    if (effect == Effect::kHit && d.allowed && cost > 0) {
+    if (d.allowed) {  // a denied request for an absent key stores nothing
       const std::uint32_t r = allocate(sh, key, now);
       S* st = states(sh, r);
       for (std::size_t i = 0; i < k_; ++i) st[i] = std::move(fresh[i]);
@@ -135,7 +173,7 @@ class TableImpl final : public MemoryStorage::Table {
   void clear(std::string_view key) override {
     const HashedKey hk{key, hash_key(key)};
     Shard& sh = shard_for(hk);
-    std::lock_guard<std::mutex> lock(sh.mu);
+    std::lock_guard<detail::BigReaderLock> exclusive(sh.lock);
     const auto it = sh.index.find(hk);
     if (it != sh.index.end()) remove(sh, *it);
   }
@@ -143,7 +181,7 @@ class TableImpl final : public MemoryStorage::Table {
   [[nodiscard]] std::size_t size() const override {
     std::size_t n = 0;
     for (std::size_t i = 0; i < shard_count_; ++i) {
-      std::lock_guard<std::mutex> lock(shards_[i].mu);
+      detail::SharedGuard shared(shards_[i].lock);
       n += shards_[i].index.size();
     }
     return n;
@@ -157,32 +195,35 @@ class TableImpl final : public MemoryStorage::Table {
   struct IndexHash {
     using is_transparent = void;
     const Shard* shard;
-    std::size_t operator()(std::uint32_t r) const { return hash_key(shard->key(r)); }
+    std::size_t operator()(std::uint32_t r) const { return hash_key(shard->key(r).view()); }
     std::size_t operator()(const HashedKey& k) const { return k.hash; }
   };
   struct IndexEq {
     using is_transparent = void;
     const Shard* shard;
     bool operator()(std::uint32_t a, std::uint32_t b) const { return a == b; }
-    bool operator()(std::uint32_t a, const HashedKey& b) const { return shard->key(a) == b.key; }
-    bool operator()(const HashedKey& a, std::uint32_t b) const { return a.key == shard->key(b); }
+    bool operator()(std::uint32_t a, const HashedKey& b) const { return shard->key(a).view() == b.key; }
+    bool operator()(const HashedKey& a, std::uint32_t b) const { return a.key == shard->key(b).view(); }
   };
 
+  // One shard. Shared mode (decisions on known keys) reads `index`, `chunks` and the records and
+  // writes only a record under its RecordLock; exclusive mode changes everything else.
   struct alignas(64) Shard {
-    mutable std::mutex mu;
+    mutable detail::BigReaderLock lock;
     std::size_t stride = 0;
+    std::size_t key_offset = 0;
     std::vector<std::unique_ptr<std::byte[]>> chunks;
-    std::uint32_t used = 0;               // records ever made (live or free)
-    std::vector<std::uint32_t> free;      // removed records, reused first
-    std::vector<std::uint64_t> live;      // bitmap over records
-    std::uint32_t cursor = 0;             // where the sweep and the eviction sampler go on from
+    std::uint32_t used = 0;           // records ever made (live or free)
+    std::vector<std::uint32_t> free;  // removed records, reused first
+    std::vector<std::uint64_t> live;  // bitmap over records
+    std::uint32_t cursor = 0;         // where the sweep and the eviction sampler go on from
     absl::flat_hash_set<std::uint32_t, IndexHash, IndexEq> index{0, IndexHash{this}, IndexEq{this}};
 
     std::byte* record(std::uint32_t r) const {
       return chunks[r >> kChunkBits].get() + (r & (kChunk - 1)) * stride;
     }
-    const std::string& key(std::uint32_t r) const {
-      return *std::launder(reinterpret_cast<const std::string*>(record(r)));
+    RecordKey& key(std::uint32_t r) const {
+      return *std::launder(reinterpret_cast<RecordKey*>(record(r) + key_offset));
     }
     bool is_live(std::uint32_t r) const { return (live[r >> 6] >> (r & 63)) & 1u; }
     void set_live(std::uint32_t r, bool on) {
@@ -196,7 +237,7 @@ class TableImpl final : public MemoryStorage::Table {
   }
 
   S* states(const Shard& sh, std::uint32_t r) const {
-    return std::launder(reinterpret_cast<S*>(sh.record(r) + kStatesOffset));
+    return std::launder(reinterpret_cast<S*>(sh.record(r)));
   }
 
   // Evaluates every limit, commits to all of them if all allow and this is a hit.
@@ -222,14 +263,6 @@ class TableImpl final : public MemoryStorage::Table {
     return as_is;
   }
 
-  [[nodiscard]] bool expired(const Shard& sh, std::uint32_t r, Micros now) const {
-    const S* st = states(sh, r);
-    for (std::size_t i = 0; i < k_; ++i) {
-      if (A::expires_at(st[i], limits_[i]) > now) return false;
-    }
-    return true;
-  }
-
   // The time from which the whole record is absent: the sampler evicts the earliest.
   [[nodiscard]] Micros absent_from(const Shard& sh, std::uint32_t r) const {
     const S* st = states(sh, r);
@@ -243,19 +276,19 @@ class TableImpl final : public MemoryStorage::Table {
     return sh.cursor;
   }
 
-  // Examines up to `steps` records from the cursor and reclaims the absent ones.
+  // Exclusive mode. Examines up to `steps` records from the cursor and reclaims the absent ones.
   void sweep(Shard& sh, Micros now, int steps) {
     for (int i = 0; i < steps && sh.used > 0; ++i) {
       const std::uint32_t r = next_position(sh);
-      if (sh.is_live(r) && expired(sh, r, now)) {
+      if (sh.is_live(r) && absent_from(sh, r) <= now) {
         remove(sh, r);
         reclaimed.fetch_add(1, std::memory_order_relaxed);
       }
     }
   }
 
-  // At the key bound: reclaim absent records near the cursor, else evict the record closest to
-  // absent among a sample of eight.
+  // Exclusive mode, at the key bound: reclaim absent records near the cursor, else evict the
+  // record closest to absent among a sample of eight.
   void make_room(Shard& sh, Micros now) {
     sweep(sh, now, 16);
     if (sh.index.size() < per_shard_cap_) return;
@@ -278,6 +311,7 @@ class TableImpl final : public MemoryStorage::Table {
     }
   }
 
+  // Exclusive mode: a new record for `key` with absent states.
   std::uint32_t allocate(Shard& sh, std::string_view key, Micros now) {
     if (sh.index.size() >= per_shard_cap_) {
       make_room(sh, now);
@@ -297,9 +331,17 @@ class TableImpl final : public MemoryStorage::Table {
       ++sh.used;
     }
     std::byte* rec = sh.record(r);
-    new (rec) std::string(key);
-    S* st = reinterpret_cast<S*>(rec + kStatesOffset);
+    S* st = reinterpret_cast<S*>(rec);
     for (std::size_t i = 0; i < k_; ++i) new (st + i) S{};
+    auto* k = new (rec + key_offset_) RecordKey;
+    k->size = static_cast<std::uint32_t>(key.size());
+    k->lock.store(0, std::memory_order_relaxed);
+    char* chars = k->inline_chars;
+    if (key.size() > RecordKey::kInline) {
+      k->heap_chars = new char[key.size()];
+      chars = k->heap_chars;
+    }
+    std::copy(key.begin(), key.end(), chars);
     sh.set_live(r, true);
     sh.index.insert(r);
     return r;
@@ -308,11 +350,13 @@ class TableImpl final : public MemoryStorage::Table {
   void destroy(Shard& sh, std::uint32_t r) {
     S* st = states(sh, r);
     for (std::size_t i = 0; i < k_; ++i) st[i].~S();
-    using std::string;
-    std::launder(reinterpret_cast<string*>(sh.record(r)))->~string();
+    RecordKey& k = sh.key(r);
+    if (k.size > RecordKey::kInline) delete[] k.heap_chars;
+    k.~RecordKey();
     sh.set_live(r, false);
   }
 
+  // Exclusive mode.
   void remove(Shard& sh, std::uint32_t r) {
     sh.index.erase(r);  // hashes the key: before destroying it
     destroy(sh, r);
@@ -322,6 +366,7 @@ class TableImpl final : public MemoryStorage::Table {
   const std::vector<Limit> limits_;
   const std::size_t k_;
   const bool shape_;
+  const std::size_t key_offset_;
   const std::size_t stride_;
   const unsigned shard_bits_;
   const std::size_t shard_count_;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages floodgate needs, only those that are missing.
+#   scripts/deps.sh          build and run
+#   scripts/deps.sh --test   also what the test suite needs (clang + libFuzzer runtime)
+set -euo pipefail
+
+packages=(g++ cmake make ccache pkg-config
+          libboost1.81-dev libboost-json1.81-dev libabsl-dev libcli11-dev libfmt-dev
+          libgtest-dev libgmock-dev libbenchmark-dev)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=""
+if [[ "$(id -u)" != 0 ]]; then sudo="sudo"; fi
+echo "deps: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh Debian 12 machine: installs what is missing, then builds and runs
+#   1. every test under AddressSanitizer + UndefinedBehaviorSanitizer (unit, conformance through
+#      the library and the real binary, exactness, boundary table, concurrency);
+#   2. the concurrency tests under ThreadSanitizer;
+#   3. the libFuzzer targets (clang), FLOODGATE_FUZZ_SECONDS each (default 20);
+#   4. a release build with the benchmarks (a short smoke run), `cmake --install`, and the example
+#      in examples/ built against the installed package with find_package(floodgate CONFIG).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="$(nproc)"
+scripts/deps.sh --test
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "ASan + UBSan: all tests"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j"$jobs"
+ctest --preset asan -j"$jobs"
+
+step "TSan: concurrency tests"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests
+ctest --preset tsan
+
+step "libFuzzer: rate parser and algorithm action traces"
+cmake --preset fuzz -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
+cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz
+ctest --preset fuzz
+
+step "Release: benchmarks (smoke), install, example against the installed package"
+cmake --preset release >/dev/null
+cmake --build --preset release -j"$jobs"
+build/release/bench/floodgate_benchmark --benchmark_filter='BM_Decision/6/10000/real_time/threads:1' \
+  --benchmark_min_time=0.05
+prefix="$(mktemp -d)"
+trap 'rm -rf "$prefix"' EXIT
+cmake --install build/release --prefix "$prefix" >/dev/null
+cmake -S examples/basic -B "$prefix/example-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/example-build" -j"$jobs" >/dev/null
+"$prefix/example-build/basic_example" | tee "$prefix/example.out"
+grep -q "request 4: denied, retry after 4 s" "$prefix/example.out"
+"$prefix/bin/floodgate" replay --strategy gcra --limit "3 per 12 seconds" \
+  < examples/traces/burst.jsonl | cmp - examples/traces/burst.expected.jsonl
+echo "installed example and binary: ok"
+
+step "Release: all tests"
+ctest --preset release -j"$jobs"
