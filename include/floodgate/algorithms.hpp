@@ -79,10 +79,12 @@ struct Entry {
   std::int64_t count;
 };
 /// The exact log of the last period, oldest first; entries admitted at the same instant are
-/// merged, so it holds at most min(amount, distinct instants in a period) entries.
+/// merged, so it holds at most min(amount, distinct instants in a period) entries. `total` is the
+/// sum of the log's counts, so a decision walks only the entries that have left the window.
 struct State {
   State() = default;  // not an aggregate: `State s{}` value-initialises the buffer
   boost::circular_buffer<Entry> log;
+  std::int64_t total = 0;
 };
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 /// Appends the request and drops entries older than the period. May allocate.

@@ -8,21 +8,32 @@ namespace floodgate::moving_window {
 
 namespace {
 
-// Units in the window at `now`, counted from the newest entry backwards.
+// Units in the window at `now`: the total less the entries that have left it (oldest first).
 std::int64_t in_window(const State& s, const Limit& l, Micros now) noexcept {
-  std::int64_t n = 0;
-  for (auto it = s.log.rbegin(); it != s.log.rend() && it->at >= now - l.period; ++it) n += it->count;
+  std::int64_t n = s.total;
+  for (auto it = s.log.begin(); it != s.log.end() && it->at < now - l.period; ++it) n -= it->count;
   return n;
 }
 
-// The time of the k-th most recent admitted unit (k ≥ 1; the log holds at least k in the window).
-Micros kth_most_recent(const State& s, std::int64_t k) noexcept {
+// The time of the k-th most recent admitted unit, 1 ≤ k ≤ `in_window` units in the window: walks
+// from whichever end of the window is nearer.
+Micros kth_most_recent(const State& s, std::int64_t k, std::int64_t in_window) noexcept {
   std::int64_t seen = 0;
-  for (auto it = s.log.rbegin(); it != s.log.rend(); ++it) {
-    seen += it->count;
-    if (seen >= k) return it->at;
+  if (k <= in_window / 2) {
+    for (auto it = s.log.rbegin(); it != s.log.rend(); ++it) {
+      seen += it->count;
+      if (seen >= k) return it->at;
+    }
+  } else {
+    // The k-th most recent is the (in_window − k + 1)-th oldest of the window's units; the units
+    // before the window come first in the log.
+    const std::int64_t target = s.total - in_window + (in_window - k + 1);
+    for (auto it = s.log.begin(); it != s.log.end(); ++it) {
+      seen += it->count;
+      if (seen >= target) return it->at;
+    }
   }
-  return s.log.empty() ? 0 : s.log.front().at;
+  return s.log.empty() ? 0 : s.log.back().at;
 }
 
 }  // namespace
@@ -48,7 +59,7 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
     d.retry_after = kNever;
   } else {
     // Room for `cost` units once the (N − c + 1)-th most recent unit has left the window.
-    const Micros e = kth_most_recent(s, l.amount - cost + 1);
+    const Micros e = kth_most_recent(s, l.amount - cost + 1, count);
     d.retry_after = e + l.period + 1 - now;
   }
   return d;
@@ -56,7 +67,11 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
 
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
   if (cost == 0) return;
-  while (!s.log.empty() && s.log.front().at < now - l.period) s.log.pop_front();
+  while (!s.log.empty() && s.log.front().at < now - l.period) {
+    s.total -= s.log.front().count;
+    s.log.pop_front();
+  }
+  s.total += cost;
   if (!s.log.empty() && s.log.back().at >= now) {
     s.log.back().count += cost;  // same instant (or a clock that stepped back): merge
     return;

@@ -1,6 +1,8 @@
 // Every case in tests/conformance/ (copied from shared/conformance/) through `replay`, in process
 // and through the real `floodgate replay` binary, compared as conformance/README.md says.
 #include <cmath>
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -145,6 +147,53 @@ INSTANTIATE_TEST_SUITE_P(Cases, Conformance, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
 
 TEST(ConformanceSuite, HasAllCases) { EXPECT_GE(all_cases().size(), 40u); }
+
+}  // namespace
+}  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+struct CliResult {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+CliResult cli(const std::string& args, const std::string& input) {
+  const std::string in_path = ::testing::TempDir() + "/cli_input.jsonl";
+  std::ofstream(in_path) << input;
+  const std::string cmd = std::string(FLOODGATE_BINARY) + " " + args + " < " + in_path + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+TEST(ReplayCli, BadArgumentsExitTwoWithAClearMessage) {
+  auto r = cli("replay --strategy lottery --limit 1/second", "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown strategy \"lottery\""), std::string::npos) << r.output;
+  r = cli("replay --strategy gcra --limit 10/fortnight", "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("\"fortnight\""), std::string::npos) << r.output;
+  r = cli("replay --strategy fixed-window --limit 1/second --burst 5", "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("burst applies to"), std::string::npos) << r.output;
+  r = cli("replay --strategy gcra --limit 1/second --storage redis://localhost", "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown storage"), std::string::npos) << r.output;
+}
+
+TEST(ReplayCli, MalformedLineExitsOneAfterAnsweringTheLinesBefore) {
+  const auto r = cli("replay --strategy gcra --limit 1/second",
+                     "{\"t\": 0, \"key\": \"a\"}\n{\"t\": 0, \"key\": \"a\"}\nnot json\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("line 3: not valid JSON"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("{\"allowed\": true"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("{\"allowed\": false"), std::string::npos) << r.output;
+}
 
 }  // namespace
 }  // namespace floodgate

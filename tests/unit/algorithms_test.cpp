@@ -168,7 +168,7 @@ void check_retry_after_is_exact(const Limit& l, Evaluate evaluate, Commit commit
   int denials = 0;
   for (int i = 0; i < 3000; ++i) {
     t += static_cast<Micros>(rng() % static_cast<std::uint64_t>(l.period / 3 + 1));
-    const std::int64_t cost = 1 + static_cast<std::int64_t>(rng() % 3);
+    const std::int64_t cost = 1 + static_cast<std::int64_t>(rng() % 6);  // up to 6 of 7
     const Decision d = evaluate(s, l, t, cost);
     if (d.allowed) {
       commit(s, l, t, cost);
