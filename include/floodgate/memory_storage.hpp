@@ -17,8 +17,8 @@ namespace floodgate {
 struct MemoryStorageOptions {
   /// Upper bound on the keys kept per policy. When a policy reaches it, the entry closest to
   /// "absent" (full capacity) among a small sample is evicted to make room, and
-  /// `MemoryStorage::evictions()` counts it. Default 1,048,576 keys: about 64 MiB per policy for
-  /// the single-counter algorithms with keys of up to 15 characters.
+  /// `MemoryStorage::evictions()` counts it. Default 1,048,576 keys: about 61 MiB per policy for
+  /// the single-counter algorithms with keys of up to 24 characters (docs/benchmarks.md).
   std::size_t max_keys = std::size_t{1} << 20;
   /// Shards per policy, rounded up to a power of two: threads working on keys of different shards
   /// never contend. Default 64.

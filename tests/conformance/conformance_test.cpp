@@ -2,6 +2,7 @@
 // and through the real `floodgate replay` binary, compared as conformance/README.md says.
 #include <cmath>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -160,7 +161,10 @@ struct CliResult {
 };
 
 CliResult cli(const std::string& args, const std::string& input) {
-  const std::string in_path = ::testing::TempDir() + "/cli_input.jsonl";
+  // One file per test: ctest runs tests in parallel processes.
+  const std::string in_path = ::testing::TempDir() + "/" +
+                              ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                              "." + std::to_string(getpid()) + ".jsonl";
   std::ofstream(in_path) << input;
   const std::string cmd = std::string(FLOODGATE_BINARY) + " " + args + " < " + in_path + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
