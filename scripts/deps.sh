@@ -6,9 +6,10 @@ set -euo pipefail
 
 packages=(g++ cmake make ccache pkg-config
           libboost1.81-dev libboost-json1.81-dev libabsl-dev libcli11-dev libfmt-dev
+          libspdlog-dev libyaml-cpp-dev libhiredis-dev
           libgtest-dev libgmock-dev libbenchmark-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev)
+  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx-light wrk curl)
 fi
 
 missing=()

@@ -1,6 +1,7 @@
 // floodgate/limiter.hpp — the entry point of the C++ API.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -22,7 +23,11 @@ namespace floodgate {
 ///     if (auto d = limiter.hit(api, "user-42"); d.ok() && !d->allowed) { /* 429 */ }
 ///
 /// Thread-safety: all methods are thread-safe (as thread-safe as the storage, which must be).
-/// Errors: InvalidArgument for a cost outside [0, kMaxAmount]; otherwise what the storage returns.
+/// Errors: InvalidArgument for a cost outside [0, kMaxAmount] or a request the storage rejects as
+/// invalid. Any other storage error is not returned: `hit` and `test` then decide by the policy's
+/// FailMode and mark the decision `degraded` (allowed for kOpen, denied for kClosed; remaining 0,
+/// reset_after 0, retry_after 1 s when denied: the state is unknown), and `degraded_count()`
+/// counts it.
 class Limiter {
  public:
   explicit Limiter(std::shared_ptr<Storage> storage,
@@ -39,12 +44,24 @@ class Limiter {
   /// Forgets `key`'s state under `policy`.
   absl::Status clear(const Policy& policy, std::string_view key);
 
+  /// Decisions made by a policy's FailMode because the storage failed, since construction.
+  [[nodiscard]] std::uint64_t degraded_count() const noexcept {
+    return degraded_.load(std::memory_order_relaxed);
+  }
+
   [[nodiscard]] const Clock& clock() const noexcept { return *clock_; }
   [[nodiscard]] Storage& storage() const noexcept { return *storage_; }
 
  private:
+  absl::StatusOr<Decision> decide(const Policy& policy, std::string_view key, std::int64_t cost,
+                                  Effect effect);
+
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<const Clock> clock_;
+  std::atomic<std::uint64_t> degraded_{0};
 };
+
+/// The decision a policy's FailMode gives when its storage fails (see Limiter).
+Decision degraded_decision(const Policy& policy) noexcept;
 
 }  // namespace floodgate

@@ -25,13 +25,15 @@ struct MemoryStorageOptions {
   std::size_t shards = 64;
 };
 
-/// A sharded hash table per policy with a lock per shard. Per key it keeps the key and one small
-/// state per limit in a slab record; lookups by `std::string_view` do not allocate. Entries whose
-/// state equals "absent" are reclaimed incrementally (each insertion examines two records), never
-/// by rescanning the whole table.
+/// A sharded hash table per policy. Per key it keeps the key and one small state per limit in a
+/// slab record; lookups by `std::string_view` do not allocate. Entries whose state equals "absent"
+/// are reclaimed incrementally (each insertion examines two records), never by rescanning the
+/// whole table.
 ///
-/// Thread-safety: all methods are thread-safe. `apply` on keys of different shards runs in
-/// parallel; on one key it is linearizable.
+/// Thread-safety: all methods are thread-safe. A decision on a known key takes its shard's lock in
+/// shared mode (a per-thread counter) and the key's own lock word, so decisions on different keys
+/// run in parallel without sharing a written cache line; adding or removing a key takes the shard
+/// exclusively. On one key, `apply` is linearizable.
 class MemoryStorage final : public Storage {
  public:
   explicit MemoryStorage(MemoryStorageOptions options = {});

@@ -22,6 +22,11 @@ enum class Anchor : std::uint8_t {
   kFirstHit,  ///< a window opens at the key's first admitted request
 };
 
+/// What a decision is when the storage fails (unreachable, timed out, out of memory, an error
+/// reply): the request is let through (`kOpen`, the default) or denied (`kClosed`). Either way the
+/// decision is marked `degraded`; an error is never a plain "allowed".
+enum class FailMode : std::uint8_t { kOpen, kClosed };
+
 /// Options of a policy beyond its strategy and limits. Defaults are the common case.
 struct PolicyOptions {
   /// Fixed window only: where windows start.
@@ -31,6 +36,8 @@ struct PolicyOptions {
   /// Bucket strategies only: capacity for every limit that does not set its own `burst`
   /// (0 = the limit's amount).
   std::int64_t burst = 0;
+  /// What to decide when the storage fails. Not part of the fingerprint: changing it keeps state.
+  FailMode fail = FailMode::kOpen;
 };
 
 /// An immutable, validated policy: a name, a strategy and one or more limits that a request must
@@ -50,6 +57,8 @@ class Policy {
   [[nodiscard]] const std::vector<Limit>& limits() const noexcept { return limits_; }
   [[nodiscard]] Anchor anchor() const noexcept { return options_.anchor; }
   [[nodiscard]] bool shape() const noexcept { return options_.shape; }
+  [[nodiscard]] FailMode fail_mode() const noexcept { return options_.fail; }
+  [[nodiscard]] const PolicyOptions& options() const noexcept { return options_; }
 
   /// A string that identifies the policy's name, strategy, options and limits. Storages key their
   /// state by it, so a policy whose limits change never reads state written under the old ones.

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -39,6 +41,32 @@ class Storage {
 
   /// Forgets all state of `key` under `policy`. Clearing an absent key is not an error.
   virtual absl::Status clear(const Policy& policy, std::string_view key) = 0;
+
+  /// One request of a batch.
+  struct BatchItem {
+    const Policy* policy;
+    std::string_view key;
+    std::int64_t cost;
+    Effect effect;
+  };
+
+  /// Applies many requests at `now`, in order, as if by `apply` one after another; `out` has one
+  /// slot per item. A networked storage sends them in one round trip (the service coalesces
+  /// concurrent requests through this); the default calls `apply` for each.
+  /// Precondition: out.size() == items.size().
+  virtual void apply_batch(std::span<const BatchItem> items, Micros now,
+                           std::span<absl::StatusOr<Decision>> out) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      out[i] = apply(*items[i].policy, items[i].key, items[i].cost, items[i].effect, now);
+    }
+  }
 };
+
+/// Opens a storage by URL:
+///   memory                      the in-memory store (also `memory://`); options as a query:
+///                               `memory://?max_keys=100000&shards=64`
+/// Further schemes (redis://, redis+unix://, redis-cluster://) come with the Redis storage.
+/// Errors: InvalidArgument naming the bad URL or option; Unavailable if a server cannot be reached.
+absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view url);
 
 }  // namespace floodgate

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "floodgate/memory_storage.hpp"
+#include "floodgate/storage.hpp"
 #include "floodgate/policy.hpp"
 #include "floodgate/replay.hpp"
 
@@ -36,7 +36,8 @@ std::function<int()> add_replay(CLI::App& app) {
   cmd->add_option("--anchor", args->anchor, "fixed-window windows: clock (default) or first-hit")
       ->check(CLI::IsMember({"clock", "first-hit"}));
   cmd->add_flag("--shape", args->shape, "leaky-bucket as a shaper: decisions carry \"delay\"");
-  cmd->add_option("--storage", args->storage, "storage: memory (default)");
+  cmd->add_option("--storage", args->storage,
+                  "storage URL: memory (default), redis://host:port, redis-cluster://host:port,…");
   cmd->add_option("--name", args->policy_name, "policy name (default \"replay\")");
 
   return [args]() -> int {
@@ -58,14 +59,13 @@ std::function<int()> add_replay(CLI::App& app) {
       std::cerr << "floodgate replay: " << policy.status().message() << "\n";
       return 2;
     }
-    if (args->storage != "memory") {
-      std::cerr << "floodgate replay: unknown storage \"" << args->storage
-                << "\": this build supports \"memory\"\n";
+    auto storage = open_storage(args->storage);
+    if (!storage.ok()) {
+      std::cerr << "floodgate replay: " << storage.status().message() << "\n";
       return 2;
     }
-    MemoryStorage storage;
     std::ios::sync_with_stdio(false);
-    const absl::Status status = replay(*policy, storage, std::cin, std::cout);
+    const absl::Status status = replay(*policy, **storage, std::cin, std::cout);
     std::cout.flush();
     if (!status.ok()) {
       std::cerr << "floodgate replay: " << status.message() << "\n";

@@ -88,3 +88,63 @@ TEST(Strategy, NamesRoundTrip) {
 
 }  // namespace
 }  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+// A storage that fails every call with a given status.
+class FailingStorage final : public Storage {
+ public:
+  explicit FailingStorage(absl::Status s) : status_(std::move(s)) {}
+  absl::StatusOr<Decision> apply(const Policy&, std::string_view, std::int64_t, Effect,
+                                 Micros) override {
+    return status_;
+  }
+  absl::Status clear(const Policy&, std::string_view) override { return status_; }
+
+ private:
+  absl::Status status_;
+};
+
+TEST(LimiterFailure, StorageErrorsDecideByTheFailModeAndAreMarkedDegraded) {
+  Limiter limiter(std::make_shared<FailingStorage>(absl::UnavailableError("redis down")));
+  PolicyOptions closed;
+  closed.fail = FailMode::kClosed;
+  const Policy open_policy = Policy::make("open", Strategy::kGcra, "5/second").value();
+  const Policy closed_policy = Policy::make("closed", Strategy::kGcra, "5/second", closed).value();
+
+  const Decision o = limiter.hit(open_policy, "k").value();
+  EXPECT_TRUE(o.allowed);
+  EXPECT_TRUE(o.degraded);
+  const Decision c = limiter.hit(closed_policy, "k").value();
+  EXPECT_FALSE(c.allowed);
+  EXPECT_TRUE(c.degraded);
+  EXPECT_EQ(c.retry_after, kMicrosPerSecond);
+  EXPECT_TRUE(limiter.test(closed_policy, "k")->degraded);
+  EXPECT_EQ(limiter.degraded_count(), 3u);
+  EXPECT_FALSE(limiter.clear(open_policy, "k").ok());  // clear reports the error itself
+}
+
+TEST(LimiterFailure, InvalidRequestsAreErrorsNotDegradedDecisions) {
+  Limiter limiter(std::make_shared<FailingStorage>(absl::InvalidArgumentError("bad key")));
+  const Policy p = Policy::make("p", Strategy::kGcra, "5/second").value();
+  EXPECT_EQ(limiter.hit(p, "k").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(limiter.degraded_count(), 0u);
+}
+
+TEST(OpenStorage, UrlsAndOptions) {
+  EXPECT_TRUE(open_storage("memory").ok());
+  EXPECT_TRUE(open_storage("memory://?max_keys=100&shards=4").ok());
+  const auto bad_option = open_storage("memory://?max_key=10");
+  ASSERT_FALSE(bad_option.ok());
+  EXPECT_NE(std::string(bad_option.status().message()).find("\"max_key\""), std::string::npos);
+  EXPECT_FALSE(open_storage("memory://?max_keys=0").ok());
+  EXPECT_FALSE(open_storage("memory://?max_keys").ok());
+  const auto unknown = open_storage("carrier-pigeon://coop");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(std::string(unknown.status().message()).find("unknown storage"), std::string::npos);
+  EXPECT_FALSE(open_storage("localhost:6379").ok());
+}
+
+}  // namespace
+}  // namespace floodgate

@@ -1,0 +1,51 @@
+// open_storage(url): the one place that turns a storage URL into a Storage.
+#include <charconv>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "floodgate/memory_storage.hpp"
+#include "floodgate/storage.hpp"
+#include "storage/url.hpp"
+
+namespace floodgate {
+
+namespace {
+
+absl::StatusOr<std::shared_ptr<Storage>> open_memory(const StorageUrl& url) {
+  MemoryStorageOptions o;
+  for (const auto& [name, value] : url.query) {
+    std::size_t n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n == 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "storage URL \"{}\": option {}={} must be a whole number of at least 1", url.text, name,
+          value));
+    }
+    if (name == "max_keys") {
+      o.max_keys = n;
+    } else if (name == "shards") {
+      o.shards = n;
+    } else {
+      return absl::InvalidArgumentError(fmt::format(
+          "storage URL \"{}\": unknown option \"{}\" (memory takes max_keys and shards)", url.text,
+          name));
+    }
+  }
+  return std::make_shared<MemoryStorage>(o);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text) {
+  auto url = parse_storage_url(text);
+  if (!url.ok()) return url.status();
+  if (url->scheme == "memory") return open_memory(*url);
+  if (auto opened = open_registered_storage(*url)) return *std::move(opened);
+  return absl::InvalidArgumentError(fmt::format(
+      "unknown storage \"{}\": expected memory, redis://host:port, redis+unix:///path or "
+      "redis-cluster://host:port[,host:port…]",
+      text));
+}
+
+}  // namespace floodgate

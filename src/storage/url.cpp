@@ -1,0 +1,49 @@
+#include "storage/url.hpp"
+
+#include <fmt/format.h>
+
+namespace floodgate {
+
+absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text) {
+  StorageUrl url;
+  url.text = std::string(text);
+  if (text == "memory") {
+    url.scheme = "memory";
+    return url;
+  }
+  const std::size_t colon = text.find("://");
+  if (colon == std::string_view::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("storage URL \"{}\": expected scheme://… (e.g. memory:// or redis://host:6379)", text));
+  }
+  url.scheme = std::string(text.substr(0, colon));
+  std::string_view rest = text.substr(colon + 3);
+  if (const std::size_t q = rest.find('?'); q != std::string_view::npos) {
+    std::string_view query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    while (!query.empty()) {
+      const std::size_t amp = query.find('&');
+      const std::string_view item = query.substr(0, amp);
+      const std::size_t eq = item.find('=');
+      if (eq == std::string_view::npos || eq == 0) {
+        return absl::InvalidArgumentError(
+            fmt::format("storage URL \"{}\": option \"{}\" must be name=value", text, item));
+      }
+      url.query.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+  }
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view info = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const std::size_t c = info.find(':');
+    url.user = std::string(info.substr(0, c));
+    if (c != std::string_view::npos) url.password = std::string(info.substr(c + 1));
+  }
+  const std::size_t slash = rest.find('/');
+  url.hosts = std::string(rest.substr(0, slash));
+  if (slash != std::string_view::npos) url.path = std::string(rest.substr(slash));
+  return url;
+}
+
+}  // namespace floodgate

@@ -1,0 +1,33 @@
+// Storage URLs: scheme://[user:password@]hosts[/path][?name=value&…], parsed once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "floodgate/storage.hpp"
+
+namespace floodgate {
+
+struct StorageUrl {
+  std::string text;       ///< the URL as given (for error messages; may hold a password)
+  std::string scheme;     ///< "memory", "redis", "redis+unix", "redis-cluster", …
+  std::string user;
+  std::string password;
+  std::string hosts;      ///< what stands between "//" (after any user info) and the path
+  std::string path;       ///< from the first '/' after the hosts, without the query
+  std::vector<std::pair<std::string, std::string>> query;
+};
+
+/// Splits a URL; "memory" alone is accepted as "memory://". Errors: InvalidArgument.
+absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text);
+
+/// Other storage kinds plug in here (the Redis storage defines it): returns nullopt for a scheme it
+/// does not know.
+std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(
+    const StorageUrl& url);
+
+}  // namespace floodgate
