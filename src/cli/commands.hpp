@@ -1,11 +1,16 @@
 // The subcommands of the `floodgate` program.
 #pragma once
 
+#include <functional>
+
 #include <CLI/CLI.hpp>
 
 namespace floodgate::cli {
 
 /// Adds `replay` to the app; the returned callback runs it and returns the exit code.
 std::function<int()> add_replay(CLI::App& app);
+
+/// Adds `serve`; the returned callback runs the service until SIGTERM/SIGINT.
+std::function<int()> add_serve(CLI::App& app);
 
 }  // namespace floodgate::cli

@@ -8,11 +8,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "floodgate 0.1.0");
   auto run_replay = floodgate::cli::add_replay(app);
+  auto run_serve = floodgate::cli::add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   if (app.got_subcommand("replay")) return run_replay();
+  if (app.got_subcommand("serve")) return run_serve();
   return 2;
 }

@@ -1,0 +1,157 @@
+// floodgate serve: the rate-limit service over HTTP.
+#include <sys/stat.h>
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <boost/asio.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.hpp"
+#include "server/config.hpp"
+#include "server/http_server.hpp"
+#include "server/service.hpp"
+
+namespace floodgate::cli {
+
+namespace {
+
+struct ServeArgs {
+  std::string config_path;
+  std::string listen;
+  std::string storage;
+  unsigned threads = 0;
+  std::string log_level;
+  std::string check_config;
+  std::string port_file;
+};
+
+// The command line wins over the file for what it names.
+absl::StatusOr<server::Config> load(const ServeArgs& a) {
+  server::Config c;
+  if (!a.config_path.empty()) {
+    auto loaded = server::load_config(a.config_path);
+    if (!loaded.ok()) return loaded.status();
+    c = *std::move(loaded);
+  }
+  if (!a.listen.empty()) {
+    if (auto s = server::parse_listen(a.listen, c.listen_host, c.listen_port); !s.ok()) return s;
+  }
+  if (!a.storage.empty()) c.storage = a.storage;
+  if (a.threads > 0) c.threads = a.threads;
+  if (!a.log_level.empty()) c.log_level = a.log_level;
+  return c;
+}
+
+std::int64_t mtime_of(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+int run(const ServeArgs& args) {
+  if (!args.check_config.empty()) {
+    auto c = server::load_config(args.check_config);
+    if (!c.ok()) {
+      std::cerr << c.status().message() << "\n";
+      return 1;
+    }
+    std::cout << args.check_config << ": ok, " << c->policies.size() << " policies\n";
+    return 0;
+  }
+  auto config = load(args);
+  if (!config.ok()) {
+    std::cerr << "floodgate serve: " << config.status().message() << "\n";
+    return 2;
+  }
+  const auto level = spdlog::level::from_str(config->log_level);
+  if (level == spdlog::level::off && config->log_level != "off") {
+    std::cerr << "floodgate serve: unknown log level \"" << config->log_level
+              << "\" (trace, debug, info, warn, error, critical, off)\n";
+    return 2;
+  }
+  spdlog::set_default_logger(spdlog::stderr_color_mt("floodgate"));  // stdout stays for data
+  spdlog::set_level(level);
+  auto storage = open_storage(config->storage);
+  if (!storage.ok()) {
+    std::cerr << "floodgate serve: " << storage.status().message() << "\n";
+    return 2;
+  }
+  auto installed = std::make_shared<const server::Config>(*config);
+  server::Service service(installed, *storage);
+  server::HttpServer http(service, *installed);
+  if (auto s = http.start(); !s.ok()) {
+    std::cerr << "floodgate serve: " << s.message() << "\n";
+    return 2;
+  }
+  spdlog::info("listening on {}:{} ({} policies, storage {})", installed->listen_host, http.port(),
+               installed->policies.size(), installed->storage);
+  if (!args.port_file.empty()) std::ofstream(args.port_file) << http.port() << "\n";
+
+  boost::asio::io_context control;
+  boost::asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
+  boost::asio::steady_timer watch(control);
+  std::int64_t seen = mtime_of(args.config_path);
+
+  auto reload = [&](const char* why) {
+    auto next = load(args);
+    if (!next.ok()) {
+      spdlog::error("reload ({}) rejected, the old configuration keeps serving: {}", why,
+                    std::string(next.status().message()));
+      return;
+    }
+    service.reload(std::make_shared<const server::Config>(*std::move(next)));
+    spdlog::info("reloaded the configuration ({}): {} policies", why, service.config()->policies.size());
+  };
+  std::function<void()> on_signal = [&] {
+    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+      if (ec) return;
+      if (signo == SIGHUP) {
+        reload("SIGHUP");
+        on_signal();
+        return;
+      }
+      spdlog::info("signal {}: draining", signo);
+      watch.cancel();
+      http.drain();
+      control.stop();
+    });
+  };
+  std::function<void()> on_tick = [&] {
+    watch.expires_after(std::chrono::seconds(1));
+    watch.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (const std::int64_t m = mtime_of(args.config_path); m != seen) {
+        seen = m;
+        reload("file changed");
+      }
+      on_tick();
+    });
+  };
+  on_signal();
+  if (!args.config_path.empty()) on_tick();
+  control.run();
+  http.join();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_serve(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve rate-limit decisions over HTTP.");
+  cmd->add_option("--config,-c", args->config_path, "YAML configuration file");
+  cmd->add_option("--listen", args->listen, "HOST:PORT (default 127.0.0.1:8080)");
+  cmd->add_option("--storage", args->storage, "storage URL (default memory)");
+  cmd->add_option("--threads", args->threads, "I/O threads (default: one per core)");
+  cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error, critical, off");
+  cmd->add_option("--check-config", args->check_config, "validate a configuration file and exit");
+  cmd->add_option("--port-file", args->port_file, "write the bound port to this file");
+  return [args] { return run(*args); };
+}
+
+}  // namespace floodgate::cli

@@ -1,0 +1,209 @@
+#include "server/http_server.hpp"
+
+#include <chrono>
+#include <optional>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace floodgate::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
+struct HttpServer::Shared {
+  Service* service;
+  HttpLimits limits;
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::atomic<bool> draining{false};
+  std::atomic<std::int64_t> in_flight{0};
+};
+
+namespace {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
+      : stream_(std::move(socket)),
+        shared_(std::move(shared)),
+        buffer_(shared_->limits.max_pipelined * (shared_->limits.max_header_bytes + shared_->limits.max_body_bytes)) {
+    shared_->service->metrics().connections(1);
+  }
+  ~Session() { shared_->service->metrics().connections(-1); }
+
+  void start() { next_request(); }
+
+ private:
+  void next_request() {
+    if (shared_->draining.load(std::memory_order_relaxed)) return close();
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(shared_->limits.max_header_bytes));
+    parser_->body_limit(shared_->limits.max_body_bytes);
+    if (buffer_.size() > 0) return read_request();  // a pipelined request is already here
+    // Idle: wait for the first bytes of the next request.
+    stream_.expires_after(shared_->limits.idle_timeout);
+    const std::size_t room = std::min<std::size_t>(4096, buffer_.max_size() - buffer_.size());
+    stream_.async_read_some(buffer_.prepare(room),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (ec) return self->close();
+                              self->buffer_.commit(n);
+                              self->read_request();
+                            });
+  }
+
+  void read_request() {
+    stream_.expires_after(shared_->limits.request_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
+    if (ec == http::error::header_limit) return fail(http::status::request_header_fields_too_large,
+                                                     "the request headers are too large");
+    if (ec == http::error::body_limit) return fail(http::status::payload_too_large,
+                                                   "the request body is larger than the limit");
+    if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return close();
+    if (ec.category() == http::make_error_code(http::error::bad_target).category()) {
+      return fail(http::status::bad_request, fmt::format("malformed request: {}", ec.message()));
+    }
+    if (ec) return close();
+    shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
+    res_ = {};
+    shared_->service->handle(parser_->get(), res_);
+    if (shared_->draining.load(std::memory_order_relaxed)) res_.keep_alive(false);
+    write();
+  }
+
+  void fail(http::status status, std::string_view message) {
+    shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
+    res_ = {};
+    res_.version(11);
+    res_.result(status);
+    res_.set(http::field::content_type, "application/json");
+    res_.body() = fmt::format("{{\"error\": \"{}\"}}\n", message);
+    res_.keep_alive(false);
+    res_.prepare_payload();
+    shared_->service->metrics().http_status(static_cast<int>(status));
+    write();
+  }
+
+  void write() {
+    stream_.expires_after(shared_->limits.write_timeout);
+    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+      if (ec || !self->res_.keep_alive()) return self->close();
+      self->next_request();
+    });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<HttpServer::Shared> shared_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Response res_;
+};
+
+void accept_loop(std::shared_ptr<HttpServer::Shared> shared, tcp::acceptor& acceptor) {
+  acceptor.async_accept([shared, &acceptor](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+    if (!ec) {
+      if (static_cast<std::size_t>(shared->service->metrics().open_connections()) >=
+          shared->limits.max_connections) {
+        beast::error_code ignored;
+        socket.close(ignored);  // over the bound: refuse by closing at once
+      } else {
+        socket.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Session>(std::move(socket), shared)->start();
+      }
+    }
+    accept_loop(shared, acceptor);
+  });
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Service& service, const Config& config)
+    : service_(service),
+      host_(config.listen_host),
+      port_(config.listen_port),
+      threads_(config.threads > 0 ? config.threads : std::max(1u, std::thread::hardware_concurrency())),
+      shared_(std::make_shared<Shared>()) {
+  shared_->service = &service_;
+  shared_->limits = config.http;
+}
+
+HttpServer::~HttpServer() {
+  drain();
+  join();
+}
+
+absl::Status HttpServer::start() {
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(host_, ec);
+  if (ec) return absl::InvalidArgumentError(fmt::format("listen address \"{}\": {}", host_, ec.message()));
+  for (unsigned i = 0; i < threads_; ++i) {
+    shared_->contexts.push_back(std::make_unique<asio::io_context>(1));
+    auto acceptor = std::make_unique<tcp::acceptor>(*shared_->contexts.back());
+    const tcp::endpoint endpoint(address, port_);
+    acceptor->open(endpoint.protocol(), ec);
+    if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor->set_option(reuse_port(true), ec);
+    if (!ec) acceptor->bind(endpoint, ec);
+    if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return absl::UnavailableError(fmt::format("cannot listen on {}:{}: {}", host_, port_, ec.message()));
+    }
+    port_ = acceptor->local_endpoint().port();  // the first acceptor fixes an ephemeral port
+    shared_->acceptors.push_back(std::move(acceptor));
+  }
+  for (unsigned i = 0; i < threads_; ++i) {
+    accept_loop(shared_, *shared_->acceptors[i]);
+    workers_.emplace_back([ctx = shared_->contexts[i].get()] {
+      auto guard = asio::make_work_guard(*ctx);
+      ctx->run();
+    });
+  }
+  return absl::OkStatus();
+}
+
+void HttpServer::drain() {
+  if (shared_->draining.exchange(true)) return;
+  for (std::size_t i = 0; i < shared_->acceptors.size(); ++i) {
+    asio::post(*shared_->contexts[i], [a = shared_->acceptors[i].get()] {
+      beast::error_code ignored;
+      a->close(ignored);
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + shared_->limits.drain_timeout;
+  while (shared_->in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& ctx : shared_->contexts) ctx->stop();
+}
+
+void HttpServer::join() {
+  for (auto& w : workers_) {
+    if (w.joinable()) w.join();
+  }
+  workers_.clear();
+  // Destroying the contexts destroys the sessions still waiting in them (they hold `shared_`).
+  auto acceptors = std::move(shared_->acceptors);
+  acceptors.clear();
+  auto contexts = std::move(shared_->contexts);
+  contexts.clear();
+}
+
+}  // namespace floodgate::server

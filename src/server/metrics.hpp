@@ -1,0 +1,63 @@
+// Service metrics in the Prometheus text format: per policy, never per key.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "floodgate/clock.hpp"
+
+namespace floodgate::server {
+
+/// Counters are kept per thread (each thread writes only its own cache lines) and summed when
+/// scraped, so counting costs a decision no shared write.
+///
+/// Thread-safety: all methods are thread-safe.
+class Metrics {
+ public:
+  enum Result : std::uint8_t { kAllowed, kDenied, kShadowDenied, kDegraded, kResults };
+  /// Policies beyond this many share the slot "other" (a bound, like everything per policy).
+  static constexpr std::size_t kMaxPolicies = 256;
+  /// Upper bounds of the storage latency histogram, in µs.
+  static constexpr std::array<Micros, 13> kLatencyBuckets{
+      10, 25, 50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000};
+
+  /// The slot of a policy name (registered once, e.g. when a configuration is installed).
+  std::size_t slot(const std::string& policy_name);
+
+  void count(std::size_t slot, Result r) noexcept;
+  void storage_latency(Micros us) noexcept;
+  void http_status(int status) noexcept;
+  void connections(std::int64_t delta) noexcept { connections_.fetch_add(delta, std::memory_order_relaxed); }
+  [[nodiscard]] std::int64_t open_connections() const noexcept {
+    return connections_.load(std::memory_order_relaxed);
+  }
+
+  /// Sum over threads of one counter (for tests and the live view).
+  [[nodiscard]] std::uint64_t total(std::size_t slot, Result r) const;
+
+  /// The exposition text; `extra` is appended (gauges of the storage and the server).
+  [[nodiscard]] std::string render(const std::string& extra) const;
+
+ private:
+  struct alignas(64) PerThread {
+    std::array<std::array<std::atomic<std::uint64_t>, kResults>, kMaxPolicies> decisions{};
+    std::array<std::atomic<std::uint64_t>, kLatencyBuckets.size() + 1> latency{};
+    std::atomic<std::uint64_t> latency_sum_us{0};
+    std::array<std::atomic<std::uint64_t>, 6> status_class{};  // 1xx..5xx, other
+  };
+  PerThread& local();
+
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, std::size_t> slots_;  // guarded by mu_
+  std::vector<std::string> names_;                       // guarded by mu_
+  std::vector<std::unique_ptr<PerThread>> threads_;      // guarded by mu_; never shrinks
+  std::atomic<std::int64_t> connections_{0};
+};
+
+}  // namespace floodgate::server

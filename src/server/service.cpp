@@ -1,0 +1,429 @@
+#include "server/service.hpp"
+
+#include <chrono>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "floodgate/headers.hpp"
+#include "floodgate/memory_storage.hpp"
+#include "floodgate/replay.hpp"
+
+namespace floodgate::server {
+
+namespace {
+
+constexpr Micros kReadyWindow = 5 * kMicrosPerSecond;
+constexpr std::size_t kMaxKeyBytes = 1024;
+
+int hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string url_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+std::string message(const absl::Status& s) { return std::string(s.message()); }
+
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+void respond(Response& res, http::status status, std::string body,
+             std::string_view content_type = "application/json") {
+  res.result(status);
+  res.set(http::field::content_type, content_type);
+  res.body() = std::move(body);
+  res.prepare_payload();
+}
+
+void error(Response& res, http::status status, std::string_view message) {
+  respond(res, status, fmt::format("{{\"error\": \"{}\"}}\n", json_escape(message)));
+}
+
+void set_headers(Response& res, const Policy& policy, const Decision& d, bool shadow) {
+  for (auto& [name, value] : rate_limit_headers(policy, d)) {
+    if (shadow && name == "Retry-After") continue;
+    res.set(name, value);
+  }
+}
+
+std::string decision_json(const Policy& policy, const Decision& d, bool shadow_denied) {
+  return fmt::format(
+      "{{\"allowed\": {}, \"limit\": {}, \"remaining\": {}, \"reset_after\": {}, \"retry_after\": {}, "
+      "\"delay\": {}, \"policy\": \"{}\", \"degraded\": {}, \"shadow_denied\": {}}}\n",
+      d.allowed || shadow_denied ? "true" : "false", d.limit, d.remaining, format_seconds(d.reset_after),
+      d.can_retry() ? format_seconds(d.retry_after) : "null", format_seconds(d.delay),
+      json_escape(policy.name()), d.degraded ? "true" : "false", shadow_denied ? "true" : "false");
+}
+
+}  // namespace
+
+std::optional<std::string> query_param(std::string_view target, std::string_view name) {
+  const std::size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const std::size_t amp = rest.find('&');
+    const std::string_view item = rest.substr(0, amp);
+    const std::size_t eq = item.find('=');
+    const std::string_view k = item.substr(0, eq);
+    if (url_decode(k) == name) {
+      return eq == std::string_view::npos ? std::string() : url_decode(item.substr(eq + 1));
+    }
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+  }
+  return std::nullopt;
+}
+
+Service::Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> storage,
+                 std::shared_ptr<const Clock> clock)
+    : limiter_(storage, std::move(clock)), storage_(std::move(storage)) {
+  inline_slot_ = metrics_.slot("inline");
+  reload(std::move(config));
+}
+
+void Service::reload(std::shared_ptr<const Config> config) {
+  auto in = std::make_shared<Installed>();
+  for (const ServicePolicy& p : config->policies) {
+    in->metric_slots.emplace(p.policy->name(), metrics_.slot(p.policy->name()));
+  }
+  in->config = std::move(config);
+  std::lock_guard<std::mutex> lock(install_mu_);
+  installed_ = std::move(in);
+  version_.fetch_add(1, std::memory_order_release);
+}
+
+std::shared_ptr<const Config> Service::config() const {
+  std::lock_guard<std::mutex> lock(install_mu_);
+  return installed_->config;
+}
+
+std::shared_ptr<const Service::Installed> Service::current() {
+  // Each thread keeps the configuration it last saw and re-reads it (under the mutex) only when a
+  // reload bumped the version: requests share no written cache line.
+  struct Cached {
+    const Service* owner = nullptr;
+    std::uint64_t version = 0;
+    std::shared_ptr<const Installed> installed;
+  };
+  thread_local Cached cache;
+  const std::uint64_t v = version_.load(std::memory_order_acquire);
+  if (cache.owner != this || cache.version != v || !cache.installed) {
+    std::lock_guard<std::mutex> lock(install_mu_);
+    cache.owner = this;
+    cache.version = version_.load(std::memory_order_relaxed);
+    cache.installed = installed_;
+  }
+  return cache.installed;
+}
+
+absl::StatusOr<Decision> Service::decide(const ServicePolicy* sp, const Policy& policy,
+                                         std::string_view key, std::int64_t cost, Effect effect,
+                                         std::size_t slot) {
+  if (sp != nullptr && sp->allow.contains(av(key))) {
+    Decision d;
+    d.allowed = true;
+    d.limit = policy.limits().front().amount;
+    d.period = policy.limits().front().period;
+    d.remaining = d.limit;
+    return d;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto d = effect == Effect::kHit ? limiter_.hit(policy, key, cost) : limiter_.test(policy, key, cost);
+  metrics_.storage_latency(std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
+  if (!d.ok()) return d;
+  if (d->degraded) {
+    metrics_.count(slot, Metrics::kDegraded);
+    last_degraded_.store(limiter_.clock().now(), std::memory_order_relaxed);
+  } else if (effect == Effect::kHit) {
+    const bool shadow = sp != nullptr && sp->shadow;
+    metrics_.count(slot, d->allowed ? Metrics::kAllowed
+                                    : (shadow ? Metrics::kShadowDenied : Metrics::kDenied));
+  }
+  return d;
+}
+
+absl::StatusOr<std::shared_ptr<const Policy>> Service::inline_policy(const Config& c,
+                                                                     std::string_view limit,
+                                                                     std::string_view strategy,
+                                                                     std::int64_t burst) {
+  if (!c.allow_inline) {
+    return absl::InvalidArgumentError("inline limits are disabled: name a configured \"policy\"");
+  }
+  const std::string id = fmt::format("{}|{}|{}", strategy, limit, burst);
+  std::lock_guard<std::mutex> lock(inline_mu_);
+  if (auto it = inline_policies_.find(id); it != inline_policies_.end()) return it->second;
+  auto s = parse_strategy(strategy);
+  if (!s.ok()) return s.status();
+  PolicyOptions o;
+  o.burst = burst;
+  auto limits = parse_limits(limit);
+  if (!limits.ok()) return limits.status();
+  std::string name = fmt::format("inline {} {}", to_string(*s), to_string(*limits));
+  auto p = Policy::make(std::move(name), *s, *std::move(limits), o);
+  if (!p.ok()) return p.status();
+  if (inline_policies_.size() >= c.max_inline_policies) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "more than {} distinct inline limits are in use: configure a policy instead",
+        c.max_inline_policies));
+  }
+  auto shared = std::make_shared<const Policy>(*std::move(p));
+  inline_policies_.emplace(id, shared);
+  return shared;
+}
+
+void Service::handle(const Request& req, Response& res) {
+  res.version(req.version());
+  res.keep_alive(req.keep_alive());
+  const std::shared_ptr<const Installed> in = current();
+  const std::string_view target(req.target().data(), req.target().size());
+  const std::string_view path = path_of(target);
+  const auto method = req.method();
+  auto only = [&](http::verb v) {
+    if (method == v) return true;
+    error(res, http::status::method_not_allowed,
+          fmt::format("{} takes {}", path, std::string(http::to_string(v))));
+    res.set(http::field::allow, http::to_string(v));
+    return false;
+  };
+  if (path == "/v1/auth") {
+    if (only(http::verb::get)) auth(req, res, *in);
+  } else if (path == "/v1/hit") {
+    if (only(http::verb::post)) hit_or_test(req, res, Effect::kHit, *in);
+  } else if (path == "/v1/test") {
+    if (only(http::verb::post)) hit_or_test(req, res, Effect::kTest, *in);
+  } else if (path == "/v1/stats") {
+    if (only(http::verb::get)) stats(req, res, *in);
+  } else if (path == "/v1/keys") {
+    if (only(http::verb::delete_)) clear(req, res, *in);
+  } else if (path == "/metrics") {
+    if (only(http::verb::get)) {
+      std::string extra;
+      if (auto* mem = dynamic_cast<MemoryStorage*>(storage_.get())) {
+        extra += fmt::format(
+            "# HELP floodgate_memory_evictions_total Keys evicted at the max_keys bound.\n"
+            "# TYPE floodgate_memory_evictions_total counter\nfloodgate_memory_evictions_total {}\n"
+            "# HELP floodgate_memory_reclaimed_total Absent keys reclaimed.\n"
+            "# TYPE floodgate_memory_reclaimed_total counter\nfloodgate_memory_reclaimed_total {}\n",
+            mem->evictions(), mem->reclaimed());
+      }
+      extra += fmt::format(
+          "# HELP floodgate_degraded_total Decisions made by a fail mode because the storage failed.\n"
+          "# TYPE floodgate_degraded_total counter\nfloodgate_degraded_total {}\n",
+          limiter_.degraded_count());
+      respond(res, http::status::ok, metrics_.render(extra), "text/plain; version=0.0.4");
+    }
+  } else if (path == "/healthz") {
+    if (only(http::verb::get)) respond(res, http::status::ok, "ok\n", "text/plain");
+  } else if (path == "/readyz") {
+    if (only(http::verb::get)) readyz(res, *in);
+  } else {
+    error(res, http::status::not_found, fmt::format("no such endpoint: {}", path));
+  }
+  metrics_.http_status(res.result_int());
+}
+
+void Service::readyz(Response& res, const Installed& in) {
+  const Micros last = last_degraded_.load(std::memory_order_relaxed);
+  const bool recent = last != 0 && limiter_.clock().now() - last < kReadyWindow;
+  bool closed = false;
+  for (const ServicePolicy& p : in.config->policies) closed = closed || p.policy->fail_mode() == FailMode::kClosed;
+  if (recent && closed) {
+    respond(res, http::status::service_unavailable,
+            "not ready: the storage failed in the last 5 s and a policy fails closed\n", "text/plain");
+  } else {
+    respond(res, http::status::ok, "ready\n", "text/plain");
+  }
+}
+
+// A policy for a request: configured (with overrides) or inline.
+struct Service::Target {
+  const ServicePolicy* configured = nullptr;
+  std::shared_ptr<const Policy> owned;  // inline
+  const Policy* policy = nullptr;
+  std::size_t slot = 0;
+};
+
+void Service::hit_or_test(const Request& req, Response& res, Effect effect, const Installed& in) {
+  boost::system::error_code ec;
+  const boost::json::value body = boost::json::parse(req.body(), ec);
+  if (ec) return error(res, http::status::bad_request, fmt::format("the body is not valid JSON ({})", ec.message()));
+  const boost::json::object* obj = body.if_object();
+  if (obj == nullptr) return error(res, http::status::bad_request, "the body must be a JSON object");
+
+  const boost::json::value* key_v = obj->if_contains("key");
+  if (key_v == nullptr || !key_v->is_string() || key_v->get_string().empty()) {
+    return error(res, http::status::bad_request, "\"key\" must be a non-empty string");
+  }
+  const std::string_view key(key_v->get_string().data(), key_v->get_string().size());
+  if (key.size() > kMaxKeyBytes) {
+    return error(res, http::status::bad_request, fmt::format("\"key\" is longer than {} bytes", kMaxKeyBytes));
+  }
+  std::int64_t cost = 1;
+  if (const boost::json::value* c = obj->if_contains("cost")) {
+    if (!c->is_int64() || c->get_int64() < 0 || c->get_int64() > kMaxAmount) {
+      return error(res, http::status::bad_request, "\"cost\" must be a whole number from 0 to 2^53");
+    }
+    cost = c->get_int64();
+  }
+
+  Target t;
+  if (const boost::json::value* p = obj->if_contains("policy")) {
+    if (!p->is_string()) return error(res, http::status::bad_request, "\"policy\" must be a string");
+    const std::string_view name(p->get_string().data(), p->get_string().size());
+    t.configured = in.config->find(name);
+    if (t.configured == nullptr) {
+      return error(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", name));
+    }
+    t.policy = t.configured->policy.get();
+    if (auto o = t.configured->overrides.find(av(key)); o != t.configured->overrides.end()) t.policy = o->second.get();
+    t.slot = in.metric_slots.at(t.configured->policy->name());
+  } else if (const boost::json::value* l = obj->if_contains("limit")) {
+    if (!l->is_string()) return error(res, http::status::bad_request, "\"limit\" must be a string such as \"10/minute\"");
+    std::string strategy = "gcra";
+    if (const boost::json::value* s = obj->if_contains("strategy")) {
+      if (!s->is_string()) return error(res, http::status::bad_request, "\"strategy\" must be a string");
+      strategy = std::string(s->get_string());
+    }
+    std::int64_t burst = 0;
+    if (const boost::json::value* b = obj->if_contains("burst")) {
+      if (!b->is_int64() || b->get_int64() < 1 || b->get_int64() > kMaxAmount) {
+        return error(res, http::status::bad_request, "\"burst\" must be a whole number from 1 to 2^53");
+      }
+      burst = b->get_int64();
+    }
+    auto inl = inline_policy(*in.config, std::string_view(l->get_string().data(), l->get_string().size()),
+                             strategy, burst);
+    if (!inl.ok()) return error(res, http::status::bad_request, message(inl.status()));
+    t.owned = *std::move(inl);
+    t.policy = t.owned.get();
+    t.slot = inline_slot_;
+  } else {
+    return error(res, http::status::bad_request,
+                 "name a configured \"policy\", or give an inline \"limit\" such as \"10/minute\"");
+  }
+
+  auto d = decide(t.configured, *t.policy, key, cost, effect, t.slot);
+  if (!d.ok()) return error(res, http::status::bad_request, message(d.status()));
+  const bool shadow_denied = t.configured != nullptr && t.configured->shadow && !d->allowed;
+  const bool ok = effect == Effect::kTest || d->allowed || shadow_denied;
+  respond(res, ok ? http::status::ok : http::status::too_many_requests,
+          decision_json(*t.policy, *d, shadow_denied));
+  set_headers(res, *t.policy, *d, shadow_denied);
+}
+
+void Service::stats(const Request& req, Response& res, const Installed& in) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const auto name = query_param(target, "policy");
+  const auto key = query_param(target, "key");
+  if (!name || !key || key->empty()) {
+    return error(res, http::status::bad_request, "give ?policy=NAME&key=KEY");
+  }
+  const ServicePolicy* sp = in.config->find(*name);
+  if (sp == nullptr) return error(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *name));
+  const Policy* policy = sp->policy.get();
+  if (auto o = sp->overrides.find(av(*key)); o != sp->overrides.end()) policy = o->second.get();
+  auto d = limiter_.stats(*policy, *key);
+  if (!d.ok()) return error(res, http::status::bad_request, message(d.status()));
+  respond(res, http::status::ok, decision_json(*policy, *d, false));
+  set_headers(res, *policy, *d, false);
+}
+
+void Service::clear(const Request& req, Response& res, const Installed& in) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const auto name = query_param(target, "policy");
+  const auto key = query_param(target, "key");
+  if (!name || !key || key->empty()) {
+    return error(res, http::status::bad_request, "give ?policy=NAME&key=KEY");
+  }
+  const ServicePolicy* sp = in.config->find(*name);
+  if (sp == nullptr) return error(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *name));
+  const Policy* policy = sp->policy.get();
+  if (auto o = sp->overrides.find(av(*key)); o != sp->overrides.end()) policy = o->second.get();
+  if (auto s = limiter_.clear(*policy, *key); !s.ok()) {
+    return error(res, http::status::service_unavailable, fmt::format("storage error: {}", message(s)));
+  }
+  res.result(http::status::no_content);
+  res.prepare_payload();
+}
+
+void Service::auth(const Request& req, Response& res, const Installed& in) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const auto name = query_param(target, "policy");
+  if (!name) return error(res, http::status::bad_request, "give ?policy=NAME");
+  const ServicePolicy* sp = in.config->find(*name);
+  if (sp == nullptr) return error(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *name));
+  std::string key;
+  if (sp->key_source.kind == KeySource::Kind::kHeader) {
+    const auto it = req.find(sp->key_source.name);
+    if (it == req.end() || it->value().empty()) {
+      return error(res, http::status::bad_request,
+                   fmt::format("policy \"{}\" takes its key from the {} header, which is missing",
+                               *name, sp->key_source.name));
+    }
+    key.assign(it->value().data(), it->value().size());
+  } else {
+    auto q = query_param(target, sp->key_source.name);
+    if (!q || q->empty()) {
+      return error(res, http::status::bad_request,
+                   fmt::format("policy \"{}\" takes its key from the query parameter {}, which is missing",
+                               *name, sp->key_source.name));
+    }
+    key = *std::move(q);
+  }
+  if (key.size() > kMaxKeyBytes) return error(res, http::status::bad_request, "the key is too long");
+  const Policy* policy = sp->policy.get();
+  if (auto o = sp->overrides.find(av(key)); o != sp->overrides.end()) policy = o->second.get();
+  auto d = decide(sp, *policy, key, 1, Effect::kHit, in.metric_slots.at(sp->policy->name()));
+  if (!d.ok()) return error(res, http::status::bad_request, message(d.status()));
+  const bool shadow_denied = sp->shadow && !d->allowed;
+  if (d->allowed || shadow_denied) {
+    res.result(http::status::no_content);
+  } else {
+    res.result(static_cast<http::status>(in.config->auth_denied_status));
+  }
+  set_headers(res, *policy, *d, shadow_denied);
+  res.prepare_payload();
+}
+
+}  // namespace floodgate::server

@@ -1,0 +1,266 @@
+// The HTTP API end to end: the real binary on a loopback port. Runs once per storage URL in
+// FLOODGATE_TEST_STORAGES (comma-separated; default "memory").
+#include <cstdlib>
+#include <sstream>
+
+#include "server_fixture.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+const char* kConfig = R"(
+policies:
+  - name: api
+    strategy: gcra
+    limit: 5/minute
+    key: {header: X-Real-IP}
+    overrides:
+      vip-1: 100/minute
+    allow: [trusted]
+  - name: windows
+    strategy: fixed-window
+    limit: 2/second; 3/minute
+    key: {query: user}
+  - name: shadowed
+    strategy: fixed-window
+    limit: 1/hour
+    shadow: true
+  - name: closed
+    strategy: token-bucket
+    limit: 1/second
+    fail: closed
+http:
+  max_header_bytes: 2048
+  max_body_bytes: 512
+)";
+
+std::vector<std::string> storages() {
+  const char* env = std::getenv("FLOODGATE_TEST_STORAGES");
+  std::vector<std::string> out;
+  std::stringstream in(env != nullptr && *env != '\0' ? env : "memory");
+  for (std::string s; std::getline(in, s, ',');) {
+    if (!s.empty()) out.push_back(s);
+  }
+  return out;
+}
+
+class Api : public ::testing::TestWithParam<std::string> {
+ protected:
+  // A key of the test's own, so that runs against a shared Redis do not meet.
+  std::string key(const std::string& k) const {
+    return k + "-" + std::to_string(getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+  ServerProcess server{kConfig, {"--storage", GetParam()}};
+};
+
+std::string field(const Response& r, const char* name) {
+  auto it = r.find(name);
+  return it == r.end() ? "<absent>" : std::string(it->value());
+}
+
+TEST_P(Api, HitAllowsThenDeniesWith429AndHeaders) {
+  const std::string body = R"({"policy": "api", "key": ")" + key("u") + R"("})";
+  for (int i = 0; i < 5; ++i) {
+    const Response r = server.request(http::verb::post, "/v1/hit", body);
+    ASSERT_EQ(r.result_int(), 200) << r.body();
+    EXPECT_EQ(field(r, "X-RateLimit-Remaining"), std::to_string(4 - i));
+    EXPECT_EQ(field(r, "RateLimit-Policy"), "\"api\";q=5;w=60");
+    EXPECT_NE(r.body().find("\"allowed\": true"), std::string::npos);
+  }
+  const Response denied = server.request(http::verb::post, "/v1/hit", body);
+  EXPECT_EQ(denied.result_int(), 429);
+  EXPECT_EQ(field(denied, "Retry-After"), "12");
+  EXPECT_EQ(field(denied, "RateLimit"), "\"api\";r=0;t=60");
+  EXPECT_EQ(field(denied, "X-RateLimit-Limit"), "5");
+  EXPECT_NE(denied.body().find("\"allowed\": false"), std::string::npos);
+  EXPECT_EQ(denied.body().find("\"retry_after\": null"), std::string::npos) << denied.body();
+}
+
+TEST_P(Api, TestStatsAndClear) {
+  const std::string k = key("t");
+  const std::string body = R"({"policy": "api", "key": ")" + k + R"(", "cost": 5})";
+  EXPECT_EQ(server.request(http::verb::post, "/v1/test", body).result_int(), 200);
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 200);
+  const Response t = server.request(http::verb::post, "/v1/test", body);
+  EXPECT_EQ(t.result_int(), 200);  // a peek answers 200 and says in the body
+  EXPECT_NE(t.body().find("\"allowed\": false"), std::string::npos);
+  const Response s = server.request(http::verb::get, "/v1/stats?policy=api&key=" + k);
+  EXPECT_EQ(s.result_int(), 200);
+  EXPECT_NE(s.body().find("\"remaining\": 0"), std::string::npos) << s.body();
+  EXPECT_EQ(server.request(http::verb::delete_, "/v1/keys?policy=api&key=" + k).result_int(), 204);
+  EXPECT_NE(server.request(http::verb::get, "/v1/stats?policy=api&key=" + k).body().find("\"remaining\": 5"),
+            std::string::npos);
+}
+
+TEST_P(Api, AuthForNginxTakesTheKeyFromAHeaderOrQuery) {
+  const std::string ip = key("10.0.0.1");
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(server.request(http::verb::get, "/v1/auth?policy=api", "", {{"X-Real-IP", ip}}).result_int(), 204);
+  }
+  const Response denied = server.request(http::verb::get, "/v1/auth?policy=api", "", {{"X-Real-IP", ip}});
+  EXPECT_EQ(denied.result_int(), 429);
+  EXPECT_EQ(field(denied, "Retry-After"), "12");
+  const Response missing = server.request(http::verb::get, "/v1/auth?policy=api");
+  EXPECT_EQ(missing.result_int(), 400);
+  EXPECT_NE(missing.body().find("X-Real-IP header"), std::string::npos);
+  // Multi-limit policy keyed by a query parameter: 2 per second.
+  const std::string user = key("q");
+  EXPECT_EQ(server.request(http::verb::get, "/v1/auth?policy=windows&user=" + user).result_int(), 204);
+  EXPECT_EQ(server.request(http::verb::get, "/v1/auth?policy=windows&user=" + user).result_int(), 204);
+  EXPECT_EQ(server.request(http::verb::get, "/v1/auth?policy=windows&user=" + user).result_int(), 429);
+}
+
+TEST_P(Api, OverridesAllowListAndShadowMode) {
+  const std::string vip = "vip-1";
+  server.request(http::verb::delete_, "/v1/keys?policy=api&key=vip-1");
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(server.request(http::verb::post, "/v1/hit", R"({"policy": "api", "key": "vip-1"})").result_int(), 200);
+  }
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(server.request(http::verb::post, "/v1/hit", R"({"policy": "api", "key": "trusted"})").result_int(), 200);
+  }
+  const std::string body = R"({"policy": "shadowed", "key": ")" + key("s") + R"("})";
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 200);
+  const Response shadow = server.request(http::verb::post, "/v1/hit", body);
+  EXPECT_EQ(shadow.result_int(), 200);
+  EXPECT_NE(shadow.body().find("\"shadow_denied\": true"), std::string::npos);
+  EXPECT_EQ(field(shadow, "Retry-After"), "<absent>");
+  const Response m = server.request(http::verb::get, "/metrics");
+  EXPECT_NE(m.body().find("floodgate_decisions_total{policy=\"shadowed\",result=\"shadow_denied\"} 1"),
+            std::string::npos)
+      << m.body();
+  EXPECT_EQ(m.body().find(key("s")), std::string::npos);  // never a series per key
+}
+
+TEST_P(Api, InlineLimits) {
+  const std::string body = R"({"limit": "2/minute", "strategy": "sliding-window-counter", "key": ")" + key("i") + R"("})";
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 200);
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 200);
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 429);
+}
+
+TEST_P(Api, BadInputGetsItsStatusAndAClearMessage) {
+  struct Case {
+    http::verb method;
+    std::string target;
+    std::string body;
+    int status;
+    std::string says;
+  };
+  const Case cases[] = {
+      {http::verb::post, "/v1/hit", "{not json", 400, "not valid JSON"},
+      {http::verb::post, "/v1/hit", "[1]", 400, "JSON object"},
+      {http::verb::post, "/v1/hit", R"({"policy": "nope", "key": "a"})", 400, "unknown policy \\\"nope\\\""},
+      {http::verb::post, "/v1/hit", R"({"policy": "api"})", 400, "\\\"key\\\" must be a non-empty string"},
+      {http::verb::post, "/v1/hit", R"({"policy": "api", "key": "a", "cost": -1})", 400, "\\\"cost\\\""},
+      {http::verb::post, "/v1/hit", R"({"limit": "10/fortnight", "key": "a"})", 400, "fortnight"},
+      {http::verb::post, "/v1/hit", R"({"limit": "10/minute", "strategy": "lottery", "key": "a"})", 400, "lottery"},
+      {http::verb::post, "/v1/hit", R"({"key": "a"})", 400, "give an inline"},
+      {http::verb::get, "/v1/hit", "", 405, "takes POST"},
+      {http::verb::get, "/v1/nothing", "", 404, "no such endpoint"},
+      {http::verb::get, "/v1/stats?policy=api", "", 400, "policy=NAME&key=KEY"},
+      {http::verb::get, "/v1/auth", "", 400, "policy=NAME"},
+      {http::verb::post, "/v1/hit", std::string(600, ' '), 413, "larger than the limit"},
+  };
+  for (const Case& c : cases) {
+    const Response r = server.request(c.method, c.target, c.body);
+    EXPECT_EQ(r.result_int(), c.status) << c.target << " " << c.body;
+    EXPECT_NE(r.body().find(c.says), std::string::npos) << r.body();
+  }
+  const Response big = server.request(http::verb::get, "/healthz", "", {{"X-Big", std::string(4000, 'x')}});
+  EXPECT_EQ(big.result_int(), 431);
+  EXPECT_EQ(server.request(http::verb::get, "/healthz").result_int(), 200);  // still serving
+}
+
+TEST_P(Api, HealthReadyAndMetrics) {
+  EXPECT_EQ(server.request(http::verb::get, "/healthz").result_int(), 200);
+  EXPECT_EQ(server.request(http::verb::get, "/readyz").result_int(), 200);
+  const Response m = server.request(http::verb::get, "/metrics");
+  EXPECT_EQ(m.result_int(), 200);
+  EXPECT_NE(m.body().find("# TYPE floodgate_decisions_total counter"), std::string::npos);
+  EXPECT_NE(m.body().find("floodgate_storage_latency_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Storages, Api, ::testing::ValuesIn(storages()),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string name = p.param.substr(0, p.param.find(':'));
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name + std::to_string(p.index);
+                         });
+
+// ---- the process: reload, drain, hardening --------------------------------------------------
+
+TEST(Serve, SighupReloadsAndABadConfigKeepsTheOldOne) {
+  ServerProcess server("policies:\n  - {name: a, limit: 1/minute}\n");
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", R"({"policy": "b", "key": "k"})").result_int(), 400);
+  server.write_config("policies:\n  - {name: a, limit: 1/minute}\n  - {name: b, limit: 1/minute}\n");
+  kill(server.pid(), SIGHUP);
+  bool reloaded = false;
+  for (int i = 0; i < 100 && !reloaded; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    reloaded = server.request(http::verb::post, "/v1/hit", R"({"policy": "b", "key": "k"})").result_int() == 200;
+  }
+  EXPECT_TRUE(reloaded);
+  server.write_config("policies:\n  - {name: a, limit: 1/fortnight}\n");
+  kill(server.pid(), SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Still the old configuration: b exists.
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", R"({"policy": "b", "key": "k2"})").result_int(), 200);
+  const std::string log = server.log_text();
+  EXPECT_NE(log.find("rejected"), std::string::npos) << log;
+  EXPECT_NE(log.find("floodgate.yaml:2:"), std::string::npos) << log;  // file and line
+  EXPECT_NE(log.find("fortnight"), std::string::npos) << log;
+}
+
+TEST(Serve, SigtermExitsPromptly) {
+  ServerProcess server("{}\n");
+  EXPECT_EQ(server.request(http::verb::get, "/healthz").result_int(), 200);
+  // An idle keep-alive connection must not hold the exit up.
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket idle(ioc);
+  idle.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  const auto [status, took] = server.terminate();
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_LT(took.count(), 5000);
+}
+
+TEST(Serve, SlowClientsAreDroppedAndDoNotStopOthers) {
+  ServerProcess server("http: {request_timeout_ms: 300, idle_timeout_ms: 300}\n");
+  boost::asio::io_context ioc;
+  std::vector<boost::asio::ip::tcp::socket> slow;
+  for (int i = 0; i < 50; ++i) {
+    slow.emplace_back(ioc);
+    slow.back().connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+    boost::asio::write(slow.back(), boost::asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost: x\r\n")));
+  }
+  EXPECT_EQ(server.request(http::verb::get, "/healthz").result_int(), 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // The server closed them: a read sees EOF.
+  char c;
+  boost::system::error_code ec;
+  slow.front().read_some(boost::asio::buffer(&c, 1), ec);
+  EXPECT_EQ(ec, boost::asio::error::eof);
+  const Response m = server.request(http::verb::get, "/metrics");
+  EXPECT_NE(m.body().find("floodgate_http_connections 1\n"), std::string::npos) << m.body();
+}
+
+TEST(Serve, CheckConfigNamesFileLineAndReason) {
+  const std::string path = ::testing::TempDir() + "/bad-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(path) << "policies:\n  - name: api\n    strategy: gcra\n    limit: 10/fortnight\n";
+  const std::string cmd = std::string(FLOODGATE_BINARY) + " serve --check-config " + path + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[1024];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(out.find(path + ":4:"), std::string::npos) << out;
+  EXPECT_NE(out.find("fortnight"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace floodgate::testing
