@@ -9,7 +9,7 @@ packages=(g++ cmake make ccache pkg-config
           libspdlog-dev libyaml-cpp-dev libhiredis-dev
           libgtest-dev libgmock-dev libbenchmark-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx-light wrk curl)
+  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx wrk curl)
 fi
 
 missing=()
