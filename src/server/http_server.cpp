@@ -94,11 +94,29 @@ class Session : public std::enable_shared_from_this<Session> {
     write();
   }
 
+  // The response as one buffer, written with one call. (Beast's serializer walks the fields as a
+  // chain of buffer views; for small responses flattening them first is cheaper.)
   void write() {
+    out_.clear();
+    out_ += res_.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    out_ += std::to_string(res_.result_int());
+    out_ += ' ';
+    const auto reason = res_.reason();
+    out_.append(reason.data(), reason.size());
+    out_ += "\r\n";
+    for (const auto& f : res_) {
+      out_.append(f.name_string().data(), f.name_string().size());
+      out_ += ": ";
+      out_.append(f.value().data(), f.value().size());
+      out_ += "\r\n";
+    }
+    out_ += "\r\n";
+    out_ += res_.body();
+    keep_alive_ = res_.keep_alive();
     stream_.expires_after(shared_->limits.write_timeout);
-    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    asio::async_write(stream_, asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
-      if (ec || !self->res_.keep_alive()) return self->close();
+      if (ec || !self->keep_alive_) return self->close();
       self->next_request();
     });
   }
@@ -114,6 +132,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Response res_;
+  std::string out_;
+  bool keep_alive_ = false;
 };
 
 void accept_loop(std::shared_ptr<HttpServer::Shared> shared, tcp::acceptor& acceptor) {

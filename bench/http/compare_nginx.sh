@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# wrk against floodgate's GET /v1/auth (memory store) and against nginx's limit_req doing the same
+# decision in-process, one after the other in one run on this machine, both when most requests are
+# allowed and when most are denied. Prints a Markdown table.
+#   bench/http/compare_nginx.sh build/release/floodgate [seconds]
+set -euo pipefail
+floodgate="$1"
+seconds="${2:-10}"
+prefix="$(mktemp -d)"
+cleanup() {
+  [[ -f "$prefix/floodgate.pid" ]] && kill "$(cat "$prefix/floodgate.pid")" 2>/dev/null || true
+  [[ -f "$prefix/nginx.pid" ]] && kill "$(cat "$prefix/nginx.pid")" 2>/dev/null || true
+  sleep 0.3
+  rm -rf "$prefix"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+cat >"$prefix/floodgate.yaml" <<YAML
+log_level: warn
+policies:
+  - {name: allow, strategy: gcra, limit: 1000000000/second, key: {header: X-Real-IP}}
+  - {name: deny, strategy: gcra, limit: 1/hour, key: {header: X-Real-IP}}
+YAML
+"$floodgate" serve --config "$prefix/floodgate.yaml" --listen 127.0.0.1:0 --threads 2 \
+  --port-file "$prefix/floodgate.port" 2>"$prefix/floodgate.log" &
+echo $! >"$prefix/floodgate.pid"
+for _ in $(seq 100); do [[ -s "$prefix/floodgate.port" ]] && break; sleep 0.05; done
+fport="$(cat "$prefix/floodgate.port")"
+
+nport="$(port)"
+cat >"$prefix/nginx.conf" <<NGINX
+worker_processes 2;
+pid $prefix/nginx.pid;
+error_log $prefix/error.log error;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $prefix/cb; proxy_temp_path $prefix/p; fastcgi_temp_path $prefix/f;
+  uwsgi_temp_path $prefix/u; scgi_temp_path $prefix/s;
+  limit_req_zone \$binary_remote_addr zone=allow:10m rate=100000000r/s;
+  limit_req_zone \$binary_remote_addr zone=deny:10m rate=1r/m;
+  limit_req_status 429;
+  server {
+    listen 127.0.0.1:$nport reuseport;
+    location /allow { limit_req zone=allow burst=100000000 nodelay; return 204; }
+    location /deny { limit_req zone=deny nodelay; return 204; }
+  }
+}
+NGINX
+nginx -p "$prefix" -c "$prefix/nginx.conf"
+sleep 0.5
+
+# requests/s and p99 latency from `wrk --latency`
+run() {
+  local out
+  out="$(wrk -t2 -c64 -d"${seconds}s" --latency -H 'X-Real-IP: 10.1.2.3' "$1")"
+  local rps p99 codes
+  rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+  p99="$(awk '$1 == "99%" {print $2}' <<<"$out")"
+  codes="$(grep -c 'Non-2xx' <<<"$out" || true)"
+  echo "$rps $p99 $codes"
+}
+# warm both
+wrk -t2 -c64 -d1s -H 'X-Real-IP: 10.1.2.3' "http://127.0.0.1:$fport/v1/auth?policy=allow" >/dev/null
+wrk -t2 -c64 -d1s -H 'X-Real-IP: 10.1.2.3' "http://127.0.0.1:$nport/allow" >/dev/null
+
+read -r f_allow f_allow_p99 _ <<<"$(run "http://127.0.0.1:$fport/v1/auth?policy=allow")"
+read -r n_allow n_allow_p99 _ <<<"$(run "http://127.0.0.1:$nport/allow")"
+read -r f_deny f_deny_p99 _ <<<"$(run "http://127.0.0.1:$fport/v1/auth?policy=deny")"
+read -r n_deny n_deny_p99 _ <<<"$(run "http://127.0.0.1:$nport/deny")"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "| case | floodgate GET /v1/auth req/s | p99 | nginx limit_req req/s | p99 | floodgate ÷ nginx |"
+echo "|---|---|---|---|---|---|"
+echo "| mostly allowed | $f_allow | $f_allow_p99 | $n_allow | $n_allow_p99 | $(ratio "$f_allow" "$n_allow") |"
+echo "| mostly denied | $f_deny | $f_deny_p99 | $n_deny | $n_deny_p99 | $(ratio "$f_deny" "$n_deny") |"
