@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian 12 machine: install what is missing, build the release binary,
-# and run it. For now: `floodgate replay` of a bundled trace (a client bursting against a
-# "3 per 12 seconds" GCRA policy, seed 001's example); the service replaces it in a later issue.
+# and run the service on the in-memory store: `floodgate serve` on 127.0.0.1:8080 with the example
+# configuration (examples/floodgate.yaml). Extra arguments go to `floodgate serve`
+# (e.g. --listen 0.0.0.0:9000, --config my.yaml). Stop it with Ctrl-C (SIGINT) or SIGTERM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)" --target floodgate_cli >/dev/null
-echo "floodgate replay --strategy gcra --limit '3 per 12 seconds' < examples/traces/burst.jsonl" >&2
-exec build/release/floodgate replay --strategy gcra --limit "3 per 12 seconds" "$@" \
-  < examples/traces/burst.jsonl
+echo "floodgate serve --config examples/floodgate.yaml $*" >&2
+echo "try: curl -i -X POST localhost:8080/v1/hit -d '{\"policy\": \"api\", \"key\": \"user-42\"}'" >&2
+exec build/release/floodgate serve --config examples/floodgate.yaml "$@"

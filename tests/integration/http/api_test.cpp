@@ -248,6 +248,19 @@ TEST(Serve, SlowClientsAreDroppedAndDoNotStopOthers) {
   EXPECT_NE(m.body().find("floodgate_http_connections 1\n"), std::string::npos) << m.body();
 }
 
+TEST(Serve, ShippedExampleConfigurationsAreValid) {
+  for (const char* file : {"examples/floodgate.yaml", "examples/nginx/floodgate.yaml"}) {
+    const std::string cmd = std::string(FLOODGATE_BINARY) + " serve --check-config " +
+                            FLOODGATE_SOURCE_DIR + "/" + file + " 2>&1";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[1024];
+    for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    EXPECT_EQ(WEXITSTATUS(pclose(pipe)), 0) << out;
+    EXPECT_NE(out.find(": ok"), std::string::npos) << out;
+  }
+}
+
 TEST(Serve, CheckConfigNamesFileLineAndReason) {
   const std::string path = ::testing::TempDir() + "/bad-" + std::to_string(getpid()) + ".yaml";
   std::ofstream(path) << "policies:\n  - name: api\n    strategy: gcra\n    limit: 10/fortnight\n";
