@@ -23,6 +23,7 @@ struct ServeArgs {
   std::string config_path;
   std::string listen;
   std::string storage;
+  std::string batching;
   unsigned threads = 0;
   std::string log_level;
   std::string check_config;
@@ -41,6 +42,7 @@ absl::StatusOr<server::Config> load(const ServeArgs& a) {
     if (auto s = server::parse_listen(a.listen, c.listen_host, c.listen_port); !s.ok()) return s;
   }
   if (!a.storage.empty()) c.storage = a.storage;
+  if (!a.batching.empty()) c.batching = a.batching;
   if (a.threads > 0) c.threads = a.threads;
   if (!a.log_level.empty()) c.log_level = a.log_level;
   return c;
@@ -147,6 +149,9 @@ std::function<int()> add_serve(CLI::App& app) {
   cmd->add_option("--config,-c", args->config_path, "YAML configuration file");
   cmd->add_option("--listen", args->listen, "HOST:PORT (default 127.0.0.1:8080)");
   cmd->add_option("--storage", args->storage, "storage URL (default memory)");
+  cmd->add_option("--batching", args->batching,
+                  "coalesce decisions into storage batches: auto (networked storages), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--threads", args->threads, "I/O threads (default: one per core)");
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error, critical, off");
   cmd->add_option("--check-config", args->check_config, "validate a configuration file and exit");

@@ -165,7 +165,7 @@ absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& 
     if (root.IsNull()) return c;  // an empty file: the defaults
     if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
     check_keys(source, root,
-               {"listen", "threads", "storage", "log_level", "inline_limits", "max_inline_policies",
+               {"listen", "threads", "storage", "batching", "log_level", "inline_limits", "max_inline_policies",
                 "auth_denied_status", "http", "policies"},
                "the configuration");
     if (root["listen"]) {
@@ -178,6 +178,12 @@ absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& 
     if (root["storage"]) {
       const YAML::Node& st = root["storage"];
       c.storage = scalar<std::string>(source, st.IsMap() ? st["url"] : st, "storage");
+    }
+    if (root["batching"]) {
+      c.batching = scalar<std::string>(source, root["batching"], "batching");
+      if (c.batching != "auto" && c.batching != "on" && c.batching != "off") {
+        fail(source, root["batching"], "batching must be auto, on or off");
+      }
     }
     if (root["log_level"]) c.log_level = scalar<std::string>(source, root["log_level"], "log_level");
     if (root["inline_limits"]) c.allow_inline = scalar<bool>(source, root["inline_limits"], "inline_limits");

@@ -53,6 +53,9 @@ struct Config {
   std::uint16_t listen_port = 8080;
   unsigned threads = 0;               ///< 0 = one per core
   std::string storage = "memory";
+  /// Coalesce concurrent decisions into one storage round trip: "auto" (for networked storages),
+  /// "on" or "off".
+  std::string batching = "auto";
   std::string log_level = "info";
   bool allow_inline = true;           ///< /v1/hit with {"limit": …} and no configured policy
   std::size_t max_inline_policies = 1024;

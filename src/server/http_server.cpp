@@ -16,9 +16,22 @@ namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
+namespace {
+class Session;
+}  // namespace
+
+// Requests of one I/O thread waiting for a decision from a networked storage: collected while the
+// thread handles the events that are ready, then decided with one round trip (apply_batch).
+struct Batcher {
+  static constexpr std::size_t kMax = 256;
+  std::vector<std::shared_ptr<Session>> waiting;
+  bool scheduled = false;
+};
+
 struct HttpServer::Shared {
   Service* service;
   HttpLimits limits;
+  std::vector<std::unique_ptr<Batcher>> batchers;  // one per I/O thread
   std::vector<std::unique_ptr<asio::io_context>> contexts;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::atomic<bool> draining{false};
@@ -29,9 +42,10 @@ namespace {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared, Batcher& batcher)
       : stream_(std::move(socket)),
         shared_(std::move(shared)),
+        batcher_(batcher),
         buffer_(shared_->limits.max_pipelined * (shared_->limits.max_header_bytes + shared_->limits.max_body_bytes)) {
     shared_->service->metrics().connections(1);
   }
@@ -76,9 +90,38 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return close();
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     res_ = {};
-    shared_->service->handle(parser_->get(), res_);
-    if (shared_->draining.load(std::memory_order_relaxed)) res_.keep_alive(false);
-    write();
+    Service& service = *shared_->service;
+    if (!service.prepare(parser_->get(), res_, pending_)) return write();
+    if (!service.batches()) {
+      absl::StatusOr<Decision> d;
+      Service::Pending* one = &pending_;
+      service.decide(std::span<Service::Pending* const>(&one, 1), std::span<absl::StatusOr<Decision>>(&d, 1));
+      service.finish(pending_, d, res_);
+      return write();
+    }
+    batcher_.waiting.push_back(shared_from_this());
+    if (batcher_.waiting.size() >= Batcher::kMax) return flush(batcher_, service);
+    if (!batcher_.scheduled) {
+      batcher_.scheduled = true;
+      asio::post(stream_.get_executor(), [this_batcher = &batcher_, &service] { flush(*this_batcher, service); });
+    }
+  }
+
+  // Decides every waiting request of this thread with one storage call and answers them.
+  static void flush(Batcher& batcher, Service& service) {
+    batcher.scheduled = false;
+    std::vector<std::shared_ptr<Session>> sessions;
+    sessions.swap(batcher.waiting);
+    if (sessions.empty()) return;
+    std::vector<Service::Pending*> pending;
+    pending.reserve(sessions.size());
+    for (auto& s : sessions) pending.push_back(&s->pending_);
+    std::vector<absl::StatusOr<Decision>> decisions(sessions.size());
+    service.decide(pending, decisions);
+    for (std::size_t i = 0; i < sessions.size(); ++i) {
+      service.finish(sessions[i]->pending_, decisions[i], sessions[i]->res_);
+      sessions[i]->write();
+    }
   }
 
   void fail(http::status status, std::string_view message) {
@@ -97,6 +140,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // The response as one buffer, written with one call. (Beast's serializer walks the fields as a
   // chain of buffer views; for small responses flattening them first is cheaper.)
   void write() {
+    if (shared_->draining.load(std::memory_order_relaxed)) res_.keep_alive(false);
     out_.clear();
     out_ += res_.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
     out_ += std::to_string(res_.result_int());
@@ -129,15 +173,17 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   std::shared_ptr<HttpServer::Shared> shared_;
+  Batcher& batcher_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Response res_;
+  Service::Pending pending_;
   std::string out_;
   bool keep_alive_ = false;
 };
 
-void accept_loop(std::shared_ptr<HttpServer::Shared> shared, tcp::acceptor& acceptor) {
-  acceptor.async_accept([shared, &acceptor](beast::error_code ec, tcp::socket socket) {
+void accept_loop(std::shared_ptr<HttpServer::Shared> shared, tcp::acceptor& acceptor, Batcher& batcher) {
+  acceptor.async_accept([shared, &acceptor, &batcher](beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
     if (!ec) {
       if (static_cast<std::size_t>(shared->service->metrics().open_connections()) >=
@@ -146,10 +192,10 @@ void accept_loop(std::shared_ptr<HttpServer::Shared> shared, tcp::acceptor& acce
         socket.close(ignored);  // over the bound: refuse by closing at once
       } else {
         socket.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(socket), shared)->start();
+        std::make_shared<Session>(std::move(socket), shared, batcher)->start();
       }
     }
-    accept_loop(shared, acceptor);
+    accept_loop(shared, acceptor, batcher);
   });
 }
 
@@ -176,6 +222,7 @@ absl::Status HttpServer::start() {
   if (ec) return absl::InvalidArgumentError(fmt::format("listen address \"{}\": {}", host_, ec.message()));
   for (unsigned i = 0; i < threads_; ++i) {
     shared_->contexts.push_back(std::make_unique<asio::io_context>(1));
+    shared_->batchers.push_back(std::make_unique<Batcher>());
     auto acceptor = std::make_unique<tcp::acceptor>(*shared_->contexts.back());
     const tcp::endpoint endpoint(address, port_);
     acceptor->open(endpoint.protocol(), ec);
@@ -190,7 +237,7 @@ absl::Status HttpServer::start() {
     shared_->acceptors.push_back(std::move(acceptor));
   }
   for (unsigned i = 0; i < threads_; ++i) {
-    accept_loop(shared_, *shared_->acceptors[i]);
+    accept_loop(shared_, *shared_->acceptors[i], *shared_->batchers[i]);
     workers_.emplace_back([ctx = shared_->contexts[i].get()] {
       auto guard = asio::make_work_guard(*ctx);
       ctx->run();
@@ -224,6 +271,7 @@ void HttpServer::join() {
   acceptors.clear();
   auto contexts = std::move(shared_->contexts);
   contexts.clear();
+  for (auto& b : shared_->batchers) b->waiting.clear();
 }
 
 }  // namespace floodgate::server

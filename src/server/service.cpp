@@ -78,6 +78,12 @@ void error(Response& res, http::status status, std::string_view message) {
   respond(res, status, fmt::format("{{\"error\": \"{}\"}}\n", json_escape(message)));
 }
 
+// For the prepare functions: the response is complete, no decision is needed.
+bool fail(Response& res, http::status status, std::string_view message) {
+  error(res, status, message);
+  return false;
+}
+
 void set_headers(Response& res, const Policy& policy, const Decision& d, bool shadow) {
   for (auto& [name, value] : rate_limit_headers(policy, d)) {
     if (shadow && name == "Retry-After") continue;
@@ -116,6 +122,8 @@ std::optional<std::string> query_param(std::string_view target, std::string_view
 Service::Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> storage,
                  std::shared_ptr<const Clock> clock)
     : limiter_(storage, std::move(clock)), storage_(std::move(storage)) {
+  batches_ = config->batching == "on" ||
+             (config->batching == "auto" && dynamic_cast<MemoryStorage*>(storage_.get()) == nullptr);
   inline_slot_ = metrics_.slot("inline");
   reload(std::move(config));
 }
@@ -155,32 +163,54 @@ std::shared_ptr<const Service::Installed> Service::current() {
   return cache.installed;
 }
 
-absl::StatusOr<Decision> Service::decide(const ServicePolicy* sp, const Policy& policy,
-                                         std::string_view key, std::int64_t cost, Effect effect,
-                                         std::size_t slot) {
-  if (sp != nullptr && sp->allow.contains(av(key))) {
-    Decision d;
-    d.allowed = true;
-    d.limit = policy.limits().front().amount;
-    d.period = policy.limits().front().period;
-    d.remaining = d.limit;
-    return d;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  auto d = effect == Effect::kHit ? limiter_.hit(policy, key, cost) : limiter_.test(policy, key, cost);
-  metrics_.storage_latency(std::chrono::duration_cast<std::chrono::microseconds>(
-                               std::chrono::steady_clock::now() - start)
-                               .count());
-  if (!d.ok()) return d;
-  if (d->degraded) {
-    metrics_.count(slot, Metrics::kDegraded);
+void Service::count(const Pending& p, const Decision& d) {
+  if (d.degraded) {
+    metrics_.count(p.slot, Metrics::kDegraded);
     last_degraded_.store(limiter_.clock().now(), std::memory_order_relaxed);
-  } else if (effect == Effect::kHit) {
-    const bool shadow = sp != nullptr && sp->shadow;
-    metrics_.count(slot, d->allowed ? Metrics::kAllowed
-                                    : (shadow ? Metrics::kShadowDenied : Metrics::kDenied));
+  } else if (p.kind != Pending::Kind::kTest) {
+    const bool shadow = p.configured != nullptr && p.configured->shadow;
+    metrics_.count(p.slot, d.allowed ? Metrics::kAllowed
+                                     : (shadow ? Metrics::kShadowDenied : Metrics::kDenied));
   }
-  return d;
+}
+
+void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr<Decision>> out) {
+  std::vector<Storage::BatchItem> items;
+  std::vector<std::size_t> where;  // items[i] answers pending[where[i]]
+  items.reserve(pending.size());
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const Pending& p = *pending[i];
+    if (p.configured != nullptr && p.configured->allow.contains(av(p.key))) {
+      Decision d;  // an allow-listed key: no storage call
+      d.allowed = true;
+      d.limit = p.policy->limits().front().amount;
+      d.period = p.policy->limits().front().period;
+      d.remaining = d.limit;
+      out[i] = d;
+      continue;
+    }
+    items.push_back({p.policy, p.key, p.cost,
+                     p.kind == Pending::Kind::kTest ? Effect::kTest : Effect::kHit});
+    where.push_back(i);
+  }
+  if (!items.empty()) {
+    std::vector<absl::StatusOr<Decision>> results(items.size());
+    const auto start = std::chrono::steady_clock::now();
+    storage_->apply_batch(items, limiter_.clock().now(), results);
+    metrics_.storage_latency(std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count());
+    for (std::size_t j = 0; j < items.size(); ++j) {
+      absl::StatusOr<Decision>& r = results[j];
+      if (!r.ok() && r.status().code() != absl::StatusCode::kInvalidArgument) {
+        r = degraded_decision(*items[j].policy);  // the policy's fail mode; never a plain "allowed"
+      }
+      out[where[j]] = std::move(r);
+    }
+  }
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    if (out[i].ok()) count(*pending[i], *out[i]);
+  }
 }
 
 absl::StatusOr<std::shared_ptr<const Policy>> Service::inline_policy(const Config& c,
@@ -213,9 +243,20 @@ absl::StatusOr<std::shared_ptr<const Policy>> Service::inline_policy(const Confi
 }
 
 void Service::handle(const Request& req, Response& res) {
+  Pending p;
+  if (!prepare(req, res, p)) return;
+  absl::StatusOr<Decision> d;
+  Pending* one = &p;
+  decide(std::span<Pending* const>(&one, 1), std::span<absl::StatusOr<Decision>>(&d, 1));
+  finish(p, d, res);
+}
+
+bool Service::prepare(const Request& req, Response& res, Pending& pending) {
   res.version(req.version());
   res.keep_alive(req.keep_alive());
   const std::shared_ptr<const Installed> in = current();
+  pending.installed = in;
+  bool needs_decision = false;
   const std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = path_of(target);
   const auto method = req.method();
@@ -227,11 +268,13 @@ void Service::handle(const Request& req, Response& res) {
     return false;
   };
   if (path == "/v1/auth") {
-    if (only(http::verb::get)) auth(req, res, *in);
+    if (only(http::verb::get)) needs_decision = prepare_auth(req, res, pending, *in);
   } else if (path == "/v1/hit") {
-    if (only(http::verb::post)) hit_or_test(req, res, Effect::kHit, *in);
+    pending.kind = Pending::Kind::kHit;
+    if (only(http::verb::post)) needs_decision = prepare_hit_or_test(req, res, pending, *in);
   } else if (path == "/v1/test") {
-    if (only(http::verb::post)) hit_or_test(req, res, Effect::kTest, *in);
+    pending.kind = Pending::Kind::kTest;
+    if (only(http::verb::post)) needs_decision = prepare_hit_or_test(req, res, pending, *in);
   } else if (path == "/v1/stats") {
     if (only(http::verb::get)) stats(req, res, *in);
   } else if (path == "/v1/keys") {
@@ -247,10 +290,6 @@ void Service::handle(const Request& req, Response& res) {
             "# TYPE floodgate_memory_reclaimed_total counter\nfloodgate_memory_reclaimed_total {}\n",
             mem->evictions(), mem->reclaimed());
       }
-      extra += fmt::format(
-          "# HELP floodgate_degraded_total Decisions made by a fail mode because the storage failed.\n"
-          "# TYPE floodgate_degraded_total counter\nfloodgate_degraded_total {}\n",
-          limiter_.degraded_count());
       respond(res, http::status::ok, metrics_.render(extra), "text/plain; version=0.0.4");
     }
   } else if (path == "/healthz") {
@@ -259,6 +298,27 @@ void Service::handle(const Request& req, Response& res) {
     if (only(http::verb::get)) readyz(res, *in);
   } else {
     error(res, http::status::not_found, fmt::format("no such endpoint: {}", path));
+  }
+  if (!needs_decision) metrics_.http_status(res.result_int());
+  return needs_decision;
+}
+
+void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Response& res) {
+  if (!d.ok()) {
+    error(res, http::status::bad_request, message(d.status()));
+  } else {
+    const bool shadow_denied = p.configured != nullptr && p.configured->shadow && !d->allowed;
+    const bool pass = d->allowed || shadow_denied;
+    if (p.kind == Pending::Kind::kAuth) {
+      res.result(pass ? http::status::no_content : static_cast<http::status>(p.denied_status));
+      res.body().clear();
+      set_headers(res, *p.policy, *d, shadow_denied);
+      res.prepare_payload();
+    } else {
+      respond(res, p.kind == Pending::Kind::kTest || pass ? http::status::ok : http::status::too_many_requests,
+              decision_json(*p.policy, *d, shadow_denied));
+      set_headers(res, *p.policy, *d, shadow_denied);
+    }
   }
   metrics_.http_status(res.result_int());
 }
@@ -284,72 +344,74 @@ struct Service::Target {
   std::size_t slot = 0;
 };
 
-void Service::hit_or_test(const Request& req, Response& res, Effect effect, const Installed& in) {
+bool Service::prepare_hit_or_test(const Request& req, Response& res, Pending& pending,
+                                  const Installed& in) {
+
   boost::system::error_code ec;
   const boost::json::value body = boost::json::parse(req.body(), ec);
-  if (ec) return error(res, http::status::bad_request, fmt::format("the body is not valid JSON ({})", ec.message()));
+  if (ec) return fail(res, http::status::bad_request, fmt::format("the body is not valid JSON ({})", ec.message()));
   const boost::json::object* obj = body.if_object();
-  if (obj == nullptr) return error(res, http::status::bad_request, "the body must be a JSON object");
+  if (obj == nullptr) return fail(res, http::status::bad_request, "the body must be a JSON object");
 
   const boost::json::value* key_v = obj->if_contains("key");
   if (key_v == nullptr || !key_v->is_string() || key_v->get_string().empty()) {
-    return error(res, http::status::bad_request, "\"key\" must be a non-empty string");
+    return fail(res, http::status::bad_request, "\"key\" must be a non-empty string");
   }
   const std::string_view key(key_v->get_string().data(), key_v->get_string().size());
   if (key.size() > kMaxKeyBytes) {
-    return error(res, http::status::bad_request, fmt::format("\"key\" is longer than {} bytes", kMaxKeyBytes));
+    return fail(res, http::status::bad_request, fmt::format("\"key\" is longer than {} bytes", kMaxKeyBytes));
   }
   std::int64_t cost = 1;
   if (const boost::json::value* c = obj->if_contains("cost")) {
     if (!c->is_int64() || c->get_int64() < 0 || c->get_int64() > kMaxAmount) {
-      return error(res, http::status::bad_request, "\"cost\" must be a whole number from 0 to 2^53");
+      return fail(res, http::status::bad_request, "\"cost\" must be a whole number from 0 to 2^53");
     }
     cost = c->get_int64();
   }
 
   Target t;
   if (const boost::json::value* p = obj->if_contains("policy")) {
-    if (!p->is_string()) return error(res, http::status::bad_request, "\"policy\" must be a string");
+    if (!p->is_string()) return fail(res, http::status::bad_request, "\"policy\" must be a string");
     const std::string_view name(p->get_string().data(), p->get_string().size());
     t.configured = in.config->find(name);
     if (t.configured == nullptr) {
-      return error(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", name));
+      return fail(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", name));
     }
     t.policy = t.configured->policy.get();
     if (auto o = t.configured->overrides.find(av(key)); o != t.configured->overrides.end()) t.policy = o->second.get();
     t.slot = in.metric_slots.at(t.configured->policy->name());
   } else if (const boost::json::value* l = obj->if_contains("limit")) {
-    if (!l->is_string()) return error(res, http::status::bad_request, "\"limit\" must be a string such as \"10/minute\"");
+    if (!l->is_string()) return fail(res, http::status::bad_request, "\"limit\" must be a string such as \"10/minute\"");
     std::string strategy = "gcra";
     if (const boost::json::value* s = obj->if_contains("strategy")) {
-      if (!s->is_string()) return error(res, http::status::bad_request, "\"strategy\" must be a string");
+      if (!s->is_string()) return fail(res, http::status::bad_request, "\"strategy\" must be a string");
       strategy = std::string(s->get_string());
     }
     std::int64_t burst = 0;
     if (const boost::json::value* b = obj->if_contains("burst")) {
       if (!b->is_int64() || b->get_int64() < 1 || b->get_int64() > kMaxAmount) {
-        return error(res, http::status::bad_request, "\"burst\" must be a whole number from 1 to 2^53");
+        return fail(res, http::status::bad_request, "\"burst\" must be a whole number from 1 to 2^53");
       }
       burst = b->get_int64();
     }
     auto inl = inline_policy(*in.config, std::string_view(l->get_string().data(), l->get_string().size()),
                              strategy, burst);
-    if (!inl.ok()) return error(res, http::status::bad_request, message(inl.status()));
+    if (!inl.ok()) return fail(res, http::status::bad_request, message(inl.status()));
     t.owned = *std::move(inl);
     t.policy = t.owned.get();
     t.slot = inline_slot_;
   } else {
-    return error(res, http::status::bad_request,
+    return fail(res, http::status::bad_request,
                  "name a configured \"policy\", or give an inline \"limit\" such as \"10/minute\"");
   }
 
-  auto d = decide(t.configured, *t.policy, key, cost, effect, t.slot);
-  if (!d.ok()) return error(res, http::status::bad_request, message(d.status()));
-  const bool shadow_denied = t.configured != nullptr && t.configured->shadow && !d->allowed;
-  const bool ok = effect == Effect::kTest || d->allowed || shadow_denied;
-  respond(res, ok ? http::status::ok : http::status::too_many_requests,
-          decision_json(*t.policy, *d, shadow_denied));
-  set_headers(res, *t.policy, *d, shadow_denied);
+  pending.configured = t.configured;
+  pending.owned = std::move(t.owned);
+  pending.policy = t.policy;
+  pending.key = std::string(key);
+  pending.cost = cost;
+  pending.slot = t.slot;
+  return true;
 }
 
 void Service::stats(const Request& req, Response& res, const Installed& in) {
@@ -387,17 +449,17 @@ void Service::clear(const Request& req, Response& res, const Installed& in) {
   res.prepare_payload();
 }
 
-void Service::auth(const Request& req, Response& res, const Installed& in) {
+bool Service::prepare_auth(const Request& req, Response& res, Pending& pending, const Installed& in) {
   const std::string_view target(req.target().data(), req.target().size());
   const auto name = query_param(target, "policy");
-  if (!name) return error(res, http::status::bad_request, "give ?policy=NAME");
+  if (!name) return fail(res, http::status::bad_request, "give ?policy=NAME");
   const ServicePolicy* sp = in.config->find(*name);
-  if (sp == nullptr) return error(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *name));
+  if (sp == nullptr) return fail(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *name));
   std::string key;
   if (sp->key_source.kind == KeySource::Kind::kHeader) {
     const auto it = req.find(sp->key_source.name);
     if (it == req.end() || it->value().empty()) {
-      return error(res, http::status::bad_request,
+      return fail(res, http::status::bad_request,
                    fmt::format("policy \"{}\" takes its key from the {} header, which is missing",
                                *name, sp->key_source.name));
     }
@@ -405,25 +467,23 @@ void Service::auth(const Request& req, Response& res, const Installed& in) {
   } else {
     auto q = query_param(target, sp->key_source.name);
     if (!q || q->empty()) {
-      return error(res, http::status::bad_request,
+      return fail(res, http::status::bad_request,
                    fmt::format("policy \"{}\" takes its key from the query parameter {}, which is missing",
                                *name, sp->key_source.name));
     }
     key = *std::move(q);
   }
-  if (key.size() > kMaxKeyBytes) return error(res, http::status::bad_request, "the key is too long");
+  if (key.size() > kMaxKeyBytes) return fail(res, http::status::bad_request, "the key is too long");
   const Policy* policy = sp->policy.get();
   if (auto o = sp->overrides.find(av(key)); o != sp->overrides.end()) policy = o->second.get();
-  auto d = decide(sp, *policy, key, 1, Effect::kHit, in.metric_slots.at(sp->policy->name()));
-  if (!d.ok()) return error(res, http::status::bad_request, message(d.status()));
-  const bool shadow_denied = sp->shadow && !d->allowed;
-  if (d->allowed || shadow_denied) {
-    res.result(http::status::no_content);
-  } else {
-    res.result(static_cast<http::status>(in.config->auth_denied_status));
-  }
-  set_headers(res, *policy, *d, shadow_denied);
-  res.prepare_payload();
+  pending.kind = Pending::Kind::kAuth;
+  pending.configured = sp;
+  pending.policy = policy;
+  pending.key = std::move(key);
+  pending.cost = 1;
+  pending.slot = in.metric_slots.at(sp->policy->name());
+  pending.denied_status = in.config->auth_denied_status;
+  return true;
 }
 
 }  // namespace floodgate::server

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include <boost/beast/http.hpp>
@@ -29,8 +30,38 @@ class Service {
   Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> storage,
           std::shared_ptr<const Clock> clock = SystemClock::instance());
 
+  /// A request that needs a decision from the storage, between `prepare` and `finish`.
+  struct Pending {
+    enum class Kind : std::uint8_t { kHit, kTest, kAuth };
+    Kind kind = Kind::kHit;
+    std::shared_ptr<const void> installed;  // keeps the configuration it was resolved under alive
+    const ServicePolicy* configured = nullptr;  // null for an inline policy
+    std::shared_ptr<const Policy> owned;        // the inline policy
+    const Policy* policy = nullptr;
+    std::string key;
+    std::int64_t cost = 1;
+    std::size_t slot = 0;
+    int denied_status = 429;
+  };
+
   /// Fills `res` (status, headers, body) for `req`. Never throws for bad input: it answers 4xx.
+  /// Equivalent to `prepare`, then one decision, then `finish`.
   void handle(const Request& req, Response& res);
+
+  /// Routes `req`. Returns true when it needs a decision (then `pending` describes it and `res` is
+  /// finished by `finish`); false when `res` is already complete (errors, metrics, health, …).
+  bool prepare(const Request& req, Response& res, Pending& pending);
+
+  /// Decides many prepared requests with one storage round trip (Storage::apply_batch), applying
+  /// each policy's fail mode to storage errors. `out` has one slot per request.
+  void decide(std::span<Pending* const> pending, std::span<absl::StatusOr<Decision>> out);
+
+  /// Completes the response of a prepared request from its decision.
+  void finish(const Pending& pending, const absl::StatusOr<Decision>& decision, Response& res);
+
+  /// Whether the storage is worth coalescing requests for (a networked one); the memory store
+  /// answers in nanoseconds and is called directly.
+  [[nodiscard]] bool batches() const noexcept { return batches_; }
 
   /// Installs a new configuration; requests that start afterwards use it. The storage, the listen
   /// address and the thread count are not changed by a reload.
@@ -48,19 +79,19 @@ class Service {
   struct Target;  // a resolved policy for one request
 
   std::shared_ptr<const Installed> current();
-  void hit_or_test(const Request& req, Response& res, Effect effect, const Installed& in);
+  bool prepare_hit_or_test(const Request& req, Response& res, Pending& p, const Installed& in);
   void stats(const Request& req, Response& res, const Installed& in);
   void clear(const Request& req, Response& res, const Installed& in);
-  void auth(const Request& req, Response& res, const Installed& in);
+  bool prepare_auth(const Request& req, Response& res, Pending& p, const Installed& in);
   void readyz(Response& res, const Installed& in);
   absl::StatusOr<std::shared_ptr<const Policy>> inline_policy(const Config& c, std::string_view limit,
                                                               std::string_view strategy,
                                                               std::int64_t burst);
-  absl::StatusOr<Decision> decide(const ServicePolicy* sp, const Policy& policy, std::string_view key,
-                                  std::int64_t cost, Effect effect, std::size_t slot);
+  void count(const Pending& p, const Decision& d);
 
   Limiter limiter_;
   std::shared_ptr<Storage> storage_;
+  bool batches_ = false;
   Metrics metrics_;
   std::size_t inline_slot_;
 

@@ -37,7 +37,8 @@ http:
 std::vector<std::string> storages() {
   const char* env = std::getenv("FLOODGATE_TEST_STORAGES");
   std::vector<std::string> out;
-  std::stringstream in(env != nullptr && *env != '\0' ? env : "memory");
+  // "+batch": the same storage with requests coalesced into batches (--batching on).
+  std::stringstream in(env != nullptr && *env != '\0' ? env : "memory,memory+batch");
   for (std::string s; std::getline(in, s, ',');) {
     if (!s.empty()) out.push_back(s);
   }
@@ -51,7 +52,14 @@ class Api : public ::testing::TestWithParam<std::string> {
     return k + "-" + std::to_string(getpid()) + "-" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
   }
-  ServerProcess server{kConfig, {"--storage", GetParam()}};
+  static std::vector<std::string> args_for(std::string storage) {
+    const std::string suffix = "+batch";
+    const bool batch = storage.size() > suffix.size() &&
+                       storage.compare(storage.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (batch) storage.resize(storage.size() - suffix.size());
+    return {"--storage", storage, "--batching", batch ? "on" : "off"};
+  }
+  ServerProcess server{kConfig, args_for(GetParam())};
 };
 
 std::string field(const Response& r, const char* name) {
@@ -185,6 +193,7 @@ TEST_P(Api, HealthReadyAndMetrics) {
 INSTANTIATE_TEST_SUITE_P(Storages, Api, ::testing::ValuesIn(storages()),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string name = p.param.substr(0, p.param.find(':'));
+                           if (p.param.find("+batch") != std::string::npos) name += "_batched";
                            for (char& c : name) {
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            }
