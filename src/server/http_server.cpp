@@ -62,7 +62,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (buffer_.size() > 0) return read_request();  // a pipelined request is already here
     // Idle: wait for the first bytes of the next request.
     stream_.expires_after(shared_->limits.idle_timeout);
-    const std::size_t room = std::min<std::size_t>(4096, buffer_.max_size() - buffer_.size());
+    const std::size_t room = std::min<std::size_t>(1024, buffer_.max_size() - buffer_.size());
     stream_.async_read_some(buffer_.prepare(room),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               if (ec) return self->close();
