@@ -257,6 +257,45 @@ TEST(Serve, SlowClientsAreDroppedAndDoNotStopOthers) {
   EXPECT_NE(m.body().find("floodgate_http_connections 1\n"), std::string::npos) << m.body();
 }
 
+TEST(Serve, PipelinedRequestsAreAnsweredInOrder) {
+  ServerProcess server("policies:\n  - {name: p, strategy: fixed-window, limit: 2/minute, key: {query: k}}\n");
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket s(ioc);
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  std::string three;
+  for (int i = 0; i < 3; ++i) three += "GET /v1/auth?policy=p&k=pipe HTTP/1.1\r\nHost: x\r\n\r\n";
+  boost::asio::write(s, boost::asio::buffer(three));
+  boost::beast::flat_buffer buffer;
+  std::vector<int> statuses;
+  for (int i = 0; i < 3; ++i) {
+    Response r;
+    http::read(s, buffer, r);
+    statuses.push_back(r.result_int());
+  }
+  EXPECT_EQ(statuses, (std::vector<int>{204, 204, 429}));
+}
+
+TEST(Serve, ConnectionsBeyondTheBoundAreClosed) {
+  ServerProcess server("http: {max_connections: 3}\n");
+  boost::asio::io_context ioc;
+  std::vector<boost::asio::ip::tcp::socket> held;
+  for (int i = 0; i < 3; ++i) {
+    held.emplace_back(ioc);
+    held.back().connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  boost::asio::ip::tcp::socket extra(ioc);
+  extra.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  boost::asio::write(extra, boost::asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")));
+  char c;
+  boost::system::error_code ec;
+  extra.read_some(boost::asio::buffer(&c, 1), ec);
+  EXPECT_TRUE(ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) << ec.message();
+  held.clear();  // closing them frees room
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(server.request(http::verb::get, "/healthz").result_int(), 200);
+}
+
 TEST(Serve, ShippedExampleConfigurationsAreValid) {
   for (const char* file : {"examples/floodgate.yaml", "examples/nginx/floodgate.yaml"}) {
     const std::string cmd = std::string(FLOODGATE_BINARY) + " serve --check-config " +
