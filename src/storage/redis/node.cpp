@@ -1,0 +1,162 @@
+#include "storage/redis/node.hpp"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <fmt/format.h>
+
+namespace floodgate::redis {
+
+namespace {
+timeval to_timeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
+  return tv;
+}
+}  // namespace
+
+Breaker::Breaker(int failures, std::chrono::milliseconds cooldown,
+                 std::chrono::milliseconds backoff_min, std::chrono::milliseconds backoff_max,
+                 std::uint64_t seed)
+    : threshold_(failures),
+      cooldown_(cooldown),
+      backoff_min_(backoff_min),
+      backoff_max_(backoff_max),
+      rng_(static_cast<std::minstd_rand::result_type>(seed % 2147483646 + 1)) {}
+
+void Breaker::on_success() noexcept { consecutive_ = 0; }
+
+void Breaker::on_failure(SteadyTime now) noexcept {
+  if (++consecutive_ >= threshold_) open_until_ = now + cooldown_;
+}
+
+void Breaker::on_connect_failure(SteadyTime now) noexcept {
+  on_failure(now);
+  backoff_ = backoff_.count() == 0 ? backoff_min_ : std::min(backoff_max_, backoff_ * 2);
+  // ±25% jitter
+  const auto base = backoff_.count();
+  std::uniform_int_distribution<long long> jitter(-base / 4, base / 4);
+  next_connect_ = now + std::chrono::milliseconds(base + jitter(rng_));
+}
+
+void Breaker::on_connect_success() noexcept { backoff_ = std::chrono::milliseconds(0); }
+
+Lease::~Lease() {
+  if (node_ != nullptr) node_->release(ctx_, broken_);
+}
+
+Node::Node(Endpoint endpoint, const RedisOptions& options)
+    : endpoint_(std::move(endpoint)),
+      options_(options),
+      breaker_(options.breaker_failures, options.breaker_cooldown, options.backoff_min,
+               options.backoff_max, std::hash<std::string>{}(endpoint_.name()) ^
+                                        reinterpret_cast<std::uintptr_t>(this)) {}
+
+Node::~Node() {
+  for (redisContext* c : idle_) redisFree(c);
+}
+
+absl::StatusOr<Lease> Node::acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!breaker_.allows_call(now)) {
+      return absl::UnavailableError(
+          fmt::format("redis {}: circuit breaker open after repeated failures", endpoint_.name()));
+    }
+    if (!idle_.empty()) {
+      redisContext* c = idle_.back();
+      idle_.pop_back();
+      return Lease(this, c);
+    }
+    if (open_ < options_.pool) {
+      if (!breaker_.allows_connect(now)) {
+        return absl::UnavailableError(
+            fmt::format("redis {}: waiting to reconnect (backoff)", endpoint_.name()));
+      }
+      ++open_;
+      lock.unlock();
+      auto c = connect();
+      lock.lock();
+      const auto after = std::chrono::steady_clock::now();
+      if (!c.ok()) {
+        --open_;
+        breaker_.on_connect_failure(after);
+        cv_.notify_one();
+        return c.status();
+      }
+      breaker_.on_connect_success();
+      return Lease(this, *c);
+    }
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty()) {
+      return absl::DeadlineExceededError(
+          fmt::format("redis {}: no free connection in the pool within the timeout",
+                      endpoint_.name()));
+    }
+  }
+}
+
+void Node::record(bool ok) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ok) {
+    breaker_.on_success();
+  } else {
+    breaker_.on_failure(std::chrono::steady_clock::now());
+  }
+}
+
+void Node::release(redisContext* ctx, bool broken) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken || ctx->err != 0) {
+    redisFree(ctx);
+    --open_;
+  } else {
+    idle_.push_back(ctx);
+  }
+  cv_.notify_one();
+}
+
+absl::StatusOr<redisContext*> Node::connect() {
+  const timeval ct = to_timeval(options_.connect_timeout);
+  redisContext* c = endpoint_.unix_path.empty()
+                        ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, ct)
+                        : redisConnectUnixWithTimeout(endpoint_.unix_path.c_str(), ct);
+  if (c == nullptr) return absl::UnavailableError("redis: out of memory for a connection");
+  auto fail = [&](std::string what) -> absl::Status {
+    redisFree(c);
+    return absl::UnavailableError(fmt::format("redis {}: {}", endpoint_.name(), what));
+  };
+  if (c->err != 0) return fail(fmt::format("cannot connect: {}", c->errstr));
+  if (redisSetTimeout(c, to_timeval(options_.timeout)) != REDIS_OK) {
+    return fail("cannot set the timeout");
+  }
+  auto command = [&](std::vector<std::string> args) -> absl::Status {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(
+        redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    if (r == nullptr) return fail(fmt::format("{} failed: {}", args[0], c->errstr));
+    const bool error = r->type == REDIS_REPLY_ERROR;
+    std::string text = error ? std::string(r->str, r->len) : std::string();
+    freeReplyObject(r);
+    if (error) return fail(fmt::format("{} failed: {}", args[0], text));
+    return absl::OkStatus();
+  };
+  if (!options_.password.empty()) {
+    auto s = options_.user.empty() ? command({"AUTH", options_.password})
+                                   : command({"AUTH", options_.user, options_.password});
+    if (!s.ok()) return s;
+  }
+  if (options_.db != 0) {
+    if (auto s = command({"SELECT", std::to_string(options_.db)}); !s.ok()) return s;
+  }
+  return c;
+}
+
+}  // namespace floodgate::redis

@@ -1,0 +1,109 @@
+// One Redis server as the storage sees it: a fixed pool of blocking hiredis connections, a
+// reconnect backoff with jitter and a circuit breaker.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "storage/redis/protocol.hpp"
+
+struct redisContext;
+
+namespace floodgate::redis {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+/// The breaker and backoff of one server, as pure logic on an explicit time (unit-tested).
+/// After `failures` consecutive failures it opens for `cooldown`: calls fail at once. When the
+/// cool-down is over, calls go through again; the first success closes it, another failure opens
+/// it again. Connection attempts after a failed one wait a backoff that doubles from `min` to
+/// `max`, with ±25% jitter, so that many clients do not reconnect in step.
+/// Not thread-safe: Node guards it.
+class Breaker {
+ public:
+  Breaker(int failures, std::chrono::milliseconds cooldown, std::chrono::milliseconds backoff_min,
+          std::chrono::milliseconds backoff_max, std::uint64_t seed = 1);
+  /// Whether a call may go to the server now.
+  [[nodiscard]] bool allows_call(SteadyTime now) const noexcept { return now >= open_until_; }
+  /// Whether a new connection may be attempted now.
+  [[nodiscard]] bool allows_connect(SteadyTime now) const noexcept {
+    return allows_call(now) && now >= next_connect_;
+  }
+  void on_success() noexcept;
+  void on_failure(SteadyTime now) noexcept;
+  void on_connect_failure(SteadyTime now) noexcept;
+  void on_connect_success() noexcept;
+  [[nodiscard]] bool open(SteadyTime now) const noexcept { return now < open_until_; }
+
+ private:
+  int threshold_;
+  std::chrono::milliseconds cooldown_;
+  std::chrono::milliseconds backoff_min_;
+  std::chrono::milliseconds backoff_max_;
+  std::chrono::milliseconds backoff_{0};
+  int consecutive_ = 0;
+  SteadyTime open_until_{};
+  SteadyTime next_connect_{};
+  std::minstd_rand rng_;
+};
+
+/// A connection borrowed from a Node; returns itself on destruction (healthy unless `broken()`).
+class Node;
+class Lease {
+ public:
+  Lease() = default;
+  Lease(Node* node, redisContext* ctx) : node_(node), ctx_(ctx) {}
+  Lease(Lease&& o) noexcept : node_(o.node_), ctx_(o.ctx_), broken_(o.broken_) {
+    o.node_ = nullptr;
+    o.ctx_ = nullptr;
+  }
+  Lease& operator=(Lease&&) = delete;
+  ~Lease();
+  [[nodiscard]] redisContext* get() const noexcept { return ctx_; }
+  /// The connection failed (I/O error, timeout): it is closed instead of going back.
+  void set_broken() noexcept { broken_ = true; }
+
+ private:
+  Node* node_ = nullptr;
+  redisContext* ctx_ = nullptr;
+  bool broken_ = false;
+};
+
+/// Thread-safe.
+class Node {
+ public:
+  Node(Endpoint endpoint, const RedisOptions& options);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  /// Borrows a connection, connecting one if the pool is not full; waits up to the command
+  /// timeout for a free one. Errors: Unavailable (breaker open, connection refused, backoff),
+  /// DeadlineExceeded (no free connection in time).
+  absl::StatusOr<Lease> acquire();
+  /// Reports the outcome of a call for the breaker.
+  void record(bool ok);
+
+  [[nodiscard]] const Endpoint& endpoint() const noexcept { return endpoint_; }
+
+ private:
+  friend class Lease;
+  void release(redisContext* ctx, bool broken);
+  absl::StatusOr<redisContext*> connect();
+
+  const Endpoint endpoint_;
+  const RedisOptions& options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<redisContext*> idle_;  // guarded by mu_
+  std::size_t open_ = 0;             // connections in existence (idle or lent); guarded by mu_
+  Breaker breaker_;                  // guarded by mu_
+};
+
+}  // namespace floodgate::redis

@@ -1,0 +1,377 @@
+#include "storage/redis/protocol.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "floodgate/algorithms.hpp"
+
+namespace floodgate::redis {
+
+namespace {
+
+bool to_int(std::string_view s, long long& out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+absl::Status bad(const StorageUrl& url, std::string_view problem) {
+  // The URL may hold a password: show the scheme and hosts only.
+  return absl::InvalidArgumentError(
+      fmt::format("storage URL \"{}://{}…\": {}", url.scheme, url.hosts, problem));
+}
+
+absl::StatusOr<Endpoint> parse_host_port(const StorageUrl& url, std::string_view item,
+                                         int default_port) {
+  Endpoint e;
+  std::string_view host = item;
+  long long port = default_port;
+  if (!item.empty() && item.front() == '[') {  // [::1]:6379
+    const std::size_t close = item.find(']');
+    if (close == std::string_view::npos) return bad(url, "unclosed '[' in a host");
+    host = item.substr(1, close - 1);
+    std::string_view rest = item.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':' || !to_int(rest.substr(1), port)) return bad(url, "bad port");
+    }
+  } else if (const std::size_t colon = item.rfind(':'); colon != std::string_view::npos) {
+    host = item.substr(0, colon);
+    if (!to_int(item.substr(colon + 1), port)) {
+      return bad(url, fmt::format("port \"{}\" is not a number", item.substr(colon + 1)));
+    }
+  }
+  if (host.empty()) return bad(url, "expected host:port");
+  if (port < 1 || port > 65535) return bad(url, fmt::format("port {} is out of range", port));
+  e.host = std::string(host);
+  e.port = static_cast<int>(port);
+  return e;
+}
+
+}  // namespace
+
+std::string Endpoint::name() const {
+  if (!unix_path.empty()) return unix_path;
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
+std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& url) {
+  RedisOptions o;
+  if (url.scheme == "redis") {
+    if (url.hosts.find(',') != std::string::npos) {
+      return bad(url, "one host expected (use redis-cluster:// for several)");
+    }
+    auto e = parse_host_port(url, url.hosts, 6379);
+    if (!e.ok()) return e.status();
+    o.seeds.push_back(*e);
+    if (!url.path.empty() && url.path != "/") {
+      long long db = 0;
+      if (!to_int(std::string_view(url.path).substr(1), db) || db < 0 || db > 1000000) {
+        return bad(url, fmt::format("database \"{}\" is not a number", url.path.substr(1)));
+      }
+      o.db = static_cast<int>(db);
+    }
+  } else if (url.scheme == "redis+unix") {
+    if (!url.hosts.empty() || url.path.empty()) {
+      return bad(url, "expected redis+unix:///path/to/socket");
+    }
+    Endpoint e;
+    e.unix_path = url.path;
+    o.seeds.push_back(e);
+  } else if (url.scheme == "redis-cluster") {
+    o.cluster = true;
+    std::string_view rest = url.hosts;
+    while (true) {
+      const std::size_t comma = rest.find(',');
+      auto e = parse_host_port(url, rest.substr(0, comma), 6379);
+      if (!e.ok()) return e.status();
+      o.seeds.push_back(*e);
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+    if (!url.path.empty() && url.path != "/") {
+      return bad(url, "a cluster has no databases (drop the path)");
+    }
+  } else {
+    return std::nullopt;
+  }
+  o.user = url.user;
+  o.password = url.password;
+  if (!o.user.empty() && o.password.empty()) {
+    o.password = o.user;  // redis://password@host, as redis-cli takes it
+    o.user.clear();
+  }
+  for (const auto& [name, value] : url.query) {
+    long long n = 0;
+    const bool numeric = to_int(value, n);
+    auto positive = [&](long long max) -> absl::Status {
+      if (!numeric || n < 1 || n > max) {
+        return bad(url, fmt::format("option {}={} must be a whole number from 1 to {}", name,
+                                    value, max));
+      }
+      return absl::OkStatus();
+    };
+    absl::Status s;
+    if (name == "connect_timeout_ms") {
+      s = positive(600000);
+      o.connect_timeout = std::chrono::milliseconds(n);
+    } else if (name == "timeout_ms") {
+      s = positive(600000);
+      o.timeout = std::chrono::milliseconds(n);
+    } else if (name == "pool") {
+      s = positive(1024);
+      o.pool = static_cast<std::size_t>(n);
+    } else if (name == "breaker_failures") {
+      s = positive(1000000);
+      o.breaker_failures = static_cast<int>(n);
+    } else if (name == "breaker_cooldown_ms") {
+      s = positive(3600000);
+      o.breaker_cooldown = std::chrono::milliseconds(n);
+    } else if (name == "client_ttl_slack_ms") {
+      s = numeric && n >= 0 && n <= 86400000
+              ? absl::OkStatus()
+              : bad(url, fmt::format("option {}={} must be a whole number from 0 to 86400000",
+                                     name, value));
+      o.client_ttl_slack = std::chrono::milliseconds(n);
+    } else if (name == "backoff_min_ms") {
+      s = positive(3600000);
+      o.backoff_min = std::chrono::milliseconds(n);
+    } else if (name == "backoff_max_ms") {
+      s = positive(3600000);
+      o.backoff_max = std::chrono::milliseconds(n);
+    } else if (name == "prefix") {
+      if (value.find_first_of("{}") != std::string::npos) {
+        s = bad(url, "option prefix may not contain '{' or '}' (they would change the hash tag)");
+      }
+      o.prefix = value;
+    } else if (name == "clock") {
+      if (value == "client") {
+        o.client_clock = true;
+      } else if (value == "redis") {
+        o.client_clock = false;
+      } else {
+        s = bad(url, fmt::format("option clock={} must be redis or client", value));
+      }
+    } else {
+      s = bad(url, fmt::format(
+                       "unknown option \"{}\" (redis takes connect_timeout_ms, timeout_ms, pool, "
+                       "prefix, clock, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, backoff_min_ms, "
+                       "backoff_max_ms)",
+                       name));
+    }
+    if (!s.ok()) return s;
+  }
+  if (o.backoff_max < o.backoff_min) o.backoff_max = o.backoff_min;
+  return o;
+}
+
+std::uint16_t crc16(std::string_view data) noexcept {
+  std::uint16_t crc = 0;
+  for (const char ch : data) {
+    crc = static_cast<std::uint16_t>(crc ^ (static_cast<std::uint8_t>(ch) << 8));
+    for (int i = 0; i < 8; ++i) {
+      crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021)
+                           : static_cast<std::uint16_t>(crc << 1);
+    }
+  }
+  return crc;
+}
+
+int key_slot(std::string_view key) noexcept {
+  const std::size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    const std::size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) {
+      key = key.substr(open + 1, close - open - 1);
+    }
+  }
+  return crc16(key) & (kSlots - 1);
+}
+
+std::optional<Redirect> parse_redirect(std::string_view error) {
+  Redirect r;
+  if (error.starts_with("MOVED ")) {
+    error.remove_prefix(6);
+  } else if (error.starts_with("ASK ")) {
+    r.ask = true;
+    error.remove_prefix(4);
+  } else {
+    return std::nullopt;
+  }
+  const std::size_t space = error.find(' ');
+  long long slot = 0;
+  if (space == std::string_view::npos || !to_int(error.substr(0, space), slot) || slot < 0 ||
+      slot >= kSlots) {
+    return std::nullopt;
+  }
+  r.slot = static_cast<int>(slot);
+  const std::string_view where = error.substr(space + 1);
+  const std::size_t colon = where.rfind(':');
+  long long port = 0;
+  if (colon == std::string_view::npos || !to_int(where.substr(colon + 1), port) || port < 1 ||
+      port > 65535) {
+    return std::nullopt;
+  }
+  std::string_view host = where.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  r.target.host = std::string(host);
+  r.target.port = static_cast<int>(port);
+  return r;
+}
+
+absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* reply,
+                                                           std::string_view fallback_host) {
+  auto malformed = [] { return absl::InternalError("malformed CLUSTER SLOTS reply"); };
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) return malformed();
+  std::vector<SlotRange> out;
+  for (std::size_t i = 0; i < reply->elements; ++i) {
+    const redisReply* r = reply->element[i];
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return malformed();
+    const redisReply* first = r->element[0];
+    const redisReply* last = r->element[1];
+    const redisReply* master = r->element[2];
+    if (first->type != REDIS_REPLY_INTEGER || last->type != REDIS_REPLY_INTEGER ||
+        master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
+        master->element[0]->type != REDIS_REPLY_STRING ||
+        master->element[1]->type != REDIS_REPLY_INTEGER) {
+      return malformed();
+    }
+    SlotRange range;
+    range.first = static_cast<int>(first->integer);
+    range.last = static_cast<int>(last->integer);
+    if (range.first < 0 || range.last >= kSlots || range.first > range.last) return malformed();
+    range.master.host = std::string(master->element[0]->str, master->element[0]->len);
+    if (range.master.host.empty() || range.master.host == "?") {
+      range.master.host = std::string(fallback_host);
+    }
+    range.master.port = static_cast<int>(master->element[1]->integer);
+    out.push_back(std::move(range));
+  }
+  return out;
+}
+
+std::string state_key(std::string_view prefix, std::string_view key, std::uint64_t policy_hash,
+                      std::size_t index) {
+  std::string out;
+  out.reserve(prefix.size() + key.size() + 24);
+  out.append(prefix);
+  out.push_back('{');
+  if (key.empty() || key.front() == '}' || key.front() == '\x01') out.push_back('\x01');
+  out.append(key);
+  fmt::format_to(std::back_inserter(out), "}}:{:016x}:{}", policy_hash, index);
+  return out;
+}
+
+std::uint64_t policy_hash(const Policy& policy) noexcept {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : policy.fingerprint()) {
+    h ^= static_cast<std::uint8_t>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+ScriptId script_for(const Policy& policy) noexcept {
+  switch (policy.strategy()) {
+    case Strategy::kFixedWindow:
+      return policy.anchor() == Anchor::kFirstHit ? ScriptId::kFixedWindowFirstHit
+                                                  : ScriptId::kFixedWindow;
+    case Strategy::kMovingWindow:
+      return ScriptId::kMovingWindow;
+    case Strategy::kSlidingWindowCounter:
+      return ScriptId::kSlidingWindow;
+    case Strategy::kTokenBucket:
+    case Strategy::kLeakyBucket:
+    case Strategy::kGcra:
+      return ScriptId::kBucket;
+  }
+  return ScriptId::kBucket;
+}
+
+namespace {
+constexpr Micros kMaxRedisPeriod = Micros{1} << 51;
+constexpr int128 kMaxBucketSpan = int128{1} << 52;
+}  // namespace
+
+absl::Status check_policy(const Policy& policy) {
+  const auto& limits = policy.limits();
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const Limit& l = limits[i];
+    if (l.period > kMaxRedisPeriod) {
+      return absl::InvalidArgumentError(fmt::format(
+          "policy \"{}\", limit \"{}\": the Redis storage keeps times exact only for periods up "
+          "to 2^51 µs (about 71 years)",
+          policy.name(), to_string(l)));
+    }
+    if (uses_burst(policy.strategy())) {
+      const int128 span = static_cast<int128>(l.capacity()) * l.period / l.amount;
+      if (span >= kMaxBucketSpan) {
+        return absl::InvalidArgumentError(fmt::format(
+            "policy \"{}\", limit \"{}\": capacity × period / amount = {} µs; the Redis storage "
+            "keeps bucket times exact only below 2^52 µs (about 142 years)",
+            policy.name(), to_string(l), static_cast<std::int64_t>(
+                                             span > INT64_MAX ? int128{INT64_MAX} : span)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void script_args(const Policy& policy, std::int64_t cost, bool hit, std::optional<Micros> now,
+                 std::int64_t ttl_slack_ms, std::vector<std::string>& out) {
+  out.push_back(now ? std::to_string(*now) : std::string());
+  out.push_back(std::to_string(cost));
+  out.push_back(hit ? "1" : "0");
+  out.push_back(policy.shape() ? "1" : "0");
+  out.push_back(std::to_string(ttl_slack_ms));
+  const bool bucket = uses_burst(policy.strategy());
+  for (const Limit& l : policy.limits()) {
+    out.push_back(std::to_string(l.amount));
+    out.push_back(std::to_string(l.period));
+    if (!bucket) continue;
+    const int128 n = l.amount;
+    const int128 cap = static_cast<int128>(l.capacity()) * l.period;
+    const auto cap_w = static_cast<std::int64_t>(cap / n);
+    const auto cap_r = static_cast<std::int64_t>(cap % n);
+    std::int64_t cost_w = cap_w + 1;  // a cost above the capacity never fits
+    std::int64_t cost_r = 0;
+    if (cost <= l.capacity()) {
+      const int128 c = static_cast<int128>(cost) * l.period;
+      cost_w = static_cast<std::int64_t>(c / n);
+      cost_r = static_cast<std::int64_t>(c % n);
+    }
+    out.push_back(std::to_string(l.capacity()));
+    out.push_back(std::to_string(cap_w));
+    out.push_back(std::to_string(cap_r));
+    out.push_back(std::to_string(cost_w));
+    out.push_back(std::to_string(cost_r));
+  }
+}
+
+absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
+    return absl::InternalError("unexpected reply from the floodgate script");
+  }
+  long long v[7];
+  for (std::size_t i = 0; i < 7; ++i) {
+    if (reply->element[i]->type != REDIS_REPLY_INTEGER) {
+      return absl::InternalError("unexpected reply from the floodgate script");
+    }
+    v[i] = reply->element[i]->integer;
+  }
+  Decision d;
+  d.allowed = v[0] == 1;
+  d.limit = v[1];
+  d.period = v[2];
+  d.remaining = v[3];
+  d.reset_after = v[4];
+  d.retry_after = v[5] < 0 ? kNever : v[5];
+  d.delay = v[6];
+  return d;
+}
+
+}  // namespace floodgate::redis

@@ -1,0 +1,132 @@
+// The Redis storage's protocol logic, free of sockets so that it is unit-tested without a server:
+// URL options, key names, cluster slots (CRC16 with hash tags), MOVED/ASK, the CLUSTER SLOTS
+// reply, the script arguments of a policy and the script's reply.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+#include "storage/url.hpp"
+
+struct redisReply;
+
+namespace floodgate::redis {
+
+/// Where a Redis server listens: host and port, or a unix socket path.
+struct Endpoint {
+  std::string host;
+  int port = 0;
+  std::string unix_path;  ///< non-empty: a unix socket (host and port unused)
+
+  /// "host:port" or the socket path; cluster nodes are named so.
+  [[nodiscard]] std::string name() const;
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+
+/// Options of a Redis storage, from its URL (`?name=value&…`). Every default is safe and non-zero.
+struct RedisOptions {
+  bool cluster = false;          ///< redis-cluster://: slot map, MOVED/ASK
+  std::vector<Endpoint> seeds;   ///< the one server, or the cluster nodes to start from
+  std::string user;              ///< AUTH user (Redis 6 ACL), may be empty
+  std::string password;          ///< AUTH password; empty = no AUTH
+  int db = 0;                    ///< SELECT db (single server only; a cluster has only db 0)
+  /// `connect_timeout_ms`: how long one connection attempt may take.
+  std::chrono::milliseconds connect_timeout{200};
+  /// `timeout_ms`: how long one command (or one pipelined batch's reply) may take; then the call
+  /// fails (DeadlineExceeded) and the connection is dropped.
+  std::chrono::milliseconds timeout{50};
+  /// `pool`: connections per server, fixed: a caller waits (up to `timeout`) for a free one.
+  std::size_t pool = 8;
+  /// `prefix`: the start of every key floodgate writes. May not contain '{' or '}'.
+  std::string prefix = "floodgate:";
+  /// `clock=client`: use the caller's `now` (needed by `floodgate replay`); default `redis`: the
+  /// server's TIME, read inside the script, so clients with skewed clocks share one timeline.
+  bool client_clock = false;
+  /// `client_ttl_slack_ms` (clock=client only): added to every key's TTL. Redis expires keys on
+  /// its own clock; a caller whose clock runs slower (replay of a trace, a test) would otherwise
+  /// find a state gone before it is "absent" in the caller's time. With the redis clock TTLs are
+  /// exact and this is not used.
+  std::chrono::milliseconds client_ttl_slack{60000};
+  /// `breaker_failures`: consecutive failures of a server that open its circuit breaker.
+  int breaker_failures = 5;
+  /// `breaker_cooldown_ms`: how long an open breaker fails calls at once before trying again.
+  std::chrono::milliseconds breaker_cooldown{500};
+  /// `backoff_min_ms` / `backoff_max_ms`: reconnect backoff bounds (doubling, with jitter).
+  std::chrono::milliseconds backoff_min{10};
+  std::chrono::milliseconds backoff_max{1000};
+};
+
+/// Parses redis://[user:password@]host[:port][/db], redis+unix:///path/to/socket and
+/// redis-cluster://host:port[,host:port…], each with the options above as the query.
+/// Returns nullopt for another scheme. Errors: InvalidArgument naming the URL and the problem
+/// (the password is never quoted back).
+std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& url);
+
+/// CRC16 (XMODEM), as Redis Cluster hashes keys.
+std::uint16_t crc16(std::string_view data) noexcept;
+
+/// The cluster slot of a key: CRC16 of its hash tag (the text between the first '{' and the next
+/// '}', if not empty) or of the whole key, mod 16384.
+int key_slot(std::string_view key) noexcept;
+
+inline constexpr int kSlots = 16384;
+
+/// A MOVED or ASK error reply: "MOVED 3999 127.0.0.1:6381".
+struct Redirect {
+  bool ask = false;  ///< ASK (one command to the target, after ASKING); else MOVED
+  int slot = 0;
+  Endpoint target;
+};
+/// Parses a MOVED or ASK error; nullopt for any other text.
+std::optional<Redirect> parse_redirect(std::string_view error);
+
+/// One range of the CLUSTER SLOTS reply with its master.
+struct SlotRange {
+  int first = 0;
+  int last = 0;
+  Endpoint master;
+};
+/// Parses a CLUSTER SLOTS reply. A master announced with an empty host is at `fallback_host`
+/// (the node that answered). Errors: Internal for a malformed reply.
+absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* reply,
+                                                           std::string_view fallback_host);
+
+/// The key of limit `index` of `policy` for the user's `key`:
+///     prefix{key}:<16 hex digits of a stable hash of the policy's fingerprint>:index
+/// The user's key is the hash tag, so all limits of a key share a slot and different keys spread.
+/// A key that would make an empty tag ("" or one starting with '}') or that starts with '\x01' is
+/// prefixed with '\x01', so the mapping stays one-to-one.
+std::string state_key(std::string_view prefix, std::string_view key, std::uint64_t policy_hash,
+                      std::size_t index);
+
+/// FNV-1a 64 of the policy's fingerprint: the same in every process and build (std::hash is not).
+std::uint64_t policy_hash(const Policy& policy) noexcept;
+
+/// Which script runs a policy.
+enum class ScriptId : std::uint8_t { kFixedWindow, kFixedWindowFirstHit, kMovingWindow,
+                                     kSlidingWindow, kBucket };
+inline constexpr std::size_t kScriptCount = 5;
+ScriptId script_for(const Policy& policy) noexcept;
+
+/// Checks that the scripts can run `policy` exactly with doubles: every period ≤ 2^51 µs (so
+/// times plus two periods stay below 2^53), and for the buckets capacity·period/amount < 2^52 µs.
+/// Errors: InvalidArgument naming the limit.
+absl::Status check_policy(const Policy& policy);
+
+/// The script's ARGV (after the keys) for one call: now ('' for the server clock), cost, hit,
+/// shape, TTL slack in ms, then the limits' arguments (see the .lua files).
+/// Precondition: check_policy(policy).
+void script_args(const Policy& policy, std::int64_t cost, bool hit, std::optional<Micros> now,
+                 std::int64_t ttl_slack_ms, std::vector<std::string>& out);
+
+/// The decision in a script's reply: an array of 7 integers. Errors: Internal.
+absl::StatusOr<Decision> parse_decision(const redisReply* reply);
+
+}  // namespace floodgate::redis

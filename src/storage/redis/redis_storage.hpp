@@ -1,0 +1,78 @@
+// The Redis and Redis Cluster storage: every decision is one Lua script call over all the limits
+// of a key (scripts/*.lua mirror src/algorithms/*.cpp line for line).
+//
+// Opened through open_storage("redis://…" | "redis+unix://…" | "redis-cluster://…"); the options
+// are RedisOptions (protocol.hpp). Keys: prefix{user key}:<policy hash>:<limit index>, each with a
+// TTL after which its state equals "absent". Scripts run with EVALSHA; NOSCRIPT (a restart, a
+// failover, SCRIPT FLUSH, a cluster node that has not seen the script) is answered by EVAL of the
+// same text, transparently. Requires Redis 7.0 or later (the scripts declare `#!lua`, so that a
+// server out of memory refuses the whole script instead of applying part of it).
+//
+// Errors (never an "allowed"): InvalidArgument for a policy the scripts cannot run exactly
+// (check_policy); Unavailable when a server cannot be reached or its breaker is open;
+// DeadlineExceeded after the command timeout; Internal for an error reply (wrong type, OOM,
+// CROSSSLOT, a corrupt value). The Limiter turns all but InvalidArgument into its fail mode.
+//
+// Thread-safety: every method may be called concurrently.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "floodgate/storage.hpp"
+#include "storage/redis/node.hpp"
+#include "storage/redis/protocol.hpp"
+
+namespace floodgate::redis {
+
+class RedisStorage final : public Storage {
+ public:
+  /// Builds the storage; connects lazily (see open).
+  explicit RedisStorage(RedisOptions options);
+  ~RedisStorage() override;
+
+  /// Builds the storage and checks that the server answers (a cluster: reads its slot map).
+  /// Errors: Unavailable.
+  static absl::StatusOr<std::shared_ptr<RedisStorage>> open(RedisOptions options);
+
+  absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key, std::int64_t cost,
+                                 Effect effect, Micros now) override;
+  absl::Status clear(const Policy& policy, std::string_view key) override;
+  /// Pipelined: the calls for each server are written together and their replies read together,
+  /// one round trip per server (plus one for any NOSCRIPT, MOVED or ASK).
+  void apply_batch(std::span<const BatchItem> items, Micros now,
+                   std::span<absl::StatusOr<Decision>> out) override;
+
+  /// Reads the cluster's slot map now (also done on MOVED, at most every 100 ms).
+  absl::Status refresh_topology();
+
+  [[nodiscard]] const RedisOptions& options() const noexcept { return options_; }
+  /// Times a script was sent again with EVAL after NOSCRIPT, and redirects followed.
+  [[nodiscard]] std::uint64_t noscript_retries() const noexcept { return noscript_.load(); }
+  [[nodiscard]] std::uint64_t redirects() const noexcept { return redirects_.load(); }
+
+  struct Call;  // one command on its way (redis_storage.cpp)
+
+ private:
+  Node& node_for_slot(int slot);
+  Node& node_named(const Endpoint& e);
+  void run(std::span<Call> calls);
+  absl::Status refresh_topology_locked_out(bool force);
+
+  const RedisOptions options_;
+  std::shared_mutex mu_;                                   // guards nodes_, by_name_, slots_
+  std::vector<std::unique_ptr<Node>> nodes_;               // grow only
+  absl::flat_hash_map<std::string, Node*> by_name_;
+  std::vector<std::uint16_t> slots_;                       // cluster: slot → index in nodes_
+  std::mutex refresh_mu_;
+  std::atomic<std::int64_t> last_refresh_{0};              // steady clock, µs
+  std::atomic<std::uint64_t> noscript_{0};
+  std::atomic<std::uint64_t> redirects_{0};
+};
+
+}  // namespace floodgate::redis

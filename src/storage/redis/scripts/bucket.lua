@@ -1,0 +1,82 @@
+-- Token bucket, leaky bucket (meter and shaper), GCRA: mirrors src/algorithms/bucket.cpp.
+-- The C++ keeps tat in units of 1/N µs as a 128-bit integer. Here every such quantity x is a pair
+-- (w, r) with x = w·N + r and 0 ≤ r < N: w is whole µs, r the fraction in 1/N µs. The C++ side
+-- passes capacity·P and cost·P already split so (computed in 128 bits); the products that remain
+-- go through muldiv. State: "w r" (a string), tat = w·N + r; absent = {0, 0}.
+-- Per limit ARGV: amount N, period P, capacity B, B·P as (cap_w, cap_r), cost·P as (cost_w, cost_r)
+-- (when cost > B the C++ passes cap_w + 1, 0: such a request never fits).
+local F = 7
+
+local function read_limit(b)
+  return {n = tonumber(ARGV[b + 1]), p = tonumber(ARGV[b + 2]), b = tonumber(ARGV[b + 3]),
+          cap_w = tonumber(ARGV[b + 4]), cap_r = tonumber(ARGV[b + 5]),
+          cost_w = tonumber(ARGV[b + 6]), cost_r = tonumber(ARGV[b + 7])}
+end
+
+local function load(key, l)
+  local v = redis.call('GET', key)
+  if not v then return {w = 0, r = 0} end
+  local f = fields(v, 2, key)
+  if f[2] < 0 or f[2] >= l.n then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  return {w = f[1], r = f[2]}
+end
+
+-- Pairs (w, r) in base n.
+local function less(aw, ar, bw, br) return aw < bw or (aw == bw and ar < br) end
+local function add(aw, ar, bw, br, n)
+  local r, carry = addmod(ar, br, n)
+  return aw + bw + carry, r
+end
+local function sub(aw, ar, bw, br, n)  -- a ≥ b
+  if ar >= br then return aw - bw, ar - br end
+  return aw - bw - 1, ar + (n - br)
+end
+local function ceil_pair(w, r)  -- ⌈x / N⌉ in µs
+  if r > 0 then return w + 1 end
+  return w
+end
+
+local function evaluate(s, l, now, cost, shape)
+  -- now_s = (now, 0); used = max(tat, now_s) − now_s: level·T before this request
+  local uw, ur = 0, 0
+  if less(now, 0, s.w, s.r) then uw, ur = s.w - now, s.r end
+  local cw, cr = l.cost_w, l.cost_r  -- cost·P (the arguments are for the request's cost)
+  if cost == 0 then cw, cr = 0, 0 end
+  local nw, nr = add(uw, ur, cw, cr, l.n)  -- needed = used + cost·P
+  local d = {limit = l.n, period = l.p, delay = 0}
+  d.allowed = cost == 0 or not less(l.cap_w, l.cap_r, nw, nr)  -- cost 0: even after a step back
+  local aw, ar = uw, ur  -- used_after
+  if d.allowed then aw, ar = nw, nr end
+  d.remaining = 0
+  if less(aw, ar, l.cap_w, l.cap_r) then
+    local xw, xr = sub(l.cap_w, l.cap_r, aw, ar, l.n)
+    d.remaining = muldiv(xw, l.n, xr, l.p)  -- ⌊(capacity − used_after) / P⌋
+  end
+  d.reset_after = ceil_pair(aw, ar)
+  if d.allowed then
+    d.retry_after = 0
+    if shape then d.delay = ceil_pair(uw, ur) end
+  elseif cost > l.b then
+    d.retry_after = NEVER
+  else
+    local xw, xr = sub(nw, nr, l.cap_w, l.cap_r, l.n)
+    d.retry_after = ceil_pair(xw, xr)  -- ⌈(needed − capacity) / N⌉
+  end
+  return d
+end
+
+local function commit(s, l, now, cost)
+  if cost == 0 then return end
+  local bw, br = now, 0
+  if less(now, 0, s.w, s.r) then bw, br = s.w, s.r end
+  s.w, s.r = add(bw, br, l.cost_w, l.cost_r, l.n)
+  if s.w >= TWO53 then fail('arithmetic overflow') end
+end
+
+local function expires_at(s, l)
+  return ceil_pair(s.w, s.r)
+end
+
+local function save(key, s, l, now)
+  redis.call('SET', key, int(s.w) .. ' ' .. int(s.r), 'PX', ttl_ms(expires_at(s, l), now))
+end

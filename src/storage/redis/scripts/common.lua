@@ -1,0 +1,88 @@
+-- floodgate: the part every script shares (the build prepends it to the algorithm's file and
+-- appends decide.lua). The algorithm files mirror src/algorithms/*.cpp line for line; decide.lua
+-- mirrors MemoryStorage's `decide` (src/storage/memory/memory_storage.cpp).
+--
+-- KEYS[i]  the state of limit i (all keys hash-tag the user's key: one cluster slot).
+-- ARGV[1]  now in µs since the epoch, or '' for the server's TIME (the default clock).
+-- ARGV[2]  cost (0 ≤ cost ≤ 2^53);  ARGV[3] '1' hit / '0' test;  ARGV[4] '1' shape / '0'.
+-- ARGV[5]  ms added to every TTL: 0 with the server clock (TTLs are then exact); with a client
+--          clock, a margin for a caller whose clock runs slower than Redis's (replay).
+-- ARGV[6…] F arguments per limit (the algorithm's read_limit says which).
+-- Reply: {allowed 1/0, limit, period, remaining, reset_after, retry_after (-1 = never), delay}.
+--
+-- Numbers: Lua numbers are doubles, exact for integers up to 2^53. Every value here is an integer
+-- kept below 2^53; a product that may not be is formed with muldiv (exact, 53 × 53 bits); the
+-- C++ side refuses limits whose values cannot stay below it. State is stored as decimal integers
+-- written with '%.0f' (tostring would round to 14 digits).
+local TWO53 = 9007199254740992
+local NEVER = -1
+
+local function fail(msg) error('floodgate: ' .. msg, 0) end
+
+local function int(x) return string.format('%.0f', x) end
+
+-- The integers of a stored value, exactly `n` of them, or an error (the key holds something else).
+local function fields(v, n, key)
+  local out = {}
+  for f in string.gmatch(v, '%S+') do
+    if not string.find(f, '^%-?%d+$') then fail('key ' .. key .. ' holds a value floodgate did not write') end
+    out[#out + 1] = tonumber(f)
+  end
+  if #out ~= n then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  return out
+end
+
+local function now_micros()
+  if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- ⌊a / b⌋ for a ≥ 0, b > 0 (math.fmod is exact; '%' is not).
+local function div(a, b) return (a - math.fmod(a, b)) / b end
+
+-- (a + b) mod m and the carry, for 0 ≤ a, b < m ≤ 2^53, without forming a + b.
+local function addmod(a, b, m)
+  if a >= m - b then return a - (m - b), 1 end
+  return a + b, 0
+end
+
+-- q, r with a·b + c = q·d + r and 0 ≤ r < d, for integers 0 ≤ a, b, c < 2^53 and 0 < d ≤ 2^53:
+-- exact (the C++ uses 128-bit integers). An error if q ≥ 2^53.
+local function muldiv(a, b, c, d)
+  local p = a * b
+  if p < TWO53 and p <= TWO53 - c then
+    local s = p + c
+    local r = math.fmod(s, d)
+    return (s - r) / d, r
+  end
+  local ra = math.fmod(a, d)
+  local qa = (a - ra) / d
+  if qa * b >= TWO53 then fail('arithmetic overflow') end
+  local r = math.fmod(c, d)
+  local q = (c - r) / d + qa * b
+  local pq, pr = 0, ra  -- ra·2^i = pq·d + pr
+  local bb = b
+  while bb > 0 do
+    local bit = math.fmod(bb, 2)
+    bb = (bb - bit) / 2
+    local carry
+    if bit == 1 then
+      r, carry = addmod(r, pr, d)
+      q = q + pq + carry
+    end
+    if bb > 0 then
+      pr, carry = addmod(pr, pr, d)
+      pq = pq + pq + carry
+    end
+  end
+  if q >= TWO53 then fail('arithmetic overflow') end
+  return q, r
+end
+
+-- A TTL in ms for a state that equals "absent" from `expires_at` on (never less than 1 ms).
+local function ttl_ms(expires_at, now)
+  local ms = div(expires_at - now + 999, 1000)
+  if ms < 1 then ms = 1 end
+  return ms + tonumber(ARGV[5])
+end

@@ -1,0 +1,67 @@
+-- Fixed window, clock-aligned: mirrors src/algorithms/fixed_window.cpp (namespace fixed_window).
+-- State: "start count" (a string); absent = {start = 0, count = 0}.
+-- Per limit ARGV: amount, period.
+local F = 2
+
+local function read_limit(b)
+  return {amount = tonumber(ARGV[b + 1]), period = tonumber(ARGV[b + 2])}
+end
+
+local function load(key, l)
+  local v = redis.call('GET', key)
+  if not v then return {start = 0, count = 0} end
+  local f = fields(v, 2, key)
+  return {start = f[1], count = f[2]}
+end
+
+-- window_start(t, P) for t ≥ 0
+local function window_start(t, period) return t - math.fmod(t, period) end
+
+-- The window the key is in at `now`: the clock's, or the stored one if the clock stepped back
+-- into an earlier window (no time is taken to have passed).
+local function current_start(s, l, now)
+  local start = window_start(now, l.period)
+  if s.count > 0 and s.start > start then return s.start end
+  return start
+end
+
+local function evaluate(s, l, now, cost, shape)
+  local start = current_start(s, l, now)
+  local finish = start + l.period
+  local count = 0
+  if s.count > 0 and s.start == start then count = s.count end
+  local d = {limit = l.amount, period = l.period, delay = 0}
+  d.allowed = cost <= l.amount - count
+  local after = count
+  if d.allowed then after = count + cost end
+  d.remaining = l.amount - after
+  d.reset_after = 0
+  if after > 0 then d.reset_after = finish - now end
+  if d.allowed then
+    d.retry_after = 0
+  elseif cost > l.amount then
+    d.retry_after = NEVER
+  else
+    d.retry_after = finish - now
+  end
+  return d
+end
+
+local function commit(s, l, now, cost)
+  if cost == 0 then return end
+  local start = current_start(s, l, now)
+  if s.count == 0 or s.start ~= start then
+    s.start = start
+    s.count = 0
+  end
+  s.count = s.count + cost
+end
+
+local function expires_at(s, l)
+  if s.count == 0 then return 0 end
+  return s.start + l.period
+end
+
+local function save(key, s, l, now)
+  redis.call('SET', key, int(s.start) .. ' ' .. int(s.count), 'PX', ttl_ms(expires_at(s, l), now))
+end

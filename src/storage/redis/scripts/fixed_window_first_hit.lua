@@ -1,0 +1,62 @@
+-- Fixed window anchored at the first admitted request: mirrors src/algorithms/fixed_window.cpp
+-- (namespace fixed_window_first_hit).
+-- State: "start count" (a string); absent = {start = 0, count = 0}.
+-- Per limit ARGV: amount, period.
+local F = 2
+
+local function read_limit(b)
+  return {amount = tonumber(ARGV[b + 1]), period = tonumber(ARGV[b + 2])}
+end
+
+local function load(key, l)
+  local v = redis.call('GET', key)
+  if not v then return {start = 0, count = 0} end
+  local f = fields(v, 2, key)
+  return {start = f[1], count = f[2]}
+end
+
+local function open_at(s, l, now)
+  return s.count > 0 and now < s.start + l.period
+end
+
+local function evaluate(s, l, now, cost, shape)
+  local open = open_at(s, l, now)
+  local count = 0
+  if open then count = s.count end
+  local d = {limit = l.amount, period = l.period, delay = 0}
+  d.allowed = cost <= l.amount - count
+  local after = count
+  if d.allowed then after = count + cost end
+  -- The window the key is in after this decision, if any.
+  local finish = now + l.period
+  if open then finish = s.start + l.period end
+  d.remaining = l.amount - after
+  d.reset_after = 0
+  if after > 0 then d.reset_after = finish - now end
+  if d.allowed then
+    d.retry_after = 0
+  elseif cost > l.amount then
+    d.retry_after = NEVER
+  else
+    d.retry_after = finish - now  -- denied with cost ≤ amount implies an open window
+  end
+  return d
+end
+
+local function commit(s, l, now, cost)
+  if cost == 0 then return end
+  if not open_at(s, l, now) then
+    s.start = now
+    s.count = 0
+  end
+  s.count = s.count + cost
+end
+
+local function expires_at(s, l)
+  if s.count == 0 then return 0 end
+  return s.start + l.period
+end
+
+local function save(key, s, l, now)
+  redis.call('SET', key, int(s.start) .. ' ' .. int(s.count), 'PX', ttl_ms(expires_at(s, l), now))
+end

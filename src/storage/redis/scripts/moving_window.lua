@@ -1,0 +1,152 @@
+-- Moving window, the exact log: mirrors src/algorithms/moving_window.cpp.
+-- State: a list; element 0 is `total` (the sum of the log's counts), then the log oldest first,
+-- one element "at count" per instant (units admitted at one instant are merged, so a cost of
+-- 100,000 is one element). Read in chunks of CHUNK with LRANGE: nothing is unpacked.
+-- Per limit ARGV: amount, period.
+local F = 2
+local CHUNK = 128
+
+local function read_limit(b)
+  return {amount = tonumber(ARGV[b + 1]), period = tonumber(ARGV[b + 2])}
+end
+
+local function entry(key, v)
+  local f = fields(v, 2, key)
+  if f[2] < 1 then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  return f[1], f[2]
+end
+
+local function load(key, l)
+  local s = {key = key, total = 0, size = 0}
+  local head = redis.call('LINDEX', key, 0)  -- WRONGTYPE for a key that is not a list
+  if head then
+    s.total = fields(head, 1, key)[1]
+    s.size = redis.call('LLEN', key) - 1
+    if s.size < 1 then fail('key ' .. key .. ' holds a value floodgate did not write') end
+    s.back_at, s.back_count = entry(key, redis.call('LINDEX', key, -1))
+  end
+  return s
+end
+
+-- Units in the window at `now`: the total less the entries that have left it (oldest first).
+-- Remembers how many entries have left (`gone`) for commit; `now` is one value per script.
+local function in_window(s, l, now)
+  if s.in_window then return s.in_window end
+  local n, gone, i = s.total, 0, 1
+  local done = false
+  while not done and i <= s.size do
+    local chunk = redis.call('LRANGE', s.key, i, i + CHUNK - 1)
+    for _, v in ipairs(chunk) do
+      local at, count = entry(s.key, v)
+      if at >= now - l.period then
+        done = true
+        break
+      end
+      n = n - count
+      gone = gone + 1
+    end
+    i = i + CHUNK
+  end
+  s.in_window, s.gone = n, gone
+  return n
+end
+
+-- The time of the k-th most recent admitted unit, 1 ≤ k ≤ `count` units in the window: walks from
+-- whichever end of the window is nearer.
+local function kth_most_recent(s, k, count)
+  local seen = 0
+  if k <= div(count, 2) then
+    local off = 0
+    while off < s.size do
+      local first = -(off + CHUNK)
+      if first < -s.size then first = -s.size end
+      local chunk = redis.call('LRANGE', s.key, first, -(off + 1))
+      for j = #chunk, 1, -1 do
+        local at, c = entry(s.key, chunk[j])
+        seen = seen + c
+        if seen >= k then return at end
+      end
+      off = off + CHUNK
+    end
+  else
+    -- The k-th most recent is the (count − k + 1)-th oldest of the window's units; the units
+    -- before the window come first in the log.
+    local target = s.total - count + (count - k + 1)
+    local i = 1
+    while i <= s.size do
+      local chunk = redis.call('LRANGE', s.key, i, i + CHUNK - 1)
+      for _, v in ipairs(chunk) do
+        local at, c = entry(s.key, v)
+        seen = seen + c
+        if seen >= target then return at end
+      end
+      i = i + CHUNK
+    end
+  end
+  if s.size == 0 then return 0 end
+  return s.back_at
+end
+
+local function evaluate(s, l, now, cost, shape)
+  local count = in_window(s, l, now)
+  local d = {limit = l.amount, period = l.period, delay = 0}
+  d.allowed = cost == 0 or cost <= l.amount - count  -- cost 0: even after a clock step back
+  local after = count
+  if d.allowed then after = count + cost end
+  d.remaining = l.amount - after
+  if d.remaining < 0 then d.remaining = 0 end
+  -- The newest unit stops counting one microsecond after it is P old.
+  if d.allowed and cost > 0 then
+    local newest = now
+    if s.size > 0 and s.back_at > now then newest = s.back_at end
+    d.reset_after = newest + l.period + 1 - now
+  elseif count > 0 then
+    d.reset_after = s.back_at + l.period + 1 - now
+  else
+    d.reset_after = 0
+  end
+  if d.allowed then
+    d.retry_after = 0
+  elseif cost > l.amount then
+    d.retry_after = NEVER
+  else
+    -- Room for `cost` units once the (N − c + 1)-th most recent unit has left the window.
+    local e = kth_most_recent(s, l.amount - cost + 1, count)
+    d.retry_after = e + l.period + 1 - now
+  end
+  return d
+end
+
+-- Appends the request and drops entries older than the period (in_window counted them).
+local function commit(s, l, now, cost)
+  if cost == 0 then return end
+  local count = in_window(s, l, now)
+  s.total = count + cost
+  s.left = s.size - s.gone  -- entries that stay
+  if s.left > 0 and s.back_at >= now then
+    s.back_count = s.back_count + cost  -- same instant (or a clock that stepped back): merge
+    s.merged = true
+  else
+    s.back_at, s.back_count = now, cost
+    s.merged = false
+  end
+end
+
+local function expires_at(s, l)
+  if s.total == 0 then return 0 end
+  return s.back_at + l.period + 1
+end
+
+local function save(key, s, l, now)
+  if s.size > 0 then
+    redis.call('LTRIM', key, s.gone + 1, -1)  -- drops the total and the entries that have left
+  end
+  local last = int(s.back_at) .. ' ' .. int(s.back_count)
+  if s.merged then
+    redis.call('LSET', key, -1, last)
+  else
+    redis.call('RPUSH', key, last)
+  end
+  redis.call('LPUSH', key, int(s.total))
+  redis.call('PEXPIRE', key, ttl_ms(expires_at(s, l), now))
+end
