@@ -1,0 +1,226 @@
+// The Redis storage's protocol logic without a server: slots, redirects, the CLUSTER SLOTS reply
+// (fed to hiredis's reader as raw RESP), URLs, key names, policy checks, the breaker.
+#include <hiredis/hiredis.h>
+
+#include <gtest/gtest.h>
+
+#include "floodgate/policy.hpp"
+#include "storage/redis/node.hpp"
+#include "storage/redis/protocol.hpp"
+
+namespace floodgate::redis {
+namespace {
+
+TEST(RedisSlots, Crc16MatchesTheClusterSpec) {
+  EXPECT_EQ(crc16("123456789"), 0x31C3);  // the reference value in the Redis Cluster spec
+}
+
+TEST(RedisSlots, KeySlotFollowsHashTags) {
+  EXPECT_EQ(key_slot("foo"), 12182);
+  EXPECT_EQ(key_slot("{user1000}.following"), key_slot("{user1000}.followers"));
+  EXPECT_EQ(key_slot("{user1000}.following"), key_slot("user1000"));
+  EXPECT_EQ(key_slot("foo{}{bar}"), crc16("foo{}{bar}") % 16384);  // empty tag: whole key
+  EXPECT_EQ(key_slot("foo{{bar}}zap"), key_slot("{bar"));
+  EXPECT_EQ(key_slot("foo{bar}{zap}"), key_slot("bar"));
+}
+
+TEST(RedisKeys, AllLimitsOfAKeyShareASlotEvenForOddKeys) {
+  for (const std::string key : {"", "}", "}}x", "\x01", "{", "a}b", "user-42", "{x}"}) {
+    const int slot = key_slot(state_key("p:", key, 7, 0));
+    for (std::size_t i = 1; i < 16; ++i) EXPECT_EQ(key_slot(state_key("p:", key, 7, i)), slot) << key;
+  }
+  EXPECT_EQ(state_key("p:", "user-42", 0xabc, 2), "p:{user-42}:0000000000000abc:2");
+  // One-to-one: escaped keys do not meet unescaped ones.
+  EXPECT_NE(state_key("p:", "}", 1, 0), state_key("p:", "\x01}", 1, 0));
+  EXPECT_NE(state_key("p:", "", 1, 0), state_key("p:", "\x01", 1, 0));
+}
+
+TEST(RedisKeys, PolicyHashIsStableAndChangesWithTheLimits) {
+  auto a = Policy::make("api", Strategy::kGcra, "10/second").value();
+  auto b = Policy::make("api", Strategy::kGcra, "10/second").value();
+  auto c = Policy::make("api", Strategy::kGcra, "11/second").value();
+  EXPECT_EQ(policy_hash(a), policy_hash(b));
+  EXPECT_NE(policy_hash(a), policy_hash(c));
+}
+
+TEST(RedisRedirect, ParsesMovedAndAsk) {
+  auto m = parse_redirect("MOVED 3999 127.0.0.1:6381");
+  ASSERT_TRUE(m);
+  EXPECT_FALSE(m->ask);
+  EXPECT_EQ(m->slot, 3999);
+  EXPECT_EQ(m->target.host, "127.0.0.1");
+  EXPECT_EQ(m->target.port, 6381);
+  auto a = parse_redirect("ASK 12 [::1]:7000");
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->ask);
+  EXPECT_EQ(a->target.host, "::1");
+  EXPECT_EQ(a->target.port, 7000);
+  EXPECT_FALSE(parse_redirect("NOSCRIPT No matching script"));
+  EXPECT_FALSE(parse_redirect("MOVED x 1.2.3.4:5"));
+  EXPECT_FALSE(parse_redirect("MOVED 16384 1.2.3.4:5"));
+  EXPECT_FALSE(parse_redirect("MOVED 1 1.2.3.4"));
+}
+
+redisReply* read_resp(const std::string& resp) {
+  redisReader* reader = redisReaderCreate();
+  redisReaderFeed(reader, resp.data(), resp.size());
+  void* reply = nullptr;
+  EXPECT_EQ(redisReaderGetReply(reader, &reply), REDIS_OK);
+  redisReaderFree(reader);
+  return static_cast<redisReply*>(reply);
+}
+
+TEST(RedisClusterSlots, ParsesTheReply) {
+  const std::string resp =
+      "*2\r\n"
+      "*3\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$4\r\nnode\r\n"
+      "*4\r\n:5461\r\n:16383\r\n*3\r\n$0\r\n\r\n:7001\r\n$2\r\nid\r\n*2\r\n$9\r\n127.0.0.1\r\n:7002\r\n";
+  redisReply* r = read_resp(resp);
+  ASSERT_NE(r, nullptr);
+  auto ranges = parse_cluster_slots(r, "10.0.0.9");
+  freeReplyObject(r);
+  ASSERT_TRUE(ranges.ok()) << ranges.status();
+  ASSERT_EQ(ranges->size(), 2u);
+  EXPECT_EQ((*ranges)[0].first, 0);
+  EXPECT_EQ((*ranges)[0].last, 5460);
+  EXPECT_EQ((*ranges)[0].master.name(), "127.0.0.1:7000");
+  EXPECT_EQ((*ranges)[1].master.name(), "10.0.0.9:7001");  // empty host: the node asked
+}
+
+TEST(RedisClusterSlots, RejectsMalformedReplies) {
+  redisReply* r = read_resp("*1\r\n*2\r\n:0\r\n:5\r\n");
+  EXPECT_FALSE(parse_cluster_slots(r, "h").ok());
+  freeReplyObject(r);
+  r = read_resp("-ERR This instance has cluster support disabled\r\n");
+  EXPECT_FALSE(parse_cluster_slots(r, "h").ok());
+  freeReplyObject(r);
+}
+
+TEST(RedisDecisionReply, ParsesSevenIntegersAndNever) {
+  redisReply* r = read_resp("*7\r\n:0\r\n:10\r\n:60000000\r\n:0\r\n:5\r\n:-1\r\n:0\r\n");
+  auto d = parse_decision(r);
+  freeReplyObject(r);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->limit, 10);
+  EXPECT_EQ(d->retry_after, kNever);
+  r = read_resp("*2\r\n:0\r\n:1\r\n");
+  EXPECT_FALSE(parse_decision(r).ok());
+  freeReplyObject(r);
+}
+
+absl::StatusOr<RedisOptions> parse(const std::string& url) {
+  auto u = parse_storage_url(url);
+  if (!u.ok()) return u.status();
+  auto o = parse_redis_url(*u);
+  if (!o) return absl::NotFoundError("not redis");
+  return *o;
+}
+
+TEST(RedisUrl, ParsesTheThreeSchemesAndOptions) {
+  auto o = parse("redis://user:secret@db.example:6380/3?timeout_ms=20&pool=4&prefix=rl:&clock=client");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->cluster);
+  EXPECT_EQ(o->seeds.at(0).name(), "db.example:6380");
+  EXPECT_EQ(o->user, "user");
+  EXPECT_EQ(o->password, "secret");
+  EXPECT_EQ(o->db, 3);
+  EXPECT_EQ(o->timeout.count(), 20);
+  EXPECT_EQ(o->pool, 4u);
+  EXPECT_EQ(o->prefix, "rl:");
+  EXPECT_TRUE(o->client_clock);
+
+  o = parse("redis://localhost");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->seeds.at(0).port, 6379);
+  EXPECT_EQ(o->timeout.count(), 50);  // tens of ms, not seconds
+  EXPECT_FALSE(o->client_clock);
+
+  o = parse("redis+unix:///run/redis.sock?pool=2");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->seeds.at(0).unix_path, "/run/redis.sock");
+
+  o = parse("redis-cluster://a:7000,b:7001,[::1]:7002");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->cluster);
+  ASSERT_EQ(o->seeds.size(), 3u);
+  EXPECT_EQ(o->seeds[2].host, "::1");
+
+  EXPECT_EQ(parse("memory://").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(RedisUrl, RejectsBadOptionsWithoutQuotingThePassword) {
+  for (const std::string bad :
+       {"redis://h:0", "redis://h:x", "redis://h?timeout_ms=0", "redis://h?pool=-1",
+        "redis://h?clock=sundial", "redis://h?prefix=a{b", "redis://h?colour=blue",
+        "redis://h/notadb", "redis-cluster://a:1/2", "redis://a:1,b:2", "redis+unix://host/x"}) {
+    auto o = parse(bad);
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  auto o = parse("redis://u:hunter2@h?pool=0");
+  EXPECT_EQ(o.status().message().find("hunter2"), std::string::npos) << o.status();
+}
+
+TEST(RedisPolicyCheck, RejectsWhatDoublesCannotHoldNamingTheLimit) {
+  auto ok = Policy::make("p", Strategy::kGcra, "9007199254740992/second").value();
+  EXPECT_TRUE(check_policy(ok).ok());
+  auto slow = Policy::make("slow", Strategy::kTokenBucket, "1 per 50 years").value();
+  EXPECT_TRUE(check_policy(slow).ok());  // 50 years: below 2^51 µs
+  auto huge = Policy::make("huge", Strategy::kTokenBucket, "1/year burst 1000").value();
+  const absl::Status s = check_policy(huge);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("1/year burst 1000"), std::string::npos) << s;
+  auto long_period = Policy::make("w", Strategy::kFixedWindow, "1 per 100 years").value();
+  EXPECT_EQ(check_policy(long_period).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RedisScriptArgs, SplitsBucketProductsExactly) {
+  // 3 per second burst 5: capacity·P = 5,000,000 = 1,666,666·3 + 2; cost 2: 2,000,000 = 666,666·3 + 2
+  auto p = Policy::make("p", Strategy::kGcra, "3/second burst 5").value();
+  std::vector<std::string> args;
+  script_args(p, 2, true, 42, 0, args);
+  const std::vector<std::string> want{"42", "2", "1", "0", "0", "3", "1000000",
+                                      "5", "1666666", "2", "666666", "2"};
+  EXPECT_EQ(args, want);
+  args.clear();
+  script_args(p, 6, false, std::nullopt, 0, args);  // above the capacity: cap_w + 1, 0
+  EXPECT_EQ(args[0], "");
+  EXPECT_EQ(args[10], "1666667");
+  EXPECT_EQ(args[11], "0");
+}
+
+TEST(RedisBreaker, OpensAfterConsecutiveFailuresAndClosesOnSuccess) {
+  using namespace std::chrono_literals;
+  Breaker b(3, 500ms, 10ms, 1000ms);
+  const SteadyTime t0{};
+  EXPECT_TRUE(b.allows_call(t0));
+  b.on_failure(t0);
+  b.on_failure(t0);
+  EXPECT_TRUE(b.allows_call(t0));
+  b.on_failure(t0);
+  EXPECT_FALSE(b.allows_call(t0 + 499ms));
+  EXPECT_TRUE(b.allows_call(t0 + 500ms));  // half open: a trial goes through
+  b.on_failure(t0 + 500ms);                // and fails: open again
+  EXPECT_FALSE(b.allows_call(t0 + 900ms));
+  b.on_success();
+  b.on_failure(t0 + 2000ms);
+  EXPECT_TRUE(b.allows_call(t0 + 2000ms));  // the count started over
+}
+
+TEST(RedisBreaker, ReconnectBackoffDoublesWithJitterUpToTheMaximum) {
+  using namespace std::chrono_literals;
+  Breaker b(1000, 500ms, 10ms, 80ms);
+  SteadyTime t{};
+  for (int i = 0; i < 8; ++i) {
+    b.on_connect_failure(t);
+    const long long nominal = std::min<long long>(80, 10LL << i);
+    EXPECT_FALSE(b.allows_connect(t + std::chrono::milliseconds(nominal * 3 / 4 - 1))) << i;
+    EXPECT_TRUE(b.allows_connect(t + std::chrono::milliseconds(nominal * 5 / 4 + 1))) << i;
+  }
+  b.on_connect_success();
+  b.on_connect_failure(t);
+  EXPECT_TRUE(b.allows_connect(t + 13ms));  // back to the minimum
+}
+
+}  // namespace
+}  // namespace floodgate::redis

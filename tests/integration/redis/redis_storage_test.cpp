@@ -1,0 +1,587 @@
+// The Redis storage against a real redis-server (the redis_single fixture, plus private servers
+// that a test kills or starves): conformance, seeded random traces against the memory store,
+// errors, NOSCRIPT, TTLs, concurrency, failure modes.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "conformance_support.hpp"
+#include "floodgate/limiter.hpp"
+#include "floodgate/memory_storage.hpp"
+#include "test_support.hpp"
+
+namespace floodgate::redis {
+namespace {
+
+using namespace floodgate::redis::testing;
+
+std::string describe(const Decision& d) {
+  return fmt::format("allowed={} limit={} period={} remaining={} reset_after={} retry_after={} "
+                     "delay={}",
+                     d.allowed, d.limit, d.period, d.remaining, d.reset_after, d.retry_after,
+                     d.delay);
+}
+
+bool same(const Decision& a, const Decision& b) {
+  return a.allowed == b.allowed && a.limit == b.limit && a.period == b.period &&
+         a.remaining == b.remaining && a.reset_after == b.reset_after &&
+         a.retry_after == b.retry_after && a.delay == b.delay && a.degraded == b.degraded;
+}
+
+// ---- conformance: memory and Redis give byte-identical replay output -------------------------
+class RedisConformance : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RedisConformance, SameOutputAsMemory) {
+  const Case& c = GetParam();
+  MemoryStorage memory;
+  const std::string expected = replay_through(c, memory);
+  auto redis = open_url(single_url("clock=client&prefix=" + unique_prefix(c.name)));
+  ASSERT_NE(redis, nullptr);
+  EXPECT_EQ(replay_through(c, *redis), expected);
+}
+
+TEST_P(RedisConformance, BinaryReplayThroughRedisMatchesMemory) {
+  const Case& c = GetParam();
+  MemoryStorage memory;
+  const std::string expected = replay_through(c, memory);
+  const std::string url = single_url("clock=client&prefix=" + unique_prefix(c.name + "-cli"));
+  const std::string cmd = std::string(FLOODGATE_BINARY) + " replay --strategy '" + c.strategy +
+                          "' --limit '" + c.limit + "' " + c.flags + " --name conformance" +
+                          " --storage '" + url + "' < '" + FLOODGATE_CONFORMANCE_DIR + "/" +
+                          c.name + ".trace.jsonl'";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(pipe), 0) << cmd;
+  EXPECT_EQ(out, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, RedisConformance, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+// ---- seeded random traces: every field of every decision equals the memory store's ----------
+struct RandomPolicy {
+  Policy policy;
+  Micros min_period;
+};
+
+Limit random_limit(std::mt19937_64& rng, bool bucket) {
+  while (true) {
+    std::int64_t amount;
+    Micros period;
+    switch (rng() % 4) {
+      case 0:  // small and common
+        amount = 1 + static_cast<std::int64_t>(rng() % 20);
+        period = std::array<Micros, 5>{1'000'000, 2'000'000, 60'000'000, 3'600'000'000, 1'000}[rng() % 5];
+        break;
+      case 1:  // odd periods: T = P/N not whole
+        amount = 1 + static_cast<std::int64_t>(rng() % 1000);
+        period = 1 + static_cast<Micros>(rng() % 10'000'000);
+        break;
+      case 2:  // rates finer than the clock
+        amount = 1 + static_cast<std::int64_t>(rng() % (std::int64_t{1} << 40));
+        period = 1 + static_cast<Micros>(rng() % 5'000'000);
+        break;
+      default:  // the edges: amounts up to 2^53
+        amount = 1 + static_cast<std::int64_t>(rng() % kMaxAmount);
+        period = 1 + static_cast<Micros>(rng() % (Micros{1} << 36));
+        break;
+    }
+    std::int64_t burst = 0;
+    if (bucket && rng() % 2 == 0) {
+      burst = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(
+                                                        std::min<std::int64_t>(kMaxAmount, amount * 2)));
+    }
+    auto l = Limit::make(amount, period, burst);
+    if (l.ok()) return *l;
+  }
+}
+
+RandomPolicy random_policy(std::mt19937_64& rng, int seed) {
+  while (true) {
+    const int kind = static_cast<int>(rng() % 8);
+    PolicyOptions o;
+    Strategy s = Strategy::kFixedWindow;
+    switch (kind) {
+      case 0: s = Strategy::kFixedWindow; break;
+      case 1: s = Strategy::kFixedWindow; o.anchor = Anchor::kFirstHit; break;
+      case 2: s = Strategy::kMovingWindow; break;
+      case 3: s = Strategy::kSlidingWindowCounter; break;
+      case 4: s = Strategy::kTokenBucket; break;
+      case 5: s = Strategy::kLeakyBucket; break;
+      case 6: s = Strategy::kLeakyBucket; o.shape = true; break;
+      default: s = Strategy::kGcra; break;
+    }
+    const std::size_t k = 1 + rng() % 3;
+    std::vector<Limit> limits;
+    Micros min_period = kMaxPeriod;
+    for (std::size_t i = 0; i < k; ++i) {
+      limits.push_back(random_limit(rng, uses_burst(s)));
+      min_period = std::min(min_period, limits.back().period);
+    }
+    auto p = Policy::make("random-" + std::to_string(seed), s, limits, o);
+    if (!p.ok() || !check_policy(*p).ok()) continue;
+    return {*p, min_period};
+  }
+}
+
+TEST(RedisRandomTraces, ThousandTracesAgreeWithMemoryField_ForField) {
+  auto redis = open_url(single_url("clock=client&pool=1&prefix=" + unique_prefix("random")));
+  ASSERT_NE(redis, nullptr);
+  int requests = 0;
+  for (int seed = 0; seed < 1000; ++seed) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(seed) * 7919 + 17);
+    const RandomPolicy rp = random_policy(rng, seed);
+    MemoryStorage memory;
+    std::int64_t min_capacity = kMaxAmount;
+    for (const Limit& l : rp.policy.limits()) {
+      min_capacity = std::min(min_capacity, uses_burst(rp.policy.strategy()) ? l.capacity() : l.amount);
+    }
+    Micros now = 1'700'000'000'000'000 + static_cast<Micros>(rng() % 1'000'000'000'000);
+    for (int i = 0; i < 40; ++i) {
+      switch (rng() % 10) {
+        case 0: break;                                                               // same instant
+        case 1: now = std::max<Micros>(0, now - static_cast<Micros>(rng() % (rp.min_period / 2 + 1))); break;
+        case 2: now += static_cast<Micros>(rng() % (rp.min_period * 3 + 1)); break;
+        default: now += 1 + static_cast<Micros>(rng() % (rp.min_period / 4 + 1)); break;
+      }
+      std::int64_t cost = 1;
+      switch (rng() % 20) {
+        case 0: case 1: cost = 0; break;
+        case 2: case 3: case 4: cost = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(min_capacity)); break;
+        case 5: cost = std::min(kMaxAmount, min_capacity + 1); break;
+        case 6: cost = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(kMaxAmount + 1)); break;
+        default: break;
+      }
+      const std::string key = (rng() % 3 == 0) ? "b" : "a";
+      const Effect effect = rng() % 7 == 0 ? Effect::kTest : Effect::kHit;
+      const auto want = memory.apply(rp.policy, key, cost, effect, now);
+      const auto got = redis->apply(rp.policy, key, cost, effect, now);
+      ++requests;
+      if (getenv("FG_DEBUG_SEED") && std::atoi(getenv("FG_DEBUG_SEED")) == seed) {
+        fprintf(stderr, "%d key %s cost %lld t %lld %s\n  mem %s\n  red %s\n", i, key.c_str(),
+                (long long)cost, (long long)now, effect == Effect::kTest ? "test" : "hit",
+                describe(*want).c_str(), got.ok() ? describe(*got).c_str() : "error");
+      }
+      ASSERT_TRUE(want.ok());
+      ASSERT_TRUE(got.ok()) << got.status() << " seed " << seed << " " << rp.policy.describe();
+      ASSERT_TRUE(same(*want, *got))
+          << "seed " << seed << " request " << i << " " << rp.policy.describe() << " key " << key
+          << " cost " << cost << " t " << now << (effect == Effect::kTest ? " test" : " hit")
+          << "\n memory: " << describe(*want) << "\n redis:  " << describe(*got);
+    }
+  }
+  RecordProperty("requests", requests);
+}
+
+// ---- the same through apply_batch (pipelined) ------------------------------------------------
+TEST(RedisBatch, PipelinedBatchEqualsMemoryInOrder) {
+  auto redis = open_url(single_url("clock=client&prefix=" + unique_prefix("batch")));
+  ASSERT_NE(redis, nullptr);
+  MemoryStorage memory;
+  auto gcra = Policy::make("b1", Strategy::kGcra, "5/second").value();
+  auto moving = Policy::make("b2", Strategy::kMovingWindow, "3/second; 7/minute").value();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 50; ++i) keys.push_back("k" + std::to_string(i % 7));
+  std::vector<Storage::BatchItem> items;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    items.push_back({i % 2 ? &gcra : &moving, keys[i], static_cast<std::int64_t>(i % 3),
+                     i % 5 == 4 ? Effect::kTest : Effect::kHit});
+  }
+  for (Micros now : {Micros{1'000'000}, Micros{1'300'000}, Micros{2'500'000}}) {
+    std::vector<absl::StatusOr<Decision>> want(items.size()), got(items.size());
+    memory.apply_batch(items, now, want);
+    redis->apply_batch(items, now, got);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      ASSERT_TRUE(got[i].ok()) << got[i].status();
+      EXPECT_TRUE(same(*want[i], *got[i])) << i << "\n" << describe(*want[i]) << "\n" << describe(*got[i]);
+    }
+  }
+}
+
+// ---- what Redis holds -----------------------------------------------------------------------
+std::vector<Policy> one_policy_per_script() {
+  return {Policy::make("s-fixed", Strategy::kFixedWindow, "10/minute; 100/hour").value(),
+          Policy::make("s-first", Strategy::kFixedWindow, "10/minute",
+                       PolicyOptions{.anchor = Anchor::kFirstHit}).value(),
+          Policy::make("s-moving", Strategy::kMovingWindow, "10/minute; 100/hour").value(),
+          Policy::make("s-sliding", Strategy::kSlidingWindowCounter, "10/minute").value(),
+          Policy::make("s-bucket", Strategy::kTokenBucket, "10/minute; 100/hour").value()};
+}
+
+TEST(RedisKeys, EveryKeyWrittenHasATtlNoLongerThanItsStateLives) {
+  const std::string prefix = unique_prefix("ttl");
+  auto redis = open_url(single_url("prefix=" + prefix));
+  ASSERT_NE(redis, nullptr);
+  Raw raw(single_port());
+  for (const Policy& p : one_policy_per_script()) {
+    ASSERT_TRUE(redis->apply(p, "user", 3, Effect::kHit, 0).ok());
+    for (std::size_t i = 0; i < p.limits().size(); ++i) {
+      const std::string key = state_key(prefix, "user", policy_hash(p), i);
+      const long long ttl = std::stoll(raw.cmd({"PTTL", key}));
+      EXPECT_GT(ttl, 0) << key;
+      // fixed/first-hit/moving/bucket: at most one period (+1 ms rounding); sliding: two
+      EXPECT_LE(ttl, 2 * p.limits()[i].period / 1000 + 1) << key;
+    }
+  }
+}
+
+TEST(RedisKeys, AWrongTypeOrForeignValueIsAnErrorNeverAllowed) {
+  const std::string prefix = unique_prefix("wrongtype");
+  auto redis = open_url(single_url("prefix=" + prefix));
+  ASSERT_NE(redis, nullptr);
+  Raw raw(single_port());
+  Limiter limiter(redis);
+  for (const Policy& base : one_policy_per_script()) {
+    PolicyOptions closed = base.options();
+    closed.fail = FailMode::kClosed;
+    auto p = Policy::make(base.name(), base.strategy(), base.limits(), closed).value();
+    const std::string key = state_key(prefix, "victim", policy_hash(p), 0);
+    for (const std::vector<std::string>& poison :
+         {std::vector<std::string>{"SET", key, "hello"}, {"HSET", key, "f", "v"},
+          {"SADD", key, "m"}, {"RPUSH", key, "not a number"}, {"SET", key, "1 2 3 4"}}) {
+      raw.cmd({"DEL", key});
+      raw.cmd(poison);
+      const auto d = redis->apply(p, "victim", 1, Effect::kHit, 0);
+      ASSERT_FALSE(d.ok()) << p.describe() << " after " << poison[0] << " " << poison.back();
+      EXPECT_EQ(d.status().code(), absl::StatusCode::kInternal) << d.status();
+      const auto via_limiter = limiter.hit(p, "victim");
+      ASSERT_TRUE(via_limiter.ok());
+      EXPECT_TRUE(via_limiter->degraded);
+      EXPECT_FALSE(via_limiter->allowed);
+    }
+    raw.cmd({"DEL", key});
+  }
+  EXPECT_EQ(raw.cmd({"PING"}), "PONG");  // the server is fine
+}
+
+TEST(RedisScripts, NoscriptAfterScriptFlushStillWorks) {
+  auto redis = open_url(single_url("prefix=" + unique_prefix("noscript")));
+  ASSERT_NE(redis, nullptr);
+  Raw raw(single_port());
+  for (const Policy& p : one_policy_per_script()) {
+    for (int i = 0; i < 3; ++i) {
+      raw.cmd({"SCRIPT", "FLUSH"});
+      const auto d = redis->apply(p, "k", 1, Effect::kHit, 0);
+      ASSERT_TRUE(d.ok()) << d.status();
+      EXPECT_TRUE(d->allowed);
+      EXPECT_EQ(d->remaining, p.limits()[0].amount - 1 - i);
+    }
+  }
+  EXPECT_GE(redis->noscript_retries(), 1u);  // (another test may have loaded them in between)
+}
+
+TEST(RedisScripts, MultiLimitIsAtomicADeniedRequestChargesNoLimit) {
+  auto redis = open_url(single_url("clock=client&prefix=" + unique_prefix("multi")));
+  ASSERT_NE(redis, nullptr);
+  auto p = Policy::make("m", Strategy::kFixedWindow, "2/second; 10/minute").value();
+  EXPECT_TRUE(redis->apply(p, "u", 1, Effect::kHit, 0)->allowed);
+  EXPECT_TRUE(redis->apply(p, "u", 1, Effect::kHit, 200'000)->allowed);
+  const auto denied = redis->apply(p, "u", 1, Effect::kHit, 500'000);
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->retry_after, 500'000);
+  const auto next = redis->apply(p, "u", 1, Effect::kHit, 1'000'000);
+  EXPECT_TRUE(next->allowed);
+  EXPECT_EQ(next->remaining, 1);  // min(1, 10 - 3): the denial charged neither limit
+  const auto stats = redis->apply(p, "u", 0, Effect::kTest, 1'000'000);
+  auto only_minute = Policy::make("m", Strategy::kFixedWindow, "10/minute").value();
+  (void)only_minute;
+  EXPECT_EQ(stats->remaining, 1);
+}
+
+TEST(RedisScripts, MovingWindowCostOfOneHundredThousandAndALongLog) {
+  auto redis = open_url(single_url("clock=client&prefix=" + unique_prefix("moving")));
+  ASSERT_NE(redis, nullptr);
+  MemoryStorage memory;
+  auto p = Policy::make("mw", Strategy::kMovingWindow, "300000/minute").value();
+  Micros now = 1'000'000'000;
+  auto check = [&](std::int64_t cost) {
+    const auto want = memory.apply(p, "k", cost, Effect::kHit, now);
+    const auto got = redis->apply(p, "k", cost, Effect::kHit, now);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_TRUE(same(*want, *got)) << describe(*want) << "\n" << describe(*got);
+  };
+  check(100'000);
+  check(100'000);
+  now += 1;
+  check(100'000);  // denied? 200000 + 100000 = 300000: allowed
+  check(1);        // denied
+  // 2,000 distinct instants: a log longer than one LRANGE chunk, walked from both ends.
+  auto q = Policy::make("mw2", Strategy::kMovingWindow, "3000/second").value();
+  for (int i = 0; i < 2000; ++i) {
+    now += 300;
+    const auto want = memory.apply(q, "log", 1 + i % 2, Effect::kHit, now);
+    const auto got = redis->apply(q, "log", 1 + i % 2, Effect::kHit, now);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_TRUE(same(*want, *got)) << i << "\n" << describe(*want) << "\n" << describe(*got);
+  }
+}
+
+TEST(RedisScripts, PolicyTheScriptsCannotRunExactlyIsInvalidArgumentNamingTheLimit) {
+  auto redis = open_url(single_url("prefix=" + unique_prefix("invalid")));
+  ASSERT_NE(redis, nullptr);
+  auto p = Policy::make("huge", Strategy::kTokenBucket, "1/year burst 1000").value();
+  const auto d = redis->apply(p, "k", 1, Effect::kHit, 0);
+  ASSERT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(d.status().message().find("1/year burst 1000"), std::string::npos);
+}
+
+// ---- time: the server's clock by default ----------------------------------------------------
+TEST(RedisClock, ClientsWithSkewedClocksShareOneLimitWithTheRedisClock) {
+  const std::string prefix = unique_prefix("skew");
+  auto a = open_url(single_url("prefix=" + prefix));
+  auto b = open_url(single_url("prefix=" + prefix));
+  ASSERT_TRUE(a && b);
+  auto p = Policy::make("skew", Strategy::kMovingWindow, "10/hour").value();
+  const Micros real = SystemClock::instance()->now();
+  int admitted = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto& storage = i % 2 ? *a : *b;
+    const Micros skewed = real + (i % 2 ? 5'000'000 : -5'000'000);  // ignored: Redis TIME is used
+    const auto d = storage.apply(p, "shared", 1, Effect::kHit, skewed);
+    ASSERT_TRUE(d.ok()) << d.status();
+    admitted += d->allowed ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 10);
+}
+
+// ---- concurrency: exactly the limit, over threads and processes -----------------------------
+std::vector<Policy> one_policy_per_strategy(std::int64_t limit) {
+  const std::string l = std::to_string(limit) + "/hour";
+  return {Policy::make("c-fixed", Strategy::kFixedWindow, l).value(),
+          Policy::make("c-first", Strategy::kFixedWindow, l, PolicyOptions{.anchor = Anchor::kFirstHit}).value(),
+          Policy::make("c-moving", Strategy::kMovingWindow, l).value(),
+          Policy::make("c-sliding", Strategy::kSlidingWindowCounter, l).value(),
+          Policy::make("c-token", Strategy::kTokenBucket, l).value(),
+          Policy::make("c-leaky", Strategy::kLeakyBucket, l).value(),
+          Policy::make("c-gcra", Strategy::kGcra, l).value()};
+}
+
+int hammer(const std::string& url, const Policy& p, int threads, int hits) {
+  auto parsed = parse_storage_url(url);
+  auto options = parse_redis_url(*parsed);
+  RedisStorage storage(**options);
+  std::atomic<int> admitted{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int i = 0; i < hits; ++i) {
+        // A fixed client clock: no refill, so exactly the limit may pass.
+        const auto d = storage.apply(p, "hot", 1, Effect::kHit, 1'800'000'000'000'000);
+        if (!d.ok()) {
+          errors.fetch_add(1);
+        } else if (d->allowed) {
+          admitted.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  return errors.load() > 0 ? -errors.load() : admitted.load();
+}
+
+TEST(RedisConcurrency, ThreadsOnOneKeyAdmitExactlyTheLimit) {
+  for (const Policy& p : one_policy_per_strategy(500)) {
+    const std::string url =
+        single_url("clock=client&pool=8&timeout_ms=2000&prefix=" + unique_prefix("threads"));
+    EXPECT_EQ(hammer(url, p, 8, 200), 500) << p.describe();
+  }
+}
+
+TEST(RedisConcurrency, ProcessesOnOneKeyAdmitExactlyTheLimit) {
+  constexpr int kProcesses = 4;
+  for (const Policy& p : one_policy_per_strategy(1000)) {
+    const std::string url =
+        single_url("clock=client&pool=4&timeout_ms=2000&prefix=" + unique_prefix("procs"));
+    std::vector<std::pair<pid_t, int>> children;
+    for (int i = 0; i < kProcesses; ++i) {
+      int fds[2];
+      ASSERT_EQ(pipe(fds), 0);
+      const pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        close(fds[0]);
+        const int n = hammer(url, p, 4, 200);
+        const ssize_t w = write(fds[1], &n, sizeof n);
+        _exit(w == sizeof n ? 0 : 1);
+      }
+      close(fds[1]);
+      children.emplace_back(pid, fds[0]);
+    }
+    int total = 0;
+    for (auto [pid, fd] : children) {
+      int n = 0;
+      ASSERT_EQ(read(fd, &n, sizeof n), static_cast<ssize_t>(sizeof n));
+      close(fd);
+      int status = 0;
+      waitpid(pid, &status, 0);
+      ASSERT_GE(n, 0) << "a child saw " << -n << " errors";
+      total += n;
+    }
+    EXPECT_EQ(total, 1000) << p.describe();  // 4 processes × 4 threads × 200 hits = 3200 tries
+  }
+}
+
+// ---- failure: fail open / closed, bounded latency, breaker, recovery ------------------------
+int free_port() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+Policy with_fail(FailMode m) {
+  return Policy::make(m == FailMode::kOpen ? "open" : "closed", Strategy::kGcra, "10/second",
+                      PolicyOptions{.fail = m}).value();
+}
+
+TEST(RedisFailure, ServerDownFailsOpenOrClosedQuickly) {
+  RedisOptions o = parse_redis_url(*parse_storage_url(
+                       "redis://127.0.0.1:" + std::to_string(free_port()) + "?timeout_ms=50"))
+                       ->value();
+  auto storage = std::make_shared<RedisStorage>(o);
+  Limiter limiter(storage);
+  for (FailMode m : {FailMode::kOpen, FailMode::kClosed}) {
+    for (int i = 0; i < 20; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      const auto d = limiter.hit(with_fail(m), "k");
+      const auto took = std::chrono::steady_clock::now() - start;
+      ASSERT_TRUE(d.ok());
+      EXPECT_TRUE(d->degraded);
+      EXPECT_EQ(d->allowed, m == FailMode::kOpen);
+      EXPECT_LT(took, std::chrono::milliseconds(55));
+    }
+  }
+  EXPECT_EQ(limiter.degraded_count(), 40u);
+  EXPECT_FALSE(RedisStorage::open(o).ok());  // open() checks the server
+}
+
+TEST(RedisFailure, UnresponsiveServerTimesOutWithinTheCommandTimeoutThenTheBreakerFailsFast) {
+  // A socket that accepts connections (the kernel's backlog) but never answers.
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(s, 64), 0);
+  socklen_t len = sizeof a;
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  RedisOptions o = parse_redis_url(*parse_storage_url(
+                       "redis://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) +
+                       "?timeout_ms=40&breaker_failures=3&breaker_cooldown_ms=300"))
+                       ->value();
+  auto storage = std::make_shared<RedisStorage>(o);
+  Limiter limiter(storage);
+  std::vector<double> ms;
+  for (int i = 0; i < 10; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto d = limiter.hit(with_fail(FailMode::kClosed), "k");
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    ASSERT_TRUE(d.ok());
+    EXPECT_TRUE(d->degraded);
+    EXPECT_FALSE(d->allowed);
+  }
+  for (double m : ms) EXPECT_LT(m, 40 + 15) << "every call within timeout + 15 ms";
+  for (std::size_t i = 3; i < ms.size(); ++i) EXPECT_LT(ms[i], 5) << "breaker open: fails fast";
+  close(s);
+}
+
+TEST(RedisFailure, Kill9ThenRestartDecisionsComeBackWithinThreeSeconds) {
+  PrivateServer server;
+  ASSERT_GT(server.port(), 0);
+  auto storage = open_url("redis://127.0.0.1:" + std::to_string(server.port()) +
+                          "?timeout_ms=50&prefix=" + unique_prefix("kill"));
+  ASSERT_NE(storage, nullptr);
+  Limiter limiter(storage);
+  const Policy p = with_fail(FailMode::kClosed);
+  EXPECT_FALSE(limiter.hit(p, "k")->degraded);
+  server.kill(SIGKILL);
+  double worst = 0;
+  for (int i = 0; i < 200; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto d = limiter.hit(p, "k");
+    worst = std::max(worst, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    ASSERT_TRUE(d->degraded);
+    ASSERT_FALSE(d->allowed);
+  }
+  EXPECT_LT(worst, 55);
+  ASSERT_TRUE(server.restart());
+  const auto back = std::chrono::steady_clock::now();
+  bool recovered = false;
+  while (std::chrono::steady_clock::now() - back < std::chrono::seconds(3)) {
+    if (!limiter.hit(p, "k")->degraded) {
+      recovered = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(recovered) << "decisions from Redis again within 3 s";
+}
+
+TEST(RedisFailure, OutOfMemoryGivesDegradedDecisionsNotAdmissions) {
+  PrivateServer server;
+  ASSERT_GT(server.port(), 0);
+  auto storage = open_url("redis://127.0.0.1:" + std::to_string(server.port()) + "?prefix=oom:");
+  ASSERT_NE(storage, nullptr);
+  Raw raw(server.port());
+  EXPECT_EQ(raw.cmd({"CONFIG", "SET", "maxmemory-policy", "noeviction"}), "OK");
+  EXPECT_EQ(raw.cmd({"CONFIG", "SET", "maxmemory", "1"}), "OK");
+  Limiter limiter(storage);
+  for (const Policy& base : one_policy_per_script()) {
+    const auto d = storage->apply(base, "k", 1, Effect::kHit, 0);
+    ASSERT_FALSE(d.ok()) << base.describe();
+    EXPECT_NE(d.status().message().find("OOM"), std::string::npos) << d.status();
+    PolicyOptions closed = base.options();
+    closed.fail = FailMode::kClosed;
+    const auto via = limiter.hit(Policy::make(base.name(), base.strategy(), base.limits(), closed).value(), "k");
+    EXPECT_TRUE(via->degraded);
+    EXPECT_FALSE(via->allowed);
+  }
+  EXPECT_EQ(raw.cmd({"DBSIZE"}), "0");  // nothing was half written
+}
+
+TEST(RedisFailure, ClientPauseTimesOutWithinTheCommandTimeout) {
+  PrivateServer server;
+  ASSERT_GT(server.port(), 0);
+  auto storage = open_url("redis://127.0.0.1:" + std::to_string(server.port()) +
+                          "?timeout_ms=50&prefix=pause:");
+  ASSERT_NE(storage, nullptr);
+  Limiter limiter(storage);
+  const Policy p = with_fail(FailMode::kOpen);
+  EXPECT_FALSE(limiter.hit(p, "k")->degraded);
+  Raw raw(server.port());
+  EXPECT_EQ(raw.cmd({"CLIENT", "PAUSE", "400", "ALL"}), "OK");
+  double worst = 0;
+  int degraded = 0;
+  for (int i = 0; i < 10; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto d = limiter.hit(p, "k");
+    worst = std::max(worst, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    EXPECT_TRUE(d->allowed);
+    degraded += d->degraded ? 1 : 0;
+  }
+  EXPECT_GT(degraded, 0);
+  EXPECT_LT(worst, 50 + 15);
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // pause and breaker over
+  EXPECT_FALSE(limiter.hit(p, "k")->degraded);
+}
+
+}  // namespace
+}  // namespace floodgate::redis

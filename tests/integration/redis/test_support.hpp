@@ -1,0 +1,177 @@
+// Helpers of the Redis integration tests: the fixture's ports, storages with a unique key prefix,
+// a private server a test may kill, and a raw command line to a server.
+#pragma once
+
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "storage/redis/redis_storage.hpp"
+#include "storage/url.hpp"
+
+namespace floodgate::redis::testing {
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+inline int single_port() { return std::stoi(read_file(std::string(FLOODGATE_REDIS_SINGLE_DIR) + "/port")); }
+
+inline std::vector<int> cluster_ports() {
+  std::vector<int> out;
+  const std::string s = read_file(std::string(FLOODGATE_REDIS_CLUSTER_DIR) + "/ports");
+  std::size_t start = 0;
+  while (start < s.size()) {
+    std::size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    out.push_back(std::stoi(s.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// A prefix no other test run uses: keys never meet state from another test.
+inline std::string unique_prefix(const std::string& what) {
+  static int counter = 0;
+  return "fgtest:" + std::to_string(getpid()) + ":" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ":" +
+         std::to_string(counter++) + ":" + what + ":";
+}
+
+inline std::string single_url(const std::string& query) {
+  return "redis://127.0.0.1:" + std::to_string(single_port()) + "?" + query;
+}
+
+inline std::string cluster_url(const std::string& query) {
+  std::string url = "redis-cluster://";
+  const auto ports = cluster_ports();
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    if (i > 0) url += ",";
+    url += "127.0.0.1:" + std::to_string(ports[i]);
+  }
+  return url + "?" + query;
+}
+
+inline std::shared_ptr<RedisStorage> open_url(const std::string& url) {
+  auto parsed = parse_storage_url(url);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  auto options = parse_redis_url(*parsed);
+  EXPECT_TRUE(options && options->ok());
+  auto storage = RedisStorage::open(**options);
+  EXPECT_TRUE(storage.ok()) << storage.status();
+  return storage.ok() ? *storage : nullptr;
+}
+
+/// A raw connection for test set-up (SET, SCRIPT FLUSH, CLUSTER …).
+class Raw {
+ public:
+  explicit Raw(int port) : c_(redisConnect("127.0.0.1", port)) {}
+  ~Raw() { redisFree(c_); }
+  Raw(const Raw&) = delete;
+  Raw& operator=(const Raw&) = delete;
+  /// The reply as text: a string, an integer, "ERR …" for an error, elements joined by '\n'.
+  std::string cmd(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(
+        redisCommandArgv(c_, static_cast<int>(args.size()), argv.data(), lens.data()));
+    if (r == nullptr) return "<io error>";
+    std::string out = text(r);
+    freeReplyObject(r);
+    return out;
+  }
+
+ private:
+  static std::string text(const redisReply* r) {
+    switch (r->type) {
+      case REDIS_REPLY_STRING:
+      case REDIS_REPLY_STATUS:
+        return std::string(r->str, r->len);
+      case REDIS_REPLY_ERROR:
+        return "ERR " + std::string(r->str, r->len);
+      case REDIS_REPLY_INTEGER:
+        return std::to_string(r->integer);
+      case REDIS_REPLY_ARRAY: {
+        std::string out;
+        for (std::size_t i = 0; i < r->elements; ++i) {
+          if (i > 0) out += "\n";
+          out += text(r->element[i]);
+        }
+        return out;
+      }
+      default:
+        return "";
+    }
+  }
+  redisContext* c_;
+};
+
+/// A redis-server of the test's own (it may kill or pause it); stopped by the destructor and,
+/// should the test crash, by the fixture's cleanup.
+class PrivateServer {
+ public:
+  explicit PrivateServer(const std::string& extra = "") {
+    const std::string cmd = std::string(FLOODGATE_REDIS_FIXTURE) + " start-server " +
+                            FLOODGATE_REDIS_PRIVATE_DIR + " " + extra;
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[4096] = {0};
+    if (p != nullptr && fgets(buf, sizeof buf, p) != nullptr) {
+      std::string line(buf);
+      while (!line.empty() && line.back() == '\n') line.pop_back();
+      const std::size_t space = line.find(' ');
+      port_ = std::atoi(line.substr(0, space).c_str());
+      if (space != std::string::npos) dir_ = line.substr(space + 1);
+    }
+    if (p != nullptr) pclose(p);
+  }
+  ~PrivateServer() { kill(SIGTERM); }
+  PrivateServer(const PrivateServer&) = delete;
+  PrivateServer& operator=(const PrivateServer&) = delete;
+
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] int pid() const { return std::atoi(read_file(dir_ + "/redis.pid").c_str()); }
+  void kill(int sig) {
+    const int p = pid();
+    if (p > 0) ::kill(p, sig);
+    if (sig == SIGKILL || sig == SIGTERM) {
+      for (int i = 0; i < 200 && p > 0 && ::kill(p, 0) == 0; ++i) usleep(10000);
+      std::remove((dir_ + "/redis.pid").c_str());
+    }
+  }
+  /// Starts the server again on the same port (after kill).
+  bool restart() {
+    const std::string cmd = "redis-server --port " + std::to_string(port_) +
+                            " --bind 127.0.0.1 --dir " + dir_ + " --daemonize yes --pidfile " +
+                            dir_ + "/redis.pid --logfile " + dir_ +
+                            "/redis.log --save '' --appendonly no";
+    if (std::system(cmd.c_str()) != 0) return false;
+    for (int i = 0; i < 200; ++i) {
+      Raw r(port_);
+      if (r.cmd({"PING"}) == "PONG") return true;
+      usleep(10000);
+    }
+    return false;
+  }
+
+ private:
+  int port_ = 0;
+  std::string dir_;
+};
+
+}  // namespace floodgate::redis::testing
