@@ -2,9 +2,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
+#include <list>
 #include <memory>
+#include <mutex>
+#include <stop_token>
 
 namespace floodgate {
 
@@ -26,30 +30,49 @@ class Clock {
   virtual ~Clock() = default;
   /// The current time, microseconds since the Unix epoch.
   [[nodiscard]] virtual Micros now() const noexcept = 0;
+  /// Blocks the calling thread until `now() ≥ deadline` or until `stop` is requested, whichever
+  /// comes first (a wait that can be woken: no busy loop). Returns true if the deadline was
+  /// reached, false if stopped.
+  virtual bool wait_until(Micros deadline, std::stop_token stop) const = 0;
 };
 
 /// The realtime clock (`std::chrono::system_clock`).
 class SystemClock final : public Clock {
  public:
   [[nodiscard]] Micros now() const noexcept override;
+  bool wait_until(Micros deadline, std::stop_token stop) const override;
   /// A process-wide instance.
   static std::shared_ptr<const SystemClock> instance();
 };
 
-/// A clock that moves only when told to: tests, simulations and `floodgate replay`.
+/// A clock that moves only when told to: tests, simulations and `floodgate replay`. Threads
+/// waiting in `wait_until` wake when `set`/`advance` reach their deadline, so blocking code (such
+/// as Throttle::acquire) runs on simulated time.
 ///
-/// Thread-safety: `now`, `set` and `advance` may be called concurrently (atomic).
+/// Thread-safety: every method may be called concurrently.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(Micros start = 0) noexcept : now_(start) {}
   [[nodiscard]] Micros now() const noexcept override { return now_.load(std::memory_order_acquire); }
+  bool wait_until(Micros deadline, std::stop_token stop) const override;
   /// Sets the time. Moving it backwards is allowed (algorithms tolerate a clock that steps back:
   /// they treat a time before a key's state as "no time has passed").
-  void set(Micros t) noexcept { now_.store(t, std::memory_order_release); }
-  void advance(Micros d) noexcept { now_.fetch_add(d, std::memory_order_acq_rel); }
+  void set(Micros t);
+  void advance(Micros d);
+  /// Threads in wait_until that will go on sleeping: their deadline is ahead and nobody asked
+  /// them to stop. A thread that was woken but has not run yet is not counted, so a test can wait
+  /// for "everyone has settled" before it moves the clock.
+  [[nodiscard]] int sleepers() const;
 
  private:
+  struct Sleeper {
+    Micros deadline;
+    std::stop_token stop;
+  };
   std::atomic<Micros> now_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable_any cv_;
+  mutable std::list<Sleeper> sleepers_;  // guarded by mu_
 };
 
 }  // namespace floodgate

@@ -13,4 +13,7 @@ std::function<int()> add_replay(CLI::App& app);
 /// Adds `serve`; the returned callback runs the service until SIGTERM/SIGINT.
 std::function<int()> add_serve(CLI::App& app);
 
+/// Adds `pace`; the returned callback copies stdin to stdout at the limit's rate.
+std::function<int()> add_pace(CLI::App& app);
+
 }  // namespace floodgate::cli

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "floodgate 0.1.0");
   auto run_replay = floodgate::cli::add_replay(app);
   auto run_serve = floodgate::cli::add_serve(app);
+  auto run_pace = floodgate::cli::add_pace(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -16,5 +17,6 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("replay")) return run_replay();
   if (app.got_subcommand("serve")) return run_serve();
+  if (app.got_subcommand("pace")) return run_pace();
   return 2;
 }

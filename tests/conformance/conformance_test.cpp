@@ -1,5 +1,6 @@
 // Every case in tests/conformance/ (copied from shared/conformance/) through `replay`, in process
 // and through the real `floodgate replay` binary, compared as conformance/README.md says.
+#include <chrono>
 #include <cmath>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -197,6 +198,34 @@ TEST(ReplayCli, MalformedLineExitsOneAfterAnsweringTheLinesBefore) {
   EXPECT_NE(r.output.find("line 3: not valid JSON"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("{\"allowed\": true"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("{\"allowed\": false"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+TEST(PaceCli, CopiesEveryLineInOrderNeverFasterThanTheRate) {
+  std::string input;
+  for (int i = 1; i <= 11; ++i) input += "line " + std::to_string(i) + "\n";
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = cli("pace --limit 100/second", input);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, input);
+  EXPECT_GE(took, std::chrono::milliseconds(100));  // 10 gaps of 10 ms: never early
+}
+
+TEST(PaceCli, ALineThatCannotGetASlotInTimeStopsTheRunWithAnError) {
+  const auto r = cli("pace --limit 1/hour --timeout 1", "first\nsecond\nthird\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("first\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("line 2 not written"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("third"), std::string::npos) << r.output;
+  const auto bad = cli("pace --limit 10/fortnight", "x\n");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("fortnight"), std::string::npos) << bad.output;
 }
 
 }  // namespace

@@ -1,0 +1,236 @@
+// acquire on simulated time: the seed 004 scenario at exact instants, deadlines answered at once,
+// FIFO order, shutdown and cancellation, the shaper; and the asynchronous form on real time.
+#include "floodgate/throttle.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+
+#include "floodgate/memory_storage.hpp"
+
+namespace floodgate {
+namespace {
+
+constexpr Micros kT0 = 1'700'000'000'000'000;
+constexpr Micros kSec = kMicrosPerSecond;
+
+struct Sim {
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(kT0);
+  std::shared_ptr<Limiter> limiter =
+      std::make_shared<Limiter>(std::make_shared<MemoryStorage>(), clock);
+  Throttle throttle{limiter};
+
+  // Waits (real time, bounded) until `n` threads sleep in the clock, then a little longer so
+  // that a thread that returned from acquire has recorded it.
+  void settle(int n) const {
+    for (int i = 0; i < 2000 && clock->sleepers() != n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(clock->sleepers(), n);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+};
+
+// Waits (real time, bounded) until `counter` reaches `want`.
+void wait_for(const std::atomic<int>& counter, int want) {
+  for (int i = 0; i < 2000 && counter.load() < want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// Seed 004: 3 per second, 10 requests at once. Returns the instants (µs after kT0) at which the
+// requests were admitted, checking at each step that none is admitted a microsecond early.
+std::vector<Micros> run_seed_004(Strategy strategy, const std::vector<Micros>& instants) {
+  Sim sim;
+  const Policy p = Policy::make("api", strategy, "3/second").value();
+  std::atomic<int> granted{0};
+  std::vector<Micros> at;
+  std::mutex at_mu;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 10; ++i) {
+    threads.emplace_back([&] {
+      const AcquireResult r = sim.throttle.acquire(p, "client", 1, 60 * kSec);
+      EXPECT_TRUE(r.acquired()) << r.status;
+      std::lock_guard<std::mutex> l(at_mu);
+      at.push_back(sim.clock->now() - kT0);
+      ++granted;
+    });
+  }
+  sim.settle(7);  // 3 got through at once, 7 wait
+  wait_for(granted, 3);
+  EXPECT_EQ(granted.load(), 3);
+  int expected = 3;
+  for (Micros t : instants) {
+    sim.clock->set(kT0 + t - 1);  // one microsecond early: nobody more
+    sim.settle(10 - expected);
+    EXPECT_EQ(granted.load(), expected) << "at " << t - 1;
+    sim.clock->set(kT0 + t);
+    const int now_granted = std::min(10, expected + (strategy == Strategy::kMovingWindow ? 3 : 1));
+    sim.settle(10 - now_granted);
+    wait_for(granted, now_granted);
+    EXPECT_EQ(granted.load(), now_granted) << "at " << t;
+    expected = now_granted;
+  }
+  for (auto& th : threads) th.join();
+  std::sort(at.begin(), at.end());
+  return at;
+}
+
+TEST(Throttle, Seed004MovingWindowThreePerSecondTenAtOnce) {
+  // The log frees all three slots one microsecond after they are a second old.
+  const std::vector<Micros> at =
+      run_seed_004(Strategy::kMovingWindow, {kSec + 1, 2 * kSec + 2, 3 * kSec + 3});
+  EXPECT_EQ(at, (std::vector<Micros>{0, 0, 0, kSec + 1, kSec + 1, kSec + 1, 2 * kSec + 2,
+                                     2 * kSec + 2, 2 * kSec + 2, 3 * kSec + 3}));
+}
+
+TEST(Throttle, Seed004GcraThreePerSecondTenAtOnce) {
+  // 3 at once, then one every third of a second, each at ⌈k·10^6/3⌉ µs.
+  std::vector<Micros> instants;
+  for (int k = 1; k <= 7; ++k) instants.push_back((k * kSec + 2) / 3);
+  const std::vector<Micros> at = run_seed_004(Strategy::kGcra, instants);
+  std::vector<Micros> want = {0, 0, 0};
+  want.insert(want.end(), instants.begin(), instants.end());
+  EXPECT_EQ(at, want);
+}
+
+TEST(Throttle, TryAcquireReturnsAtOnceWhenTheSlotComesTooLate) {
+  Sim sim;
+  const Policy p = Policy::make("api", Strategy::kGcra, "1/second").value();
+  ASSERT_TRUE(sim.throttle.acquire(p, "k", 1, 0).acquired());
+  const AcquireResult r = sim.throttle.try_acquire(p, "k", 1, 500'000);  // the slot is 1 s away
+  EXPECT_FALSE(r.acquired());
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(r.waited, 0);  // no sleep on the simulated clock
+  EXPECT_EQ(sim.clock->sleepers(), 0);
+  const AcquireResult never = sim.throttle.acquire(p, "k", 2, 100 * kSec);
+  EXPECT_EQ(never.status.code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Throttle, FifoOrderOnOneKey) {
+  Sim sim;
+  const Policy p = Policy::make("api", Strategy::kGcra, "1/second").value();
+  ASSERT_TRUE(sim.throttle.acquire(p, "k", 1, 0).acquired());
+  std::vector<int> order;
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 5; ++i) {
+    threads.emplace_back([&, i] {
+      ASSERT_TRUE(sim.throttle.acquire(p, "k", 1, 100 * kSec).acquired());
+      std::lock_guard<std::mutex> l(mu);
+      order.push_back(i);
+    });
+    sim.settle(i + 1);  // thread i is in line before thread i+1 starts
+  }
+  for (int k = 1; k <= 5; ++k) {
+    sim.clock->set(kT0 + k * kSec);
+    sim.settle(5 - k);
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST(Throttle, ShutdownAndStopWakeWaitersPromptly) {
+  Sim sim;
+  const Policy p = Policy::make("api", Strategy::kGcra, "1/hour").value();
+  ASSERT_TRUE(sim.throttle.acquire(p, "k", 1, 0).acquired());
+  std::stop_source stop;
+  std::thread stopped([&] {
+    const AcquireResult r = sim.throttle.acquire(p, "k", 1, 10 * 3600 * kSec, stop.get_token());
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled);
+  });
+  std::vector<std::thread> waiting;
+  for (int i = 0; i < 3; ++i) {
+    waiting.emplace_back([&] {
+      const AcquireResult r = sim.throttle.acquire(p, "k", 1, 10 * 3600 * kSec);
+      EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled);
+    });
+  }
+  sim.settle(4);
+  stop.request_stop();
+  stopped.join();
+  sim.settle(3);
+  sim.throttle.shutdown();
+  for (auto& th : waiting) th.join();
+  EXPECT_EQ(sim.throttle.acquire(p, "other", 1, 0).status.code(), absl::StatusCode::kCancelled);
+}
+
+TEST(Throttle, ShaperWaitsTheDelayForAConstantRate) {
+  Sim sim;
+  PolicyOptions o;
+  o.shape = true;
+  const Policy p = Policy::make("pace", Strategy::kLeakyBucket, "5/second", o).value();
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&] {
+      EXPECT_TRUE(sim.throttle.acquire(p, "k", 1, 10 * kSec).acquired());
+      ++done;
+    });
+  }
+  sim.settle(2);  // one left at once; two wait their delay (200 ms and 400 ms)
+  wait_for(done, 1);
+  EXPECT_EQ(done.load(), 1);
+  sim.clock->set(kT0 + 199'999);
+  sim.settle(2);
+  EXPECT_EQ(done.load(), 1);
+  sim.clock->set(kT0 + 200'000);
+  sim.settle(1);
+  wait_for(done, 2);
+  EXPECT_EQ(done.load(), 2);
+  sim.clock->set(kT0 + 400'000);
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(done.load(), 3);
+}
+
+TEST(Throttle, AShaperDelayBeyondTheDeadlineIsRefusedAtOnceWithoutConsuming) {
+  Sim sim;
+  PolicyOptions o;
+  o.shape = true;
+  o.burst = 2;
+  const Policy p = Policy::make("pace", Strategy::kLeakyBucket, "1/hour", o).value();
+  ASSERT_TRUE(sim.throttle.acquire(p, "k", 1, 0).acquired());
+  const AcquireResult r = sim.throttle.acquire(p, "k", 1, kSec);  // would be admitted with 1 h delay
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(r.waited, 0);
+  EXPECT_EQ(sim.limiter->stats(p, "k")->remaining, 1);  // nothing consumed by the refusal
+}
+
+TEST(Throttle, AsyncAcquireCompletesHandlersInOrderWithoutBlocking) {
+  auto limiter = std::make_shared<Limiter>(std::make_shared<MemoryStorage>());
+  Throttle throttle(limiter);
+  PolicyOptions o;
+  o.burst = 1;
+  const Policy p = Policy::make("api", Strategy::kGcra, "20/second", o).value();
+  boost::asio::io_context ioc;
+  std::vector<int> order;
+  std::vector<Micros> at;
+  const Micros start = limiter->clock().now();
+  for (int i = 0; i < 5; ++i) {
+    throttle.async_acquire(ioc.get_executor(), p, "k", 1, 10 * kSec, [&, i](AcquireResult r) {
+      EXPECT_TRUE(r.acquired()) << r.status;
+      order.push_back(i);
+      at.push_back(limiter->clock().now() - start);
+    });
+  }
+  bool too_late = false;
+  throttle.async_acquire(ioc.get_executor(), p, "k", 1, 10'000, [&](AcquireResult r) {
+    too_late = r.status.code() == absl::StatusCode::kDeadlineExceeded;
+  });
+  ioc.run();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  ASSERT_EQ(at.size(), 5u);
+  // One every 50 ms: never early, and not much late on an idle machine.
+  for (std::size_t i = 1; i < at.size(); ++i) {
+    EXPECT_GE(at[i], static_cast<Micros>(i) * 50'000 - 1'000) << i;
+  }
+  EXPECT_LT(at.back(), 400'000);
+  EXPECT_TRUE(too_late);
+}
+
+}  // namespace
+}  // namespace floodgate
