@@ -173,6 +173,7 @@ CliResult cli(const std::string& args, const std::string& input) {
   char buf[4096];
   for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
   const int status = pclose(pipe);
+  std::remove(in_path.c_str());
   return {WEXITSTATUS(status), out};
 }
 

@@ -318,6 +318,7 @@ TEST(Serve, CheckConfigNamesFileLineAndReason) {
   char buf[1024];
   for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
   const int status = pclose(pipe);
+  std::remove(path.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(out.find(path + ":4:"), std::string::npos) << out;
   EXPECT_NE(out.find("fortnight"), std::string::npos) << out;
