@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -28,10 +29,15 @@ namespace floodgate {
 /// FailMode and mark the decision `degraded` (allowed for kOpen, denied for kClosed; remaining 0,
 /// reset_after 0, retry_after 1 s when denied: the state is unknown), and `degraded_count()`
 /// counts it.
+///
+/// A policy with `blocked_cache` > 0 keeps a bounded local cache of keys it denied: until the
+/// denial's retry time, a request of at least the denied cost is denied here without a storage
+/// call (the decision is the cached one with its times counted down).
 class Limiter {
  public:
   explicit Limiter(std::shared_ptr<Storage> storage,
                    std::shared_ptr<const Clock> clock = SystemClock::instance());
+  ~Limiter();
 
   /// Consumes `cost` units for `key` if every limit of `policy` allows it.
   absl::StatusOr<Decision> hit(const Policy& policy, std::string_view key, std::int64_t cost = 1);
@@ -49,6 +55,22 @@ class Limiter {
     return degraded_.load(std::memory_order_relaxed);
   }
 
+  /// The blocked-key cache (PolicyOptions::blocked_cache), for callers that reach the storage
+  /// themselves (such as a service that batches): the local denial of `key` at `now` if it is
+  /// blocked for a request of `cost` (retry_after counts down to the end of the block, reset_after
+  /// likewise; never degraded), else nullopt. Always nullopt when the policy has no cache or cost
+  /// is 0. Counted in blocked_cache_hits().
+  std::optional<Decision> blocked(const Policy& policy, std::string_view key, std::int64_t cost,
+                                  Micros now);
+  /// Remembers a decision the storage made at `now` for (`policy`, `key`, `cost`): a denial with a
+  /// finite retry_after blocks the key until now + retry_after. Other decisions are ignored.
+  void remember(const Policy& policy, std::string_view key, std::int64_t cost,
+                const Decision& decision, Micros now);
+  /// Decisions answered by the blocked-key cache without a storage call, since construction.
+  [[nodiscard]] std::uint64_t blocked_cache_hits() const noexcept {
+    return blocked_hits_.load(std::memory_order_relaxed);
+  }
+
   [[nodiscard]] const Clock& clock() const noexcept { return *clock_; }
   [[nodiscard]] Storage& storage() const noexcept { return *storage_; }
 
@@ -56,9 +78,15 @@ class Limiter {
   absl::StatusOr<Decision> decide(const Policy& policy, std::string_view key, std::int64_t cost,
                                   Effect effect);
 
+  struct BlockedKeys;    // one policy's cache (limiter.cpp)
+  struct BlockedCaches;  // all of them, by policy fingerprint
+  BlockedKeys* blocked_keys(const Policy& policy);
+
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<const Clock> clock_;
   std::atomic<std::uint64_t> degraded_{0};
+  std::atomic<std::uint64_t> blocked_hits_{0};
+  std::unique_ptr<BlockedCaches> blocked_;
 };
 
 /// The decision a policy's FailMode gives when its storage fails (see Limiter).

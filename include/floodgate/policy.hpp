@@ -38,6 +38,12 @@ struct PolicyOptions {
   std::int64_t burst = 0;
   /// What to decide when the storage fails. Not part of the fingerprint: changing it keeps state.
   FailMode fail = FailMode::kOpen;
+  /// Limiter only: how many denied keys of this policy a Limiter remembers, so that a key denied
+  /// until T is denied again locally until T without a storage round trip (0 = off, the default).
+  /// Bounded: a full cache drops expired entries, else the one whose block ends first. A request
+  /// is answered locally only if its cost is at least the denied one's. Not part of the
+  /// fingerprint. Clears from other processes are not seen until T.
+  std::size_t blocked_cache = 0;
 };
 
 /// An immutable, validated policy: a name, a strategy and one or more limits that a request must
