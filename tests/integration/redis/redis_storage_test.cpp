@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -282,6 +283,38 @@ TEST(RedisScripts, NoscriptAfterScriptFlushStillWorks) {
   EXPECT_GE(redis->noscript_retries(), 1u);  // (another test may have loaded them in between)
 }
 
+TEST(RedisScripts, ScriptFlushEvery100MsDuringARunSurfacesNoErrors) {
+  auto redis = open_url(single_url("pool=4&prefix=" + unique_prefix("flushrun")));
+  ASSERT_NE(redis, nullptr);
+  const auto policies = one_policy_per_script();
+  std::atomic<bool> stop{false};
+  std::thread flusher([&] {
+    Raw raw(single_port());
+    while (!stop.load()) {
+      raw.cmd({"SCRIPT", "FLUSH"});
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::atomic<int> errors{0}, calls{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 3; ++t) {
+    workers.emplace_back([&, t] {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1200);
+      for (int i = 0; std::chrono::steady_clock::now() < end; ++i) {
+        const auto d = redis->apply(policies[static_cast<std::size_t>(i) % policies.size()],
+                                    "k" + std::to_string(t * 1000 + i % 50), 1, Effect::kHit, 0);
+        calls.fetch_add(1);
+        if (!d.ok()) errors.fetch_add(1);
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  stop.store(true);
+  flusher.join();
+  EXPECT_EQ(errors.load(), 0) << "of " << calls.load() << " calls";
+  EXPECT_GT(redis->noscript_retries(), 0u);
+}
+
 TEST(RedisScripts, MultiLimitIsAtomicADeniedRequestChargesNoLimit) {
   auto redis = open_url(single_url("clock=client&prefix=" + unique_prefix("multi")));
   ASSERT_NE(redis, nullptr);
@@ -533,6 +566,72 @@ TEST(RedisFailure, Kill9ThenRestartDecisionsComeBackWithinThreeSeconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_TRUE(recovered) << "decisions from Redis again within 3 s";
+}
+
+int open_fds() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+TEST(RedisFailure, Kill9UnderLoadFollowsTheFailModeWithBoundedLatencyAndRecovers) {
+  PrivateServer server;
+  ASSERT_GT(server.port(), 0);
+  auto storage = open_url("redis://127.0.0.1:" + std::to_string(server.port()) +
+                          "?timeout_ms=50&pool=4&prefix=" + unique_prefix("load"));
+  ASSERT_NE(storage, nullptr);
+  Limiter limiter(storage);
+  const Policy open = with_fail(FailMode::kOpen);
+  const Policy closed = with_fail(FailMode::kClosed);
+  // 4 threads × 1,250 decisions/s = 5,000/s for 3 s; kill -9 at 0.8 s, back at 1.6 s.
+  const auto start = std::chrono::steady_clock::now();
+  const int fds_before = open_fds();
+  std::atomic<bool> killed{false};
+  std::atomic<std::int64_t> back_at_us{0}, recovered_at_us{0};
+  std::atomic<int> wrong{0};
+  std::vector<std::vector<double>> lat(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 3750; ++i) {
+        const auto due = start + std::chrono::microseconds(i * 800);
+        std::this_thread::sleep_until(due);
+        const Policy& p = i % 2 ? open : closed;
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto d = limiter.hit(p, "k" + std::to_string(t * 100 + i % 100));
+        const auto t1 = std::chrono::steady_clock::now();
+        lat[static_cast<std::size_t>(t)].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (!d.ok() || (d->degraded && d->allowed != (&p == &open))) wrong.fetch_add(1);
+        const auto since = std::chrono::duration_cast<std::chrono::microseconds>(t1 - start).count();
+        if (d.ok() && !d->degraded && back_at_us.load() > 0 && recovered_at_us.load() == 0) {
+          recovered_at_us.store(since);
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_until(start + std::chrono::milliseconds(800));
+  server.kill(SIGKILL);
+  killed.store(true);
+  std::this_thread::sleep_until(start + std::chrono::milliseconds(1600));
+  ASSERT_TRUE(server.restart());
+  back_at_us.store(std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now() - start).count());
+  for (auto& t : threads) t.join();
+  std::vector<double> all;
+  for (const auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  const double p99 = all[all.size() * 99 / 100];
+  RecordProperty("p99_ms", std::to_string(p99));
+  RecordProperty("degraded", std::to_string(limiter.degraded_count()));
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(limiter.degraded_count(), 0u);
+  EXPECT_LT(p99, 50 + 5) << "p99 within the command timeout + 5 ms";
+  ASSERT_GT(recovered_at_us.load(), 0) << "decisions from Redis again";
+  EXPECT_LT(recovered_at_us.load() - back_at_us.load(), 3'000'000);
+  EXPECT_LE(open_fds(), fds_before + 4) << "no fd growth beyond the pool";
+  std::printf("kill -9 under 5k/s: p99 %.2f ms, degraded %llu of %zu, back after %.0f ms\n", p99,
+              static_cast<unsigned long long>(limiter.degraded_count()), all.size(),
+              static_cast<double>(recovered_at_us.load() - back_at_us.load()) / 1000.0);
 }
 
 TEST(RedisFailure, OutOfMemoryGivesDegradedDecisionsNotAdmissions) {

@@ -1,0 +1,180 @@
+// Decisions per second through RedisStorage::apply_batch against a live Redis, per script, beside
+// redis-benchmark running the same EVALSHA with the same pipeline depth and client count (the
+// ratio is the client's overhead); and the latency of single apply() calls (p50, p99).
+//
+//   floodgate_redis_benchmark --port 6379 [--host 127.0.0.1] [--clients 4] [--pipeline 16]
+//                             [--seconds 3] [--keys 10000] [--calls 20000] [--no-redis-benchmark]
+//
+// Uses the server clock (the default) and the prefix "fgbench:"; run it against a scratch Redis.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "floodgate/policy.hpp"
+#include "storage/redis/protocol.hpp"
+#include "storage/redis/redis_storage.hpp"
+#include "storage/redis/scripts_gen.hpp"
+
+namespace {
+
+using namespace floodgate;
+using namespace floodgate::redis;
+
+struct Args {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  int clients = 4;
+  int pipeline = 16;
+  double seconds = 3;
+  int keys = 10000;
+  int calls = 20000;
+  bool redis_benchmark = true;
+};
+
+std::string key_name(int i) { return fmt::format("{:012}", i); }  // as redis-benchmark's __rand_int__
+
+double run_batches(RedisStorage& storage, const Policy& policy, const Args& a) {
+  std::atomic<bool> stop{false};
+  std::atomic<long long> decisions{0};
+  std::atomic<long long> errors{0};
+  std::vector<std::thread> threads;
+  const auto start = std::chrono::steady_clock::now();
+  for (int t = 0; t < a.clients; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::string> keys(static_cast<std::size_t>(a.pipeline));
+      std::vector<Storage::BatchItem> items(keys.size());
+      std::vector<absl::StatusOr<Decision>> out(keys.size());
+      unsigned seed = 12345u + static_cast<unsigned>(t);
+      long long n = 0;
+      long long e = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          seed = seed * 1103515245u + 12345u;
+          keys[i] = key_name(static_cast<int>((seed >> 8) % static_cast<unsigned>(a.keys)));
+          items[i] = {&policy, keys[i], 1, Effect::kHit};
+        }
+        storage.apply_batch(items, 0, out);
+        for (const auto& d : out) e += d.ok() ? 0 : 1;
+        n += static_cast<long long>(out.size());
+      }
+      decisions.fetch_add(n);
+      errors.fetch_add(e);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(a.seconds));
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (errors.load() > 0) std::fprintf(stderr, "  %lld errors\n", errors.load());
+  return static_cast<double>(decisions.load()) / secs;
+}
+
+std::pair<double, double> latency(RedisStorage& storage, const Policy& policy, const Args& a) {
+  std::vector<double> us;
+  us.reserve(static_cast<std::size_t>(a.calls));
+  for (int i = 0; i < a.calls; ++i) {
+    const std::string key = key_name(i % a.keys);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto d = storage.apply(policy, key, 1, Effect::kHit, 0);
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    if (!d.ok()) std::fprintf(stderr, "  error: %s\n", std::string(d.status().message()).c_str());
+  }
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us[us.size() * 99 / 100]};
+}
+
+// redis-benchmark on the same script, keys, pipeline and clients; returns requests per second.
+double redis_benchmark(const Policy& policy, const Args& a, std::string& command) {
+  const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];
+  std::string keys;
+  for (std::size_t i = 0; i < policy.limits().size(); ++i) {
+    // state_key with "__rand_int__" as the user key
+    std::string k = state_key("fgbench:", "__rand_int__", policy_hash(policy), i);
+    keys += " '" + k + "'";
+  }
+  std::vector<std::string> argv;
+  script_args(policy, 1, true, std::nullopt, 0, argv);
+  std::string args;
+  for (const auto& s : argv) args += " '" + s + "'";
+  const long long n = std::max<long long>(100000, static_cast<long long>(a.seconds * 100000));
+  command = fmt::format("redis-benchmark -h {} -p {} -c {} -P {} -n {} -r {} -q EVALSHA {} {}{}{}",
+                        a.host, a.port, a.clients, a.pipeline, n, a.keys,
+                        std::string(script.sha), policy.limits().size(), keys, args);
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return 0;
+  std::string out;
+  char buf[4096];
+  for (std::size_t r; (r = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, r);
+  pclose(p);
+  // "...: 12345.67 requests per second, p50=..." (the last report line)
+  const std::size_t at = out.rfind(" requests per second");
+  if (at == std::string::npos) {
+    std::fprintf(stderr, "  redis-benchmark said: %s\n", out.c_str());
+    return 0;
+  }
+  std::size_t start = out.rfind(' ', at - 1);
+  return std::atof(out.substr(start + 1, at - start - 1).c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string f = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (f == "--host") a.host = next();
+    else if (f == "--port") a.port = std::stoi(next());
+    else if (f == "--clients") a.clients = std::stoi(next());
+    else if (f == "--pipeline") a.pipeline = std::stoi(next());
+    else if (f == "--seconds") a.seconds = std::stod(next());
+    else if (f == "--keys") a.keys = std::stoi(next());
+    else if (f == "--calls") a.calls = std::stoi(next());
+    else if (f == "--no-redis-benchmark") a.redis_benchmark = false;
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", f.c_str());
+      return 2;
+    }
+  }
+  RedisOptions o;
+  o.seeds.push_back(Endpoint{a.host, a.port, ""});
+  o.pool = static_cast<std::size_t>(a.clients);
+  o.prefix = "fgbench:";
+  o.timeout = std::chrono::milliseconds(1000);
+  auto storage = RedisStorage::open(o);
+  if (!storage.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(storage.status().message()).c_str());
+    return 1;
+  }
+  const std::vector<Policy> policies = {
+      Policy::make("bench-fixed", Strategy::kFixedWindow, "1000000/second").value(),
+      Policy::make("bench-first-hit", Strategy::kFixedWindow, "1000000/second",
+                   PolicyOptions{.anchor = Anchor::kFirstHit}).value(),
+      Policy::make("bench-moving", Strategy::kMovingWindow, "1000000/second").value(),
+      Policy::make("bench-sliding", Strategy::kSlidingWindowCounter, "1000000/second").value(),
+      Policy::make("bench-gcra", Strategy::kGcra, "1000000/second").value(),
+      Policy::make("bench-gcra-2-limits", Strategy::kGcra, "1000000/second; 100000000/hour").value(),
+  };
+  std::printf("clients %d, pipeline %d, %d keys, %.1f s per run; single calls: %d\n", a.clients,
+              a.pipeline, a.keys, a.seconds, a.calls);
+  std::printf("%-22s %14s %16s %7s %9s %9s\n", "policy", "floodgate/s", "redis-bench/s", "ratio",
+              "p50 µs", "p99 µs");
+  for (const Policy& p : policies) {
+    const auto [p50, p99] = latency(**storage, p, a);  // also loads the script
+    const double ours = run_batches(**storage, p, a);
+    std::string command;
+    const double theirs = a.redis_benchmark ? redis_benchmark(p, a, command) : 0;
+    std::printf("%-22s %14.0f %16.0f %7.2f %9.1f %9.1f\n", p.name().c_str(), ours, theirs,
+                theirs > 0 ? ours / theirs : 0.0, p50, p99);
+    if (!command.empty()) std::printf("  %s\n", command.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
