@@ -15,26 +15,15 @@
 
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
+#include "support/variants.hpp"
 
 namespace floodgate {
 namespace {
 
 constexpr Micros kT0 = 1'700'000'000'000'000;
 
-struct Variant {
-  const char* name;
-  Strategy strategy;
-  Anchor anchor;
-};
-constexpr Variant kVariants[] = {
-    {"fixed-window", Strategy::kFixedWindow, Anchor::kClock},
-    {"fixed-window-first-hit", Strategy::kFixedWindow, Anchor::kFirstHit},
-    {"moving-window", Strategy::kMovingWindow, Anchor::kClock},
-    {"sliding-window-counter", Strategy::kSlidingWindowCounter, Anchor::kClock},
-    {"token-bucket", Strategy::kTokenBucket, Anchor::kClock},
-    {"leaky-bucket", Strategy::kLeakyBucket, Anchor::kClock},
-    {"gcra", Strategy::kGcra, Anchor::kClock},
-};
+using testing::kVariants;
+using testing::Variant;
 
 std::vector<std::string> make_keys(std::size_t n, std::uint64_t seed) {
   std::vector<std::string> keys;
@@ -58,12 +47,9 @@ void SetUpDecision(const benchmark::State& state) {
   const auto key_count = static_cast<std::size_t>(state.range(1));
   MemoryStorageOptions o;
   o.max_keys = std::max<std::size_t>(key_count * 2, std::size_t{1} << 20);
-  PolicyOptions po;
-  po.anchor = v.anchor;
   // A limit most requests meet (the moving window keeps its log of 100 per key per second).
-  auto* f = new Fixture{
-      std::make_unique<MemoryStorage>(o),
-      std::make_unique<Policy>(Policy::make("bench", v.strategy, "100/second", po).value()), {}};
+  auto* f = new Fixture{std::make_unique<MemoryStorage>(o),
+                        std::make_unique<Policy>(v.policy("100/second", "bench")), {}};
   const auto per_thread =
       std::max<std::size_t>(1, key_count / static_cast<std::size_t>(state.threads()));
   for (int t = 0; t < state.threads(); ++t) {
@@ -118,9 +104,7 @@ void BM_BytesPerKey(benchmark::State& state) {
   const auto keys = make_keys(kKeys, 1);  // "user-1xxxxxx": 12 characters, inside std::string's SSO
   double per_key = 0;
   for (auto _ : state) {
-    PolicyOptions po;
-    po.anchor = v.anchor;
-    const Policy p = Policy::make("bytes", v.strategy, "100/second", po).value();
+    const Policy p = v.policy("100/second", "bytes");
     MemoryStorageOptions o;
     o.max_keys = kKeys * 2;
     const std::size_t before = mallinfo2().uordblks;

@@ -31,6 +31,12 @@ struct ServicePolicy {
   absl::flat_hash_map<std::string, std::shared_ptr<const Policy>> overrides;
   /// Keys that are always allowed without a decision.
   absl::flat_hash_set<std::string> allow;
+
+  /// The policy that applies to `key`: its override, or the policy.
+  [[nodiscard]] const Policy& for_key(std::string_view key) const {
+    const auto it = overrides.find(absl::string_view(key.data(), key.size()));
+    return it == overrides.end() ? *policy : *it->second;
+  }
 };
 
 /// Limits of the HTTP server. All durations and sizes are non-zero.

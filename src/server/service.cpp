@@ -377,8 +377,7 @@ bool Service::prepare_hit_or_test(const Request& req, Response& res, Pending& pe
     if (t.configured == nullptr) {
       return fail(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", name));
     }
-    t.policy = t.configured->policy.get();
-    if (auto o = t.configured->overrides.find(av(key)); o != t.configured->overrides.end()) t.policy = o->second.get();
+    t.policy = &t.configured->for_key(key);
     t.slot = in.metric_slots.at(t.configured->policy->name());
   } else if (const boost::json::value* l = obj->if_contains("limit")) {
     if (!l->is_string()) return fail(res, http::status::bad_request, "\"limit\" must be a string such as \"10/minute\"");
@@ -414,36 +413,42 @@ bool Service::prepare_hit_or_test(const Request& req, Response& res, Pending& pe
   return true;
 }
 
-void Service::stats(const Request& req, Response& res, const Installed& in) {
+// `?policy=NAME&key=KEY` of /v1/stats and /v1/keys: the policy for that key (its override if it
+// has one), or nullptr after answering 400.
+const Policy* Service::query_target(const Request& req, Response& res, const Installed& in,
+                                    std::string& key) {
   const std::string_view target(req.target().data(), req.target().size());
   const auto name = query_param(target, "policy");
-  const auto key = query_param(target, "key");
-  if (!name || !key || key->empty()) {
-    return error(res, http::status::bad_request, "give ?policy=NAME&key=KEY");
+  auto k = query_param(target, "key");
+  if (!name || !k || k->empty()) {
+    error(res, http::status::bad_request, "give ?policy=NAME&key=KEY");
+    return nullptr;
   }
   const ServicePolicy* sp = in.config->find(*name);
-  if (sp == nullptr) return error(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *name));
-  const Policy* policy = sp->policy.get();
-  if (auto o = sp->overrides.find(av(*key)); o != sp->overrides.end()) policy = o->second.get();
-  auto d = limiter_.stats(*policy, *key);
+  if (sp == nullptr) {
+    error(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *name));
+    return nullptr;
+  }
+  key = *std::move(k);
+  return &sp->for_key(key);
+}
+
+void Service::stats(const Request& req, Response& res, const Installed& in) {
+  std::string key;
+  const Policy* policy = query_target(req, res, in, key);
+  if (policy == nullptr) return;
+  auto d = limiter_.stats(*policy, key);
   if (!d.ok()) return error(res, http::status::bad_request, message(d.status()));
   respond(res, http::status::ok, decision_json(*policy, *d, false));
   set_headers(res, *policy, *d, false);
 }
 
 void Service::clear(const Request& req, Response& res, const Installed& in) {
-  const std::string_view target(req.target().data(), req.target().size());
-  const auto name = query_param(target, "policy");
-  const auto key = query_param(target, "key");
-  if (!name || !key || key->empty()) {
-    return error(res, http::status::bad_request, "give ?policy=NAME&key=KEY");
-  }
-  const ServicePolicy* sp = in.config->find(*name);
-  if (sp == nullptr) return error(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *name));
-  const Policy* policy = sp->policy.get();
-  if (auto o = sp->overrides.find(av(*key)); o != sp->overrides.end()) policy = o->second.get();
-  if (auto s = limiter_.clear(*policy, *key); !s.ok()) {
-    return error(res, http::status::service_unavailable, fmt::format("storage error: {}", message(s)));
+  std::string key;
+  const Policy* policy = query_target(req, res, in, key);
+  if (policy == nullptr) return;
+  if (auto st = limiter_.clear(*policy, key); !st.ok()) {
+    return error(res, http::status::service_unavailable, fmt::format("storage error: {}", message(st)));
   }
   res.result(http::status::no_content);
   res.prepare_payload();
@@ -474,8 +479,7 @@ bool Service::prepare_auth(const Request& req, Response& res, Pending& pending, 
     key = *std::move(q);
   }
   if (key.size() > kMaxKeyBytes) return fail(res, http::status::bad_request, "the key is too long");
-  const Policy* policy = sp->policy.get();
-  if (auto o = sp->overrides.find(av(key)); o != sp->overrides.end()) policy = o->second.get();
+  const Policy* policy = &sp->for_key(key);
   pending.kind = Pending::Kind::kAuth;
   pending.configured = sp;
   pending.policy = policy;

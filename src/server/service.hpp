@@ -80,6 +80,7 @@ class Service {
 
   std::shared_ptr<const Installed> current();
   bool prepare_hit_or_test(const Request& req, Response& res, Pending& p, const Installed& in);
+  const Policy* query_target(const Request& req, Response& res, const Installed& in, std::string& key);
   void stats(const Request& req, Response& res, const Installed& in);
   void clear(const Request& req, Response& res, const Installed& in);
   bool prepare_auth(const Request& req, Response& res, Pending& p, const Installed& in);

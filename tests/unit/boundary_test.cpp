@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
+#include "support/variants.hpp"
 
 namespace floodgate {
 namespace {
@@ -12,26 +13,10 @@ constexpr Micros kSec = kMicrosPerSecond;
 constexpr Micros kT0 = 1'700'000'000 * kSec;
 constexpr Micros kHundredYears = Micros{100} * 360 * 86400 * kSec;
 
-struct Variant {
-  const char* name;
-  Strategy strategy;
-  Anchor anchor;
-};
-constexpr Variant kVariants[] = {
-    {"fixed-window", Strategy::kFixedWindow, Anchor::kClock},
-    {"fixed-window-first-hit", Strategy::kFixedWindow, Anchor::kFirstHit},
-    {"moving-window", Strategy::kMovingWindow, Anchor::kClock},
-    {"sliding-window-counter", Strategy::kSlidingWindowCounter, Anchor::kClock},
-    {"token-bucket", Strategy::kTokenBucket, Anchor::kClock},
-    {"leaky-bucket", Strategy::kLeakyBucket, Anchor::kClock},
-    {"gcra", Strategy::kGcra, Anchor::kClock},
-};
+using testing::kVariants;
+using testing::Variant;
 
-Policy make(const Variant& v, std::string_view limits) {
-  PolicyOptions o;
-  o.anchor = v.anchor;
-  return Policy::make("edge", v.strategy, limits, o).value();
-}
+Policy make(const Variant& v, std::string_view limits) { return v.policy(limits, "edge"); }
 
 bool is_bucket(const Variant& v) { return uses_burst(v.strategy); }
 

@@ -10,32 +10,17 @@
 
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
+#include "support/variants.hpp"
 
 namespace floodgate {
 namespace {
 
 constexpr int kThreads = 8;
 
-struct Case {
-  const char* name;
-  Strategy strategy;
-  Anchor anchor;
-};
-constexpr Case kCases[] = {
-    {"fixed-window", Strategy::kFixedWindow, Anchor::kClock},
-    {"fixed-window-first-hit", Strategy::kFixedWindow, Anchor::kFirstHit},
-    {"moving-window", Strategy::kMovingWindow, Anchor::kClock},
-    {"sliding-window-counter", Strategy::kSlidingWindowCounter, Anchor::kClock},
-    {"token-bucket", Strategy::kTokenBucket, Anchor::kClock},
-    {"leaky-bucket", Strategy::kLeakyBucket, Anchor::kClock},
-    {"gcra", Strategy::kGcra, Anchor::kClock},
-};
+using Case = testing::Variant;
+constexpr const Case* kCases = testing::kVariants;
 
-Policy make(const Case& c, std::string_view limits) {
-  PolicyOptions o;
-  o.anchor = c.anchor;
-  return Policy::make(c.name, c.strategy, limits, o).value();
-}
+Policy make(const Case& c, std::string_view limits) { return c.policy(limits); }
 
 // Every thread hits one key `per_thread` times on a frozen clock; returns the total admitted.
 std::int64_t race_one_key(const Policy& p, int per_thread) {
@@ -62,7 +47,7 @@ TEST(Concurrency, EightThreadsTimesAMillionHitsOnOneKeyAdmitExactlyTheLimit) {
 }
 
 TEST(Concurrency, EveryAlgorithmAdmitsExactlyTheLimitOnOneKey) {
-  for (const Case& c : kCases) {
+  for (const Case& c : testing::kVariants) {
     EXPECT_EQ(race_one_key(make(c, "5000/hour"), 20'000), 5'000) << c.name;
     EXPECT_EQ(race_one_key(make(c, "300/second; 1000/hour"), 5'000), 300) << c.name;
   }
