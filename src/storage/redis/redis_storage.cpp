@@ -177,6 +177,7 @@ void RedisStorage::run(std::span<Call> calls) {
     std::vector<Lease> leases;
     flights.reserve(groups.size());
     leases.reserve(groups.size());
+    bool refresh = false;  // a cluster's map is read again after MOVED or a failed node
     for (auto& [node, group] : groups) {
       auto lease = node->acquire();
       if (!lease.ok()) {
@@ -184,6 +185,7 @@ void RedisStorage::run(std::span<Call> calls) {
           c->result = lease.status();
           c->done = true;
         }
+        refresh = true;
         continue;
       }
       redisContext* ctx = lease->get();
@@ -213,13 +215,13 @@ void RedisStorage::run(std::span<Call> calls) {
           c->result = s;
           c->done = true;
         }
+        refresh = true;
         continue;
       }
       flights.push_back(Flight{node, std::move(group)});
       leases.push_back(*std::move(lease));
     }
 
-    bool refresh = false;
     for (std::size_t f = 0; f < flights.size(); ++f) {
       Flight& flight = flights[f];
       redisContext* ctx = leases[f].get();
@@ -278,9 +280,10 @@ void RedisStorage::run(std::span<Call> calls) {
         c->done = true;
       }
       flight.node->record(broken.ok());
+      if (!broken.ok()) refresh = true;
     }
     leases.clear();  // back to the pools before a refresh borrows one
-    if (refresh) (void)refresh_topology_locked_out(false);
+    if (refresh && options_.cluster) (void)refresh_topology_locked_out(false);
   }
   for (Call& c : calls) {
     if (!c.done) {

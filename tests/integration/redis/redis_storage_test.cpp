@@ -433,11 +433,20 @@ TEST(RedisConcurrency, ThreadsOnOneKeyAdmitExactlyTheLimit) {
   }
 }
 
+int env_or(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : fallback;
+}
+
+// FLOODGATE_REDIS_PROCS_THREADS=16 FLOODGATE_REDIS_PROCS_HITS=10000 runs the full size
+// (4 processes × 16 connections × 10,000 hits per algorithm).
 TEST(RedisConcurrency, ProcessesOnOneKeyAdmitExactlyTheLimit) {
   constexpr int kProcesses = 4;
+  const int threads = env_or("FLOODGATE_REDIS_PROCS_THREADS", 4);
+  const int hits = env_or("FLOODGATE_REDIS_PROCS_HITS", 200);
   for (const Policy& p : one_policy_per_strategy(1000)) {
-    const std::string url =
-        single_url("clock=client&pool=4&timeout_ms=2000&prefix=" + unique_prefix("procs"));
+    const std::string url = single_url("clock=client&timeout_ms=2000&pool=" +
+                                       std::to_string(threads) + "&prefix=" + unique_prefix("procs"));
     std::vector<std::pair<pid_t, int>> children;
     for (int i = 0; i < kProcesses; ++i) {
       int fds[2];
@@ -446,7 +455,7 @@ TEST(RedisConcurrency, ProcessesOnOneKeyAdmitExactlyTheLimit) {
       ASSERT_GE(pid, 0);
       if (pid == 0) {
         close(fds[0]);
-        const int n = hammer(url, p, 4, 200);
+        const int n = hammer(url, p, threads, hits);
         const ssize_t w = write(fds[1], &n, sizeof n);
         _exit(w == sizeof n ? 0 : 1);
       }
@@ -463,7 +472,8 @@ TEST(RedisConcurrency, ProcessesOnOneKeyAdmitExactlyTheLimit) {
       ASSERT_GE(n, 0) << "a child saw " << -n << " errors";
       total += n;
     }
-    EXPECT_EQ(total, 1000) << p.describe();  // 4 processes × 4 threads × 200 hits = 3200 tries
+    EXPECT_EQ(total, 1000) << p.describe() << ": " << kProcesses << " processes × " << threads
+                           << " connections × " << hits << " hits";
   }
 }
 
