@@ -103,7 +103,9 @@ std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& ur
     o.password = o.user;  // redis://password@host, as redis-cli takes it
     o.user.clear();
   }
-  for (const auto& [name, value] : url.query) {
+  for (const auto& option : url.query) {
+    const std::string& name = option.first;  // (clang 14 cannot capture structured bindings)
+    const std::string& value = option.second;
     long long n = 0;
     const bool numeric = to_int(value, n);
     auto positive = [&](long long max) -> absl::Status {
