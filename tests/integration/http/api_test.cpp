@@ -38,11 +38,42 @@ std::vector<std::string> storages() {
   const char* env = std::getenv("FLOODGATE_TEST_STORAGES");
   std::vector<std::string> out;
   // "+batch": the same storage with requests coalesced into batches (--batching on).
-  std::stringstream in(env != nullptr && *env != '\0' ? env : "memory,memory+batch");
+  // "redis-fixture" / "redis-cluster-fixture": the servers the Redis test fixtures started (their
+  // ports are read when the test runs).
+  std::stringstream in(env != nullptr && *env != '\0'
+                           ? env
+                           : "memory,memory+batch,redis-fixture,redis-cluster-fixture");
   for (std::string s; std::getline(in, s, ',');) {
     if (!s.empty()) out.push_back(s);
   }
   return out;
+}
+
+// The storage URL for a parameter: fixture names resolve to the running Redis servers.
+std::string resolve_storage(const std::string& param) {
+  auto read = [](const std::string& file) {
+    std::ifstream in(file);
+    std::string text;
+    std::getline(in, text);
+    return text;
+  };
+  if (param == "redis-fixture") {
+    const std::string port = read(std::string(FLOODGATE_REDIS_SINGLE_DIR) + "/port");
+    return port.empty() ? "" : "redis://127.0.0.1:" + port;
+  }
+  if (param == "redis-cluster-fixture") {
+    std::string ports = read(std::string(FLOODGATE_REDIS_CLUSTER_DIR) + "/ports");
+    if (ports.empty()) return "";
+    std::string url = "redis-cluster://";
+    std::stringstream in(ports);
+    bool first = true;
+    for (std::string p; std::getline(in, p, ',');) {
+      url += (first ? "" : ",") + std::string("127.0.0.1:") + p;
+      first = false;
+    }
+    return url;
+  }
+  return param;
 }
 
 class Api : public ::testing::TestWithParam<std::string> {
@@ -57,7 +88,10 @@ class Api : public ::testing::TestWithParam<std::string> {
     const bool batch = storage.size() > suffix.size() &&
                        storage.compare(storage.size() - suffix.size(), suffix.size(), suffix) == 0;
     if (batch) storage.resize(storage.size() - suffix.size());
-    return {"--storage", storage, "--batching", batch ? "on" : "off"};
+    const std::string url = resolve_storage(storage);
+    if (url.empty()) return {"--storage", "unresolved-fixture://" + storage};
+    // A networked storage batches by default ("auto"); memory is tested both ways.
+    return {"--storage", url, "--batching", batch ? "on" : "auto"};
   }
   ServerProcess server{kConfig, args_for(GetParam())};
 };
