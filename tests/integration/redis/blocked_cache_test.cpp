@@ -1,5 +1,6 @@
 // The Limiter's blocked-key cache (PolicyOptions::blocked_cache), on a counting storage and a
 // manual clock: a key denied until T is denied locally until T without a storage call.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "floodgate/limiter.hpp"
@@ -73,7 +74,7 @@ TEST(BlockedCache, ClearForgetsTheBlockAndTheSizeIsBounded) {
   Limiter limiter(storage, clock);
   const Policy p = cached(4, "1/hour");
   for (int i = 0; i < 50; ++i) {
-    const std::string key = "k" + std::to_string(i);
+    const std::string key = fmt::format("k{}", i);
     EXPECT_TRUE(limiter.hit(p, key)->allowed);
     EXPECT_FALSE(limiter.hit(p, key)->allowed);
   }
@@ -81,7 +82,7 @@ TEST(BlockedCache, ClearForgetsTheBlockAndTheSizeIsBounded) {
   int local = 0;
   for (int i = 0; i < 50; ++i) {
     const std::uint64_t hits = limiter.blocked_cache_hits();
-    EXPECT_FALSE(limiter.hit(p, "k" + std::to_string(i))->allowed);
+    EXPECT_FALSE(limiter.hit(p, fmt::format("k{}", i))->allowed);
     local += limiter.blocked_cache_hits() > hits ? 1 : 0;
   }
   EXPECT_LE(local, 4);  // at most 4 keys remembered

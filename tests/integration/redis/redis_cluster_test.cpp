@@ -1,5 +1,6 @@
 // The Redis storage against a 3-master Redis Cluster (the redis_cluster fixture): conformance,
 // keys spread over the masters without CROSSSLOT, concurrency.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "conformance_support.hpp"
@@ -48,7 +49,7 @@ TEST(RedisCluster, TenThousandKeysSpreadOverAllMastersWithoutCrossslot) {
   ASSERT_NE(cluster, nullptr);
   auto p = Policy::make("spread", Strategy::kSlidingWindowCounter, "5/second; 100/hour").value();
   std::vector<std::string> keys;
-  for (int i = 0; i < 10'000; ++i) keys.push_back("user-" + std::to_string(i));
+  for (int i = 0; i < 10'000; ++i) keys.push_back(fmt::format("user-{}", i));
   int allowed = 0;
   for (std::size_t start = 0; start < keys.size(); start += 500) {
     std::vector<Storage::BatchItem> items;
@@ -77,7 +78,7 @@ TEST(RedisCluster, ScriptsLoadPerNodeAfterScriptFlushEverywhere) {
   for (int round = 0; round < 3; ++round) {
     for (int port : cluster_ports()) Raw(port).cmd({"SCRIPT", "FLUSH"});
     for (int i = 0; i < 30; ++i) {
-      const auto d = cluster->apply(p, "k" + std::to_string(i), 1, Effect::kHit, 1'000'000);
+      const auto d = cluster->apply(p, fmt::format("k{}", i), 1, Effect::kHit, 1'000'000);
       ASSERT_TRUE(d.ok()) << d.status();
       EXPECT_EQ(d->remaining, 99 - round);
     }

@@ -194,7 +194,7 @@ TEST(RedisBatch, PipelinedBatchEqualsMemoryInOrder) {
   auto gcra = Policy::make("b1", Strategy::kGcra, "5/second").value();
   auto moving = Policy::make("b2", Strategy::kMovingWindow, "3/second; 7/minute").value();
   std::vector<std::string> keys;
-  for (int i = 0; i < 50; ++i) keys.push_back("k" + std::to_string(i % 7));
+  for (int i = 0; i < 50; ++i) keys.push_back(fmt::format("k{}", i % 7));
   std::vector<Storage::BatchItem> items;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     items.push_back({i % 2 ? &gcra : &moving, keys[i], static_cast<std::int64_t>(i % 3),
@@ -302,7 +302,7 @@ TEST(RedisScripts, ScriptFlushEvery100MsDuringARunSurfacesNoErrors) {
       const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1200);
       for (int i = 0; std::chrono::steady_clock::now() < end; ++i) {
         const auto d = redis->apply(policies[static_cast<std::size_t>(i) % policies.size()],
-                                    "k" + std::to_string(t * 1000 + i % 50), 1, Effect::kHit, 0);
+                                    fmt::format("k{}", t * 1000 + i % 50), 1, Effect::kHit, 0);
         calls.fetch_add(1);
         if (!d.ok()) errors.fetch_add(1);
       }
@@ -608,7 +608,7 @@ TEST(RedisFailure, Kill9UnderLoadFollowsTheFailModeWithBoundedLatencyAndRecovers
         std::this_thread::sleep_until(due);
         const Policy& p = i % 2 ? open : closed;
         const auto t0 = std::chrono::steady_clock::now();
-        const auto d = limiter.hit(p, "k" + std::to_string(t * 100 + i % 100));
+        const auto d = limiter.hit(p, fmt::format("k{}", t * 100 + i % 100));
         const auto t1 = std::chrono::steady_clock::now();
         lat[static_cast<std::size_t>(t)].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         if (!d.ok() || (d->degraded && d->allowed != (&p == &open))) wrong.fetch_add(1);
