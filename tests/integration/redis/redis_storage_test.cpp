@@ -370,6 +370,58 @@ TEST(RedisScripts, PolicyTheScriptsCannotRunExactlyIsInvalidArgumentNamingTheLim
   EXPECT_NE(d.status().message().find("1/year burst 1000"), std::string::npos);
 }
 
+TEST(RedisKeys, ClearForgetsEveryLimitOfTheKey) {
+  auto redis = open_url(single_url("clock=client&prefix=" + unique_prefix("clear")));
+  ASSERT_NE(redis, nullptr);
+  for (const Policy& p : one_policy_per_script()) {
+    ASSERT_TRUE(redis->apply(p, "u", 4, Effect::kHit, 1'000'000)->allowed);
+    ASSERT_TRUE(redis->clear(p, "u").ok());
+    ASSERT_TRUE(redis->clear(p, "never-seen").ok());
+    const auto d = redis->apply(p, "u", 0, Effect::kTest, 1'000'000);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->remaining, p.limits()[0].amount) << p.describe();
+    EXPECT_EQ(d->reset_after, 0) << p.describe();
+  }
+}
+
+// ---- other ways in: a unix socket, a password and a database ---------------------------------
+TEST(RedisUrls, PasswordAndDatabase) {
+  const std::string sock =
+      std::string(FLOODGATE_REDIS_PRIVATE_DIR) + "/fg-" + std::to_string(getpid()) + ".sock";
+  PrivateServer server("--unixsocket " + sock + " --unixsocketperm 700");
+  ASSERT_GT(server.port(), 0);
+  {
+    Raw setup(server.port());
+    ASSERT_EQ(setup.cmd({"CONFIG", "SET", "requirepass", "s3cret"}), "OK");
+  }
+  auto p = Policy::make("urls", Strategy::kGcra, "2/minute").value();
+  EXPECT_FALSE(open_storage("redis+unix://" + sock + "?prefix=u:").ok());  // AUTH required
+  const std::string tcp = "redis://:s3cret@127.0.0.1:" + std::to_string(server.port()) + "/3?prefix=db3:";
+  auto storage = open_storage(tcp);
+  ASSERT_TRUE(storage.ok()) << storage.status();
+  EXPECT_TRUE((*storage)->apply(p, "k", 1, Effect::kHit, 0)->allowed);
+  Raw raw(server.port());
+  EXPECT_EQ(raw.cmd({"AUTH", "s3cret"}), "OK");
+  EXPECT_EQ(raw.cmd({"SELECT", "3"}), "OK");
+  EXPECT_EQ(raw.cmd({"DBSIZE"}), "1");
+  auto wrong = open_storage("redis://:nope@127.0.0.1:" + std::to_string(server.port()));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(wrong.status().message().find("nope"), std::string::npos) << wrong.status();
+}
+
+TEST(RedisUrls, UnixSocket) {
+  const std::string sock =
+      std::string(FLOODGATE_REDIS_PRIVATE_DIR) + "/fgu-" + std::to_string(getpid()) + ".sock";
+  PrivateServer server("--unixsocket " + sock + " --unixsocketperm 700");
+  ASSERT_GT(server.port(), 0);
+  auto storage = open_storage("redis+unix://" + sock + "?prefix=unix:&clock=client");
+  ASSERT_TRUE(storage.ok()) << storage.status();
+  auto p = Policy::make("unix", Strategy::kMovingWindow, "2/minute").value();
+  EXPECT_TRUE((*storage)->apply(p, "k", 2, Effect::kHit, 0)->allowed);
+  EXPECT_FALSE((*storage)->apply(p, "k", 1, Effect::kHit, 1)->allowed);
+}
+
 // ---- time: the server's clock by default ----------------------------------------------------
 TEST(RedisClock, ClientsWithSkewedClocksShareOneLimitWithTheRedisClock) {
   const std::string prefix = unique_prefix("skew");

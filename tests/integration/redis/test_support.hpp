@@ -150,7 +150,7 @@ class PrivateServer {
     const int p = pid();
     if (p > 0) ::kill(p, sig);
     if (sig == SIGKILL || sig == SIGTERM) {
-      for (int i = 0; i < 200 && p > 0 && ::kill(p, 0) == 0; ++i) usleep(10000);
+      for (int i = 0; i < 200 && p > 0 && alive(p); ++i) usleep(10000);
       std::remove((dir_ + "/redis.pid").c_str());
     }
   }
@@ -170,6 +170,15 @@ class PrivateServer {
   }
 
  private:
+  // A daemonized server is reparented to pid 1, which may not reap it here: a zombie is dead.
+  static bool alive(int pid) {
+    if (::kill(pid, 0) != 0) return false;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t close = line.rfind(')');
+    return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+  }
   int port_ = 0;
   std::string dir_;
 };
