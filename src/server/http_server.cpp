@@ -1,7 +1,10 @@
 #include "server/http_server.hpp"
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -21,11 +24,22 @@ class Session;
 }  // namespace
 
 // Requests of one I/O thread waiting for a decision from a networked storage: collected while the
-// thread handles the events that are ready, then decided with one round trip (apply_batch).
+// thread handles the events that are ready, then decided with one round trip (apply_batch) on the
+// batcher's own storage thread, so that the I/O thread goes on reading requests (and filling the
+// next batch) while a batch is on the wire. One batch per I/O thread is in flight at a time.
 struct Batcher {
   static constexpr std::size_t kMax = 256;
-  std::vector<std::shared_ptr<Session>> waiting;
-  bool scheduled = false;
+  asio::io_context* io = nullptr;
+  std::vector<std::shared_ptr<Session>> waiting;  // I/O thread only
+  bool scheduled = false;                         // I/O thread only
+  bool in_flight = false;                         // I/O thread only
+
+  // The storage thread.
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<Session>> job;  // guarded by mu
+  bool stop = false;                          // guarded by mu
 };
 
 struct HttpServer::Shared {
@@ -108,21 +122,49 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Decides every waiting request of this thread with one storage call and answers them.
+  // I/O thread: hands the waiting requests to the storage thread unless a batch is in flight
+  // (its completion flushes again).
   static void flush(Batcher& batcher, Service& service) {
     batcher.scheduled = false;
-    std::vector<std::shared_ptr<Session>> sessions;
-    sessions.swap(batcher.waiting);
-    if (sessions.empty()) return;
-    std::vector<Service::Pending*> pending;
-    pending.reserve(sessions.size());
-    for (auto& s : sessions) pending.push_back(&s->pending_);
-    std::vector<absl::StatusOr<Decision>> decisions(sessions.size());
-    service.decide(pending, decisions);
-    for (std::size_t i = 0; i < sessions.size(); ++i) {
-      service.finish(sessions[i]->pending_, decisions[i], sessions[i]->res_);
-      sessions[i]->write();
+    if (batcher.in_flight || batcher.waiting.empty()) return;
+    batcher.in_flight = true;
+    {
+      std::lock_guard<std::mutex> lock(batcher.mu);
+      batcher.job.swap(batcher.waiting);
+    }
+    batcher.cv.notify_one();
+    (void)service;
+  }
+
+ public:
+  // The storage thread of one batcher: decides each job with one round trip, then answers the
+  // requests back on the I/O thread.
+  static void storage_thread(Batcher& batcher, Service& service) {
+    for (;;) {
+      std::vector<std::shared_ptr<Session>> sessions;
+      {
+        std::unique_lock<std::mutex> lock(batcher.mu);
+        batcher.cv.wait(lock, [&] { return batcher.stop || !batcher.job.empty(); });
+        if (batcher.stop) return;
+        sessions.swap(batcher.job);
+      }
+      std::vector<Service::Pending*> pending;
+      pending.reserve(sessions.size());
+      for (auto& s : sessions) pending.push_back(&s->pending_);
+      auto decisions = std::make_shared<std::vector<absl::StatusOr<Decision>>>(sessions.size());
+      service.decide(pending, *decisions);
+      asio::post(*batcher.io, [&batcher, &service, sessions = std::move(sessions), decisions] {
+        for (std::size_t i = 0; i < sessions.size(); ++i) {
+          service.finish(sessions[i]->pending_, (*decisions)[i], sessions[i]->res_);
+          sessions[i]->write();
+        }
+        batcher.in_flight = false;
+        flush(batcher, service);
+      });
     }
   }
+
+ private:
 
   void fail(http::status status, std::string_view message) {
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
@@ -223,6 +265,7 @@ absl::Status HttpServer::start() {
   for (unsigned i = 0; i < threads_; ++i) {
     shared_->contexts.push_back(std::make_unique<asio::io_context>(1));
     shared_->batchers.push_back(std::make_unique<Batcher>());
+    shared_->batchers.back()->io = shared_->contexts.back().get();
     auto acceptor = std::make_unique<tcp::acceptor>(*shared_->contexts.back());
     const tcp::endpoint endpoint(address, port_);
     acceptor->open(endpoint.protocol(), ec);
@@ -237,6 +280,10 @@ absl::Status HttpServer::start() {
     shared_->acceptors.push_back(std::move(acceptor));
   }
   for (unsigned i = 0; i < threads_; ++i) {
+    if (service_.batches()) {
+      Batcher& b = *shared_->batchers[i];
+      b.thread = std::thread([&b, &service = service_] { Session::storage_thread(b, service); });
+    }
     accept_loop(shared_, *shared_->acceptors[i], *shared_->batchers[i]);
     workers_.emplace_back([ctx = shared_->contexts[i].get()] {
       auto guard = asio::make_work_guard(*ctx);
@@ -266,6 +313,15 @@ void HttpServer::join() {
     if (w.joinable()) w.join();
   }
   workers_.clear();
+  for (auto& b : shared_->batchers) {
+    {
+      std::lock_guard<std::mutex> lock(b->mu);
+      b->stop = true;
+    }
+    b->cv.notify_all();
+    if (b->thread.joinable()) b->thread.join();
+    b->job.clear();
+  }
   // Destroying the contexts destroys the sessions still waiting in them (they hold `shared_`).
   auto acceptors = std::move(shared_->acceptors);
   acceptors.clear();
