@@ -46,7 +46,7 @@ struct RedisStorage::Call {
   Node* ask_target = nullptr;               // the next attempt goes there, after ASKING
   bool use_eval = false;                    // the server said NOSCRIPT: send the text
   bool done = false;
-  absl::StatusOr<Decision> result = absl::InternalError("not run");
+  absl::StatusOr<Decision> result{Decision{}};  // run() sets every call's result
 };
 
 RedisStorage::RedisStorage(RedisOptions options) : options_(std::move(options)) {

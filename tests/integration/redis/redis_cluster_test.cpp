@@ -18,7 +18,7 @@ TEST_P(ClusterConformance, SameOutputAsMemory) {
   const Case& c = GetParam();
   MemoryStorage memory;
   const std::string expected = replay_through(c, memory);
-  auto cluster = open_url(cluster_url("clock=client&prefix=" + unique_prefix(c.name)));
+  auto cluster = open_url(cluster_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix(c.name)));
   ASSERT_NE(cluster, nullptr);
   EXPECT_EQ(replay_through(c, *cluster), expected);
 }
@@ -45,7 +45,7 @@ long long count_keys(int port, const std::string& prefix) {
 
 TEST(RedisCluster, TenThousandKeysSpreadOverAllMastersWithoutCrossslot) {
   const std::string prefix = unique_prefix("spread");
-  auto cluster = open_url(cluster_url("prefix=" + prefix));
+  auto cluster = open_url(cluster_url("timeout_ms=2000&prefix=" + prefix));
   ASSERT_NE(cluster, nullptr);
   auto p = Policy::make("spread", Strategy::kSlidingWindowCounter, "5/second; 100/hour").value();
   std::vector<std::string> keys;
@@ -72,7 +72,7 @@ TEST(RedisCluster, TenThousandKeysSpreadOverAllMastersWithoutCrossslot) {
 }
 
 TEST(RedisCluster, ScriptsLoadPerNodeAfterScriptFlushEverywhere) {
-  auto cluster = open_url(cluster_url("clock=client&prefix=" + unique_prefix("flush")));
+  auto cluster = open_url(cluster_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix("flush")));
   ASSERT_NE(cluster, nullptr);
   auto p = Policy::make("flush", Strategy::kGcra, "100/second").value();
   for (int round = 0; round < 3; ++round) {
