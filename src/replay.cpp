@@ -9,8 +9,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "storage/url.hpp"
 
 namespace floodgate {
+
+absl::StatusOr<std::string> replay_storage_url(std::string_view url) {
+  auto parsed = parse_storage_url(url);
+  if (!parsed.ok()) return parsed.status();
+  if (!parsed->scheme.starts_with("redis")) return std::string(url);
+  for (const auto& [name, value] : parsed->query) {
+    if (name != "clock") continue;
+    if (value == "client") return std::string(url);
+    return absl::InvalidArgumentError(
+        "replay runs on the trace's clock, so its storage needs clock=client, not clock=" + value +
+        " (in \"" + std::string(url) + "\")");
+  }
+  return std::string(url) + (url.find('?') == std::string_view::npos ? "?" : "&") + "clock=client";
+}
 
 std::string format_seconds(Micros d) {
   const bool negative = d < 0;

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "floodgate/policy.hpp"
 #include "floodgate/storage.hpp"
 
@@ -26,6 +28,12 @@ namespace floodgate {
 /// Errors: InvalidArgument "line N: <problem>" for the first malformed line; every line before it
 /// has been answered. A storage error stops the run likewise.
 absl::Status replay(const Policy& policy, Storage& storage, std::istream& in, std::ostream& out);
+
+/// The storage URL a replay runs on: the trace's times are the clock, so a Redis URL
+/// (redis://, redis+unix://, redis-cluster://) gets `clock=client` when it names no clock.
+/// Errors: InvalidArgument for a malformed URL, or one that asks for `clock=redis` (the server's
+/// clock would ignore the trace's times).
+absl::StatusOr<std::string> replay_storage_url(std::string_view url);
 
 /// Formats a duration in seconds as the shortest decimal with at most 6 fraction digits that
 /// keeps at least one ("4.0", "0.25", "0.000001").

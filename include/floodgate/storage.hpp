@@ -65,7 +65,10 @@ class Storage {
 /// Opens a storage by URL:
 ///   memory                      the in-memory store (also `memory://`); options as a query:
 ///                               `memory://?max_keys=100000&shards=64`
-/// Further schemes (redis://, redis+unix://, redis-cluster://) come with the Redis storage.
+///   redis://[user:password@]host[:port][/db][?options], redis+unix:///path[?options],
+///   redis-cluster://host:port[,host:port…][?options]
+///                               Redis and Redis Cluster (docs/redis.md has the options); only when
+///                               the library is built with the Redis storage.
 /// Errors: InvalidArgument naming the bad URL or option; Unavailable if a server cannot be reached.
 absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view url);
 

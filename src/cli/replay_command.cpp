@@ -37,7 +37,9 @@ std::function<int()> add_replay(CLI::App& app) {
       ->check(CLI::IsMember({"clock", "first-hit"}));
   cmd->add_flag("--shape", args->shape, "leaky-bucket as a shaper: decisions carry \"delay\"");
   cmd->add_option("--storage", args->storage,
-                  "storage URL: memory (default), redis://host:port, redis-cluster://host:port,…");
+                  "storage URL: memory (default), redis://host:port, redis+unix:///path, "
+                  "redis-cluster://host:port,…; a Redis storage runs on the trace's clock "
+                  "(clock=client is added; clock=redis is refused)");
   cmd->add_option("--name", args->policy_name, "policy name (default \"replay\")");
 
   return [args]() -> int {
@@ -59,7 +61,12 @@ std::function<int()> add_replay(CLI::App& app) {
       std::cerr << "floodgate replay: " << policy.status().message() << "\n";
       return 2;
     }
-    auto storage = open_storage(args->storage);
+    auto url = replay_storage_url(args->storage);
+    if (!url.ok()) {
+      std::cerr << "floodgate replay: " << url.status().message() << "\n";
+      return 2;
+    }
+    auto storage = open_storage(*url);
     if (!storage.ok()) {
       std::cerr << "floodgate replay: " << storage.status().message() << "\n";
       return 2;

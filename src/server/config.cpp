@@ -84,11 +84,13 @@ void check_keys(const std::string& source, const YAML::Node& map,
   }
 }
 
+constexpr std::int64_t kMaxBlockedCache = 10'000'000;
+
 ServicePolicy parse_policy(const std::string& source, const YAML::Node& node) {
   if (!node.IsMap()) fail(source, node, "each policy must be a map with name, strategy and limit");
   check_keys(source, node,
              {"name", "strategy", "limit", "burst", "anchor", "shape", "key", "fail", "shadow",
-              "overrides", "allow"},
+              "blocked_cache", "overrides", "allow"},
              "a policy");
   if (!node["name"]) fail(source, node, "a policy needs a name");
   const auto name = scalar<std::string>(source, node["name"], "name");
@@ -116,6 +118,14 @@ ServicePolicy parse_policy(const std::string& source, const YAML::Node& node) {
     } else if (mode != "open") {
       fail(source, node["fail"], where + ": fail must be open or closed");
     }
+  }
+  if (node["blocked_cache"]) {
+    const auto n = scalar<std::int64_t>(source, node["blocked_cache"], "blocked_cache");
+    if (n < 0 || n > kMaxBlockedCache) {
+      fail(source, node["blocked_cache"],
+           fmt::format("{}: blocked_cache must be from 0 (off) to {} keys", where, kMaxBlockedCache));
+    }
+    o.blocked_cache = static_cast<std::size_t>(n);
   }
   const YAML::Node& limit_node = node["limit"];
   const auto limit_text = scalar<std::string>(source, limit_node, "limit");

@@ -178,6 +178,7 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
   std::vector<Storage::BatchItem> items;
   std::vector<std::size_t> where;  // items[i] answers pending[where[i]]
   items.reserve(pending.size());
+  const Micros now = limiter_.clock().now();
   for (std::size_t i = 0; i < pending.size(); ++i) {
     const Pending& p = *pending[i];
     if (p.configured != nullptr && p.configured->allow.contains(av(p.key))) {
@@ -189,6 +190,10 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
       out[i] = d;
       continue;
     }
+    if (auto local = limiter_.blocked(*p.policy, p.key, p.cost, now)) {
+      out[i] = *local;  // known to be denied until its retry time: no storage call
+      continue;
+    }
     items.push_back({p.policy, p.key, p.cost,
                      p.kind == Pending::Kind::kTest ? Effect::kTest : Effect::kHit});
     where.push_back(i);
@@ -196,13 +201,15 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
   if (!items.empty()) {
     std::vector<absl::StatusOr<Decision>> results(items.size());
     const auto start = std::chrono::steady_clock::now();
-    storage_->apply_batch(items, limiter_.clock().now(), results);
+    storage_->apply_batch(items, now, results);
     metrics_.storage_latency(std::chrono::duration_cast<std::chrono::microseconds>(
                                  std::chrono::steady_clock::now() - start)
                                  .count());
     for (std::size_t j = 0; j < items.size(); ++j) {
       absl::StatusOr<Decision>& r = results[j];
-      if (!r.ok() && r.status().code() != absl::StatusCode::kInvalidArgument) {
+      if (r.ok()) {
+        limiter_.remember(*items[j].policy, items[j].key, items[j].cost, *r, now);
+      } else if (r.status().code() != absl::StatusCode::kInvalidArgument) {
         r = degraded_decision(*items[j].policy);  // the policy's fail mode; never a plain "allowed"
       }
       out[where[j]] = std::move(r);
@@ -281,7 +288,11 @@ bool Service::prepare(const Request& req, Response& res, Pending& pending) {
     if (only(http::verb::delete_)) clear(req, res, *in);
   } else if (path == "/metrics") {
     if (only(http::verb::get)) {
-      std::string extra;
+      std::string extra = fmt::format(
+          "# HELP floodgate_blocked_cache_hits_total Decisions the blocked-key cache answered "
+          "without a storage call.\n"
+          "# TYPE floodgate_blocked_cache_hits_total counter\nfloodgate_blocked_cache_hits_total {}\n",
+          limiter_.blocked_cache_hits());
       if (auto* mem = dynamic_cast<MemoryStorage*>(storage_.get())) {
         extra += fmt::format(
             "# HELP floodgate_memory_evictions_total Keys evicted at the max_keys bound.\n"

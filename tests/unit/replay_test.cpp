@@ -91,5 +91,20 @@ TEST(Replay, FormatSeconds) {
   EXPECT_EQ(format_seconds(123'456'789), "123.456789");
 }
 
+TEST(Replay, StorageUrlRunsRedisOnTheTracesClock) {
+  EXPECT_EQ(replay_storage_url("memory").value(), "memory");
+  EXPECT_EQ(replay_storage_url("redis://127.0.0.1:6379").value(),
+            "redis://127.0.0.1:6379?clock=client");
+  EXPECT_EQ(replay_storage_url("redis-cluster://a:1,b:2?timeout_ms=30").value(),
+            "redis-cluster://a:1,b:2?timeout_ms=30&clock=client");
+  EXPECT_EQ(replay_storage_url("redis+unix:///tmp/r.sock?clock=client").value(),
+            "redis+unix:///tmp/r.sock?clock=client");
+  const auto refused = replay_storage_url("redis://h:1?clock=redis");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("clock=client"), std::string_view::npos);
+  EXPECT_FALSE(replay_storage_url("").ok());
+}
+
 }  // namespace
 }  // namespace floodgate

@@ -25,6 +25,10 @@ policies:
     strategy: fixed-window
     limit: 1/hour
     shadow: true
+  - name: cached
+    strategy: fixed-window
+    limit: 2/hour
+    blocked_cache: 100
   - name: closed
     strategy: token-bucket
     limit: 1/second
@@ -117,6 +121,36 @@ TEST_P(Api, HitAllowsThenDeniesWith429AndHeaders) {
   EXPECT_EQ(field(denied, "X-RateLimit-Limit"), "5");
   EXPECT_NE(denied.body().find("\"allowed\": false"), std::string::npos);
   EXPECT_EQ(denied.body().find("\"retry_after\": null"), std::string::npos) << denied.body();
+}
+
+std::string metric(ServerProcess& server, const std::string& series) {
+  const std::string text = server.request(http::verb::get, "/metrics").body();
+  const auto at = text.find("\n" + series + " ");
+  return at == std::string::npos ? "<absent>"
+                                 : text.substr(at + series.size() + 2,
+                                               text.find('\n', at + 1) - (at + series.size() + 2));
+}
+
+TEST_P(Api, BlockedKeyCacheDeniesLocallyUntilClear) {
+  const std::string k = key("b");
+  const std::string body = R"({"policy": "cached", "key": ")" + k + R"("})";
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 200);
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 200);
+  EXPECT_EQ(metric(server, "floodgate_blocked_cache_hits_total"), "0");
+  const Response first = server.request(http::verb::post, "/v1/hit", body);  // the storage denies
+  ASSERT_EQ(first.result_int(), 429);
+  EXPECT_EQ(metric(server, "floodgate_blocked_cache_hits_total"), "0");
+  const Response local = server.request(http::verb::post, "/v1/hit", body);  // the cache denies
+  ASSERT_EQ(local.result_int(), 429);
+  EXPECT_EQ(metric(server, "floodgate_blocked_cache_hits_total"), "1");
+  const int retry = std::stoi(field(local, "Retry-After"));
+  EXPECT_GT(retry, 0);
+  EXPECT_LE(retry, std::stoi(field(first, "Retry-After")));
+  EXPECT_EQ(field(local, "X-RateLimit-Remaining"), "0");
+  // A clear through the service forgets the local block too.
+  EXPECT_EQ(server.request(http::verb::delete_, "/v1/keys?policy=cached&key=" + k).result_int(), 204);
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 200);
+  EXPECT_EQ(metric(server, "floodgate_blocked_cache_hits_total"), "1");
 }
 
 TEST_P(Api, TestStatsAndClear) {
