@@ -26,19 +26,22 @@ class Session;
 // Requests of one I/O thread waiting for a decision from a networked storage: collected while the
 // thread handles the events that are ready, then decided with one round trip (apply_batch) on the
 // batcher's own storage thread, so that the I/O thread goes on reading requests (and filling the
-// next batch) while a batch is on the wire. One batch per I/O thread is in flight at a time.
+// next batch) while a batch is on the wire. The I/O thread hands over what it collected after each
+// round of events; the storage thread takes everything handed over since its last batch as the
+// next one, and under load goes from batch to batch without sleeping (a wake-up, a context switch,
+// is only paid when it was idle).
 struct Batcher {
   static constexpr std::size_t kMax = 256;
   asio::io_context* io = nullptr;
   std::vector<std::shared_ptr<Session>> waiting;  // I/O thread only
   bool scheduled = false;                         // I/O thread only
-  bool in_flight = false;                         // I/O thread only
 
   // The storage thread.
   std::thread thread;
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::shared_ptr<Session>> job;  // guarded by mu
+  bool idle = false;                          // guarded by mu: the storage thread waits on cv
   bool stop = false;                          // guarded by mu
 };
 
@@ -121,18 +124,24 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // Decides every waiting request of this thread with one storage call and answers them.
-  // I/O thread: hands the waiting requests to the storage thread unless a batch is in flight
-  // (its completion flushes again).
+  // I/O thread: hands the waiting requests to the storage thread, which decides them with its
+  // next storage call; wakes it only if it is idle.
   static void flush(Batcher& batcher, Service& service) {
     batcher.scheduled = false;
-    if (batcher.in_flight || batcher.waiting.empty()) return;
-    batcher.in_flight = true;
+    if (batcher.waiting.empty()) return;
+    bool wake = false;
     {
       std::lock_guard<std::mutex> lock(batcher.mu);
-      batcher.job.swap(batcher.waiting);
+      if (batcher.job.empty()) {
+        batcher.job.swap(batcher.waiting);
+      } else {
+        batcher.job.insert(batcher.job.end(), std::make_move_iterator(batcher.waiting.begin()),
+                           std::make_move_iterator(batcher.waiting.end()));
+        batcher.waiting.clear();
+      }
+      wake = batcher.idle;
     }
-    batcher.cv.notify_one();
+    if (wake) batcher.cv.notify_one();
     (void)service;
   }
 
@@ -144,7 +153,9 @@ class Session : public std::enable_shared_from_this<Session> {
       std::vector<std::shared_ptr<Session>> sessions;
       {
         std::unique_lock<std::mutex> lock(batcher.mu);
+        batcher.idle = true;
         batcher.cv.wait(lock, [&] { return batcher.stop || !batcher.job.empty(); });
+        batcher.idle = false;
         if (batcher.stop) return;
         sessions.swap(batcher.job);
       }
@@ -153,13 +164,11 @@ class Session : public std::enable_shared_from_this<Session> {
       for (auto& s : sessions) pending.push_back(&s->pending_);
       auto decisions = std::make_shared<std::vector<absl::StatusOr<Decision>>>(sessions.size());
       service.decide(pending, *decisions);
-      asio::post(*batcher.io, [&batcher, &service, sessions = std::move(sessions), decisions] {
+      asio::post(*batcher.io, [&service, sessions = std::move(sessions), decisions] {
         for (std::size_t i = 0; i < sessions.size(); ++i) {
           service.finish(sessions[i]->pending_, (*decisions)[i], sessions[i]->res_);
           sessions[i]->write();
         }
-        batcher.in_flight = false;
-        flush(batcher, service);
       });
     }
   }
