@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
+#include "server/config.hpp"
 #include "server/rls.hpp"
 #include "server/rls_config.hpp"
 
@@ -119,6 +120,19 @@ TEST(RlsConfig, DuplicateDomainAcrossFilesNamesBoth) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(), (dir / "b.yaml").string() + ":2: domain \"same\" is already defined in " +
                                       (dir / "a.yaml").string());
+}
+
+TEST(RlsConfig, TheEnvoyExampleLoads) {
+  auto main = load_config(FLOODGATE_SOURCE_DIR "/examples/envoy/floodgate.yaml");
+  ASSERT_TRUE(main.ok()) << main.status();
+  EXPECT_EQ(main->rls.config_dir, FLOODGATE_SOURCE_DIR "/examples/envoy/rules");  // relative to the file
+  EXPECT_EQ(main->rls.listen_port, 8081);
+  EXPECT_TRUE(main->rls.response_headers);
+  auto rules = load_rls_config(main->rls.config_dir);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  const auto& by_ip = (*rules)->find("edge")->root.children.at(rls_default_key("remote_address"));
+  EXPECT_EQ(by_ip->rule->policy->strategy(), Strategy::kGcra);
+  EXPECT_EQ(by_ip->rule->policy->limits().front().capacity(), 40);
 }
 
 TEST(RlsConfig, MissingDirectory) {
