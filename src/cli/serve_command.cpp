@@ -97,7 +97,18 @@ int run(const ServeArgs& args) {
       std::cerr << c.status().message() << "\n";
       return 1;
     }
-    std::cout << args.check_config << ": ok, " << c->policies.size() << " policies\n";
+    std::size_t domains = 0;
+    if (!c->rls.config_dir.empty()) {  // the rate-limit rules it names are checked too
+      auto rules = server::load_rls_config(c->rls.config_dir);
+      if (!rules.ok()) {
+        std::cerr << rules.status().message() << "\n";
+        return 1;
+      }
+      domains = (*rules)->domains.size();
+    }
+    std::cout << args.check_config << ": ok, " << c->policies.size() << " policies";
+    if (!c->rls.config_dir.empty()) std::cout << ", " << domains << " rate-limit domains";
+    std::cout << "\n";
     return 0;
   }
   auto config = load(args);
@@ -130,7 +141,9 @@ int run(const ServeArgs& args) {
       std::cerr << "floodgate serve: " << rules.status().message() << "\n";
       return 2;
     }
-    rls = std::make_unique<server::RlsService>(*storage, SystemClock::instance(), rls_limits(installed->rls));
+    server::RlsLimits limits = rls_limits(installed->rls);
+    limits.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
+    rls = std::make_unique<server::RlsService>(*storage, SystemClock::instance(), limits);
     rls->reload(*rules);
     service.set_extra_metrics([r = rls.get()] { return r->metrics().render(); });
     grpc = std::make_unique<server::GrpcServer>(*rls, installed->rls.listen_host, installed->rls.listen_port);

@@ -16,7 +16,7 @@ class GrpcServer::Handler final : public rlsv3::RateLimitService::CallbackServic
                                             const rlsv3::RateLimitRequest* request,
                                             rlsv3::RateLimitResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(rls_.should_rate_limit(*request, *response));
+    rls_.should_rate_limit_async(*request, *response, [reactor](grpc::Status s) { reactor->Finish(std::move(s)); });
     return reactor;
   }
 

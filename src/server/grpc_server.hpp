@@ -15,11 +15,11 @@ class Server;
 
 namespace floodgate::server {
 
-/// Serves ShouldRateLimit with gRPC's callback API: a call is decided on the gRPC thread that
-/// read it and finished there, with no thread per call or per connection. With the memory store
-/// a decision takes microseconds; with Redis the deciding thread waits one round trip (a call's
-/// descriptors go in one pipelined batch), and gRPC's callback executor adds threads while
-/// calls wait (docs/envoy.md).
+/// Serves ShouldRateLimit with gRPC's callback API, with no thread per call or per connection.
+/// With the memory store a call is decided on the gRPC thread that read it (microseconds); with a
+/// networked storage (RlsLimits::batching) it is matched there and handed to the service's storage
+/// threads, which decide concurrent calls in one batch (one Redis round trip) and finish them, so
+/// no gRPC thread waits for Redis (docs/envoy.md).
 ///
 /// Thread-safety: `start` and `shutdown` are called by one controlling thread.
 class GrpcServer {

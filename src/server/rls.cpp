@@ -104,6 +104,18 @@ struct RlsService::Item {
 RlsService::RlsService(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> clock, RlsLimits limits)
     : storage_(std::move(storage)), clock_(std::move(clock)), limits_(limits) {
   reload(std::make_shared<const RlsConfig>());
+  if (limits_.batching) {
+    for (unsigned i = 0; i < std::max(1u, limits_.batch_threads); ++i) workers_.emplace_back([this] { batch_worker(); });
+  }
+}
+
+RlsService::~RlsService() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
 }
 
 void RlsService::reload(std::shared_ptr<const RlsConfig> config) {
@@ -201,15 +213,38 @@ void RlsService::count(const Item& it, const Decision& d, bool charged) {
   }
 }
 
+struct RlsService::Prepared {
+  std::shared_ptr<const Installed> installed;
+  std::vector<Item> items;
+  std::vector<Storage::BatchItem> batch;  // the items with a policy, in order
+  std::vector<absl::StatusOr<Decision>> results;
+  Micros now = 0;
+  bool over = false;     // some descriptor blocks the request
+  bool charged = false;  // the hits were committed
+
+  // One storage call and nothing denied without it: the request can join any batch of hits.
+  [[nodiscard]] bool single_hit() const { return batch.size() == 1 && !over; }
+};
+
 grpc::Status RlsService::should_rate_limit(const rlsv3::RateLimitRequest& request,
                                            rlsv3::RateLimitResponse& response) {
+  Prepared p;
+  if (grpc::Status s = prepare(request, p); !s.ok()) return s;
+  decide(p);
+  respond(p, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, Prepared& p) {
   if (grpc::Status s = validate(request); !s.ok()) return s;
-  const std::shared_ptr<const Installed> in = current();
+  p.installed = current();
+  const Installed* in = p.installed.get();
   const RlsDomain* domain = in->config->find(request.domain());
   const std::int64_t request_hits = request.hits_addend() == 0 ? 1 : request.hits_addend();
 
   const int n = request.descriptors_size();
-  std::vector<Item> items(static_cast<std::size_t>(n));
+  std::vector<Item>& items = p.items;
+  items.resize(static_cast<std::size_t>(n));
   for (int i = 0; i < n && domain != nullptr; ++i) {
     const auto& d = request.descriptors(i);
     Item& it = items[static_cast<std::size_t>(i)];
@@ -273,44 +308,54 @@ grpc::Status RlsService::should_rate_limit(const rlsv3::RateLimitRequest& reques
     }
   }
 
-  // Decide. One storage call: atomic. Several: test all, then charge all if all pass.
-  std::vector<Storage::BatchItem> batch;
   for (Item& it : items) {
-    if (it.policy == nullptr) continue;
-    it.result = batch.size();
-    batch.push_back({it.policy.get(), it.key, it.hits, Effect::kHit});
+    if (it.policy != nullptr) {
+      it.result = p.batch.size();
+      p.batch.push_back({it.policy.get(), it.key, it.hits, Effect::kHit});
+    }
+    p.over = p.over || (it.deny_all && !it.shadow);
   }
-  const Micros now = clock_->now();
-  std::vector<absl::StatusOr<Decision>> results(batch.size());
+  p.results.resize(p.batch.size());
+  return grpc::Status::OK;
+}
+
+namespace {
+bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
+}  // namespace
+
+// One storage call: atomic. Several: test all, then charge all if all pass.
+void RlsService::decide(Prepared& p) {
+  p.now = clock_->now();
   auto run = [&](Effect effect) {
-    for (auto& b : batch) b.effect = effect;
-    storage_->apply_batch(batch, now, results);
-    for (std::size_t j = 0; j < batch.size(); ++j) {
-      if (!results[j].ok()) results[j] = degraded_decision(*batch[j].policy);
+    for (auto& b : p.batch) b.effect = effect;
+    storage_->apply_batch(p.batch, p.now, p.results);
+    for (std::size_t j = 0; j < p.batch.size(); ++j) {
+      if (!p.results[j].ok()) p.results[j] = degraded_decision(*p.batch[j].policy);
     }
   };
-  auto blocks = [&](const Item& it, const Decision& d) { return !d.allowed && !it.shadow; };
-  bool over = false;
-  for (const Item& it : items) over = over || (it.deny_all && !it.shadow);
-  bool charged = false;
-  if (batch.size() == 1 && !over) {
+  if (p.single_hit()) {
     run(Effect::kHit);
-    charged = true;
-  } else if (!batch.empty()) {
+    p.charged = true;
+  } else if (!p.batch.empty()) {
     run(Effect::kTest);
-    for (const Item& it : items) {
-      if (it.policy != nullptr) over = over || blocks(it, *results[it.result]);
+    for (const Item& it : p.items) {
+      if (it.policy != nullptr) p.over = p.over || blocks(it.shadow, *p.results[it.result]);
     }
-    if (!over) {
+    if (!p.over) {
       run(Effect::kHit);
-      charged = true;
+      p.charged = true;
     }
   }
+}
 
+void RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response) {
+  const Micros now = p.now;
+  const bool charged = p.charged;
+  auto blocks = [](const Item& it, const Decision& d) { return server::blocks(it.shadow, d); };
   // Statuses, in request order.
   const Item* constraining = nullptr;
   bool overall_over = false;
-  for (Item& it : items) {
+  for (Item& it : p.items) {
     auto* status = response.add_statuses();
     if (it.rule == nullptr && it.policy == nullptr && !it.deny_all) {
       status->set_code(rlsv3::RateLimitResponse::OK);
@@ -329,7 +374,7 @@ grpc::Status RlsService::should_rate_limit(const rlsv3::RateLimitRequest& reques
       d.reset_after = period - now % period;
       d.retry_after = kNever;
     } else {
-      d = *results[it.result];
+      d = *p.results[it.result];
     }
     it.decision = d;
     count(it, d, charged);
@@ -362,7 +407,68 @@ grpc::Status RlsService::should_rate_limit(const rlsv3::RateLimitRequest& reques
       h->set_value(value);
     }
   }
-  return grpc::Status::OK;
+}
+
+void RlsService::should_rate_limit_async(const rlsv3::RateLimitRequest& request,
+                                         rlsv3::RateLimitResponse& response,
+                                         std::function<void(grpc::Status)> done) {
+  if (workers_.empty()) {
+    done(should_rate_limit(request, response));
+    return;
+  }
+  auto p = std::make_unique<Prepared>();
+  if (grpc::Status s = prepare(request, *p); !s.ok()) {
+    done(s);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    queue_.push_back(Job{std::move(p), &response, std::move(done)});
+  }
+  queue_cv_.notify_one();
+}
+
+// A storage thread: takes every queued request, decides the single-hit ones in one storage batch
+// (in queue order, as if one after another) and the others one by one (two phases), then answers.
+// While it waits for the storage, the other thread gathers the next batch.
+void RlsService::batch_worker() {
+  std::vector<Job> jobs;
+  std::vector<Storage::BatchItem> batch;
+  std::vector<absl::StatusOr<Decision>> results;
+  std::vector<Prepared*> owners;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and every request was answered
+      jobs.swap(queue_);
+    }
+    batch.clear();
+    owners.clear();
+    for (Job& j : jobs) {
+      if (j.prepared->single_hit()) {
+        batch.push_back(j.prepared->batch.front());
+        owners.push_back(j.prepared.get());
+      }
+    }
+    if (!batch.empty()) {
+      const Micros now = clock_->now();
+      results.assign(batch.size(), absl::StatusOr<Decision>());
+      storage_->apply_batch(batch, now, results);
+      for (std::size_t k = 0; k < batch.size(); ++k) {
+        Prepared& p = *owners[k];
+        p.now = now;
+        p.results[0] = results[k].ok() ? std::move(results[k]) : degraded_decision(*batch[k].policy);
+        p.charged = true;
+      }
+    }
+    for (Job& j : jobs) {
+      if (!j.prepared->single_hit()) decide(*j.prepared);
+      respond(*j.prepared, *j.response);
+      j.done(grpc::Status::OK);
+    }
+    jobs.clear();
+  }
 }
 
 }  // namespace floodgate::server

@@ -4,11 +4,14 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/support/status.h>
@@ -34,6 +37,11 @@ struct RlsLimits {
   /// `response_headers_to_add`, from the most constraining descriptor (off by default, as in
   /// envoyproxy/ratelimit).
   bool response_headers = false;
+  /// Decide on `batch_threads` storage threads that coalesce concurrent single-descriptor
+  /// requests into one storage batch (one Redis round trip), instead of on the calling thread.
+  /// For networked storages (`floodgate serve` sets it like the HTTP service's `batching`).
+  bool batching = false;
+  unsigned batch_threads = 2;
 };
 
 /// Per-rule counters in envoyproxy/ratelimit's terms (hits, not requests), labelled by domain and
@@ -83,6 +91,8 @@ class RlsMetrics {
 class RlsService {
  public:
   RlsService(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> clock, RlsLimits limits);
+  /// Finishes the queued requests (calling their `done`), then stops the storage threads.
+  ~RlsService();
 
   /// Installs rules; requests that start afterwards use them.
   void reload(std::shared_ptr<const RlsConfig> config);
@@ -93,6 +103,13 @@ class RlsService {
   grpc::Status should_rate_limit(const rlsv3::RateLimitRequest& request,
                                  rlsv3::RateLimitResponse& response);
 
+  /// The same, without blocking the caller when `limits().batching`: the decision is made on a
+  /// storage thread, and `done` is called there with the status once `response` is filled.
+  /// `request` and `response` must live until then. Without batching, runs `done` before it
+  /// returns.
+  void should_rate_limit_async(const rlsv3::RateLimitRequest& request, rlsv3::RateLimitResponse& response,
+                               std::function<void(grpc::Status)> done);
+
   [[nodiscard]] const RlsLimits& limits() const noexcept { return limits_; }
   [[nodiscard]] RlsMetrics& metrics() noexcept { return metrics_; }
 
@@ -101,9 +118,19 @@ class RlsService {
     std::shared_ptr<const RlsConfig> config;
     absl::flat_hash_map<const RlsRule*, std::size_t> slots;
   };
-  struct Item;  // one descriptor of a request (rls.cpp)
+  struct Item;      // one descriptor of a request (rls.cpp)
+  struct Prepared;  // a request between matching and deciding (rls.cpp)
+  struct Job {
+    std::unique_ptr<Prepared> prepared;
+    rlsv3::RateLimitResponse* response;
+    std::function<void(grpc::Status)> done;
+  };
 
   grpc::Status validate(const rlsv3::RateLimitRequest& request) const;
+  grpc::Status prepare(const rlsv3::RateLimitRequest& request, Prepared& p);
+  void decide(Prepared& p);
+  void respond(Prepared& p, rlsv3::RateLimitResponse& response);
+  void batch_worker();
   std::shared_ptr<const Installed> current() const;
   std::shared_ptr<const Policy> override_policy(const RlsDomain& domain, const RlsRule* rule,
                                                 std::uint32_t requests_per_unit, RlsUnit unit);
@@ -117,6 +144,11 @@ class RlsService {
   std::shared_ptr<const Installed> installed_;  // guarded by mu_
   std::mutex overrides_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const Policy>> overrides_;  // overrides_mu_
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::vector<Job> queue_;  // guarded by queue_mu_
+  bool stopping_ = false;   // guarded by queue_mu_
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace floodgate::server

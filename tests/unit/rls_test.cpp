@@ -3,7 +3,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <atomic>
+#include <future>
 #include <map>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -385,6 +388,47 @@ TEST_F(Rls, ResponseHeadersOnlyWhenAsked) {
   EXPECT_EQ(h["X-RateLimit-Reset"], "50");
   EXPECT_EQ(h["RateLimit"], "\"d/k\";r=0;t=50");
   EXPECT_EQ(h["Retry-After"], "50");
+}
+
+TEST_F(Rls, BatchedOnStorageThreadsWithExactTotals) {
+  RlsLimits batched;
+  batched.batching = true;
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 50}\n"
+       "  - key: g\n    rate_limit: {unit: minute, requests_per_unit: 30}\n",
+       batched);
+  // 4 threads × 40 calls: single-descriptor calls (batched together) and two-descriptor calls
+  // (two phases) on the same keys.
+  std::atomic<int> ok{0}, over{0}, answered{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        auto r = std::make_shared<rlsv3::RateLimitRequest>(
+            t % 2 == 0 ? request("d", {{{"k", "a"}}}) : request("d", {{{"k", "a"}}, {{"g", "b"}}}));
+        auto out = std::make_shared<Response>();
+        std::promise<void> finished;
+        service_->should_rate_limit_async(*r, *out, [&, out, &finished = finished](grpc::Status s) {
+          EXPECT_TRUE(s.ok());
+          (out->overall_code() == Response::OK ? ok : over)++;
+          answered++;
+          finished.set_value();
+        });
+        finished.get_future().wait();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(answered.load(), 160);
+  EXPECT_EQ(ok.load(), 50);  // the "k" limit admits exactly 50, whoever asks
+  EXPECT_EQ(over.load(), 110);
+  // An invalid request is answered at once, on the caller's thread.
+  Response out;
+  bool called = false;
+  service_->should_rate_limit_async(request("", {{{"k", "a"}}}), out, [&](grpc::Status s) {
+    called = true;
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  });
+  EXPECT_TRUE(called);
 }
 
 TEST_F(Rls, StorageFailureFollowsTheFailMode) {
