@@ -2,7 +2,8 @@
 # The gRPC rate-limit service end to end: the real binary on loopback, driven by @grpc/grpc-js.
 #   run.sh install NODE_DIR                        npm ci of package-lock.json into NODE_DIR
 #   run.sh test FLOODGATE NODE_DIR STORAGE [REDIS_PORT_FILE]
-# STORAGE is a storage URL, or "redis-fixture" for the server whose port REDIS_PORT_FILE holds.
+# STORAGE is a storage URL, "redis-fixture" for the server whose port REDIS_PORT_FILE holds, or
+# "redis-cluster-fixture" for the cluster whose ports (p1,p2,p3) that file holds.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 proto="$here/../../../proto"
@@ -22,6 +23,10 @@ if [[ "$storage" == redis-fixture ]]; then
   port="$(cat "${5:?REDIS_PORT_FILE}" 2>/dev/null || true)"
   [[ -n "$port" ]] || { echo "the Redis fixture is not running"; exit 1; }
   storage="redis://127.0.0.1:$port"
+elif [[ "$storage" == redis-cluster-fixture ]]; then
+  ports="$(cat "${5:?REDIS_PORTS_FILE}" 2>/dev/null || true)"
+  [[ -n "$ports" ]] || { echo "the Redis Cluster fixture is not running"; exit 1; }
+  storage="redis-cluster://$(sed 's/\([0-9]*\)/127.0.0.1:\1/g' <<<"$ports")"
 fi
 work="$(mktemp -d)"
 cleanup() {
