@@ -285,9 +285,10 @@ grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, Prepare
       it.unit = static_cast<RlsUnit>(d.limit().unit());
       it.policy = it.requests_per_unit > 0 ? override_policy(*domain, it.rule, it.requests_per_unit, it.unit)
                                            : nullptr;
-      if (it.rule == nullptr && it.requests_per_unit > 0 && it.policy == nullptr) {
+      if (it.requests_per_unit > 0 && it.policy == nullptr) {  // e.g. the rule's burst does not fit it
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, fmt::format("descriptor {}: invalid limit override", i));
       }
+      it.shadow = false;  // as envoyproxy: a limit Envoy sends is enforced, never shadowed
     } else if (it.rule != nullptr && it.rule->unlimited) {
       it.policy = nullptr;
     }

@@ -320,6 +320,17 @@ TEST_F(Rls, LimitOverrideIsHonouredWithItsOwnState) {
   EXPECT_EQ(admitted(unmatched), 1);
 }
 
+TEST_F(Rls, AnOverrideIsEnforcedEvenOnAShadowModeRule) {
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1}\n"
+       "    shadow_mode: true\n");
+  const auto shadowed = request("d", {{{"k", "a"}}});
+  EXPECT_EQ(admitted(shadowed, 3), 3);
+  auto r = request("d", {{{"k", "b"}}});
+  r.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(2);
+  r.mutable_descriptors(0)->mutable_limit()->set_unit(::envoy::type::v3::MINUTE);
+  EXPECT_EQ(admitted(r), 2);
+}
+
 TEST_F(Rls, RemainingSaturatesAtUint32Max) {
   load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 4294967295, "
        "algorithm: token-bucket, burst: 100000000000}\n");
