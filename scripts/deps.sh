@@ -7,9 +7,12 @@ set -euo pipefail
 packages=(g++ cmake make ccache pkg-config
           libboost1.81-dev libboost-json1.81-dev libabsl-dev libcli11-dev libfmt-dev
           libspdlog-dev libyaml-cpp-dev libhiredis-dev
-          libgtest-dev libgmock-dev libbenchmark-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev
+          libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx wrk curl)
+  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx wrk curl nodejs)
+  # The gRPC end-to-end test installs its Node client with npm (bundled with some nodejs builds).
+  if ! command -v npm >/dev/null; then packages+=(npm); fi
 fi
 
 missing=()

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -12,6 +13,8 @@
 
 #include "cli/commands.hpp"
 #include "server/config.hpp"
+#include "server/grpc_server.hpp"
+#include "server/rls.hpp"
 #include "server/http_server.hpp"
 #include "server/service.hpp"
 
@@ -28,6 +31,10 @@ struct ServeArgs {
   std::string log_level;
   std::string check_config;
   std::string port_file;
+  std::string rls_config;
+  std::string grpc_listen;
+  std::string grpc_port_file;
+  bool rls_headers = false;
 };
 
 // The command line wins over the file for what it names.
@@ -45,6 +52,13 @@ absl::StatusOr<server::Config> load(const ServeArgs& a) {
   if (!a.batching.empty()) c.batching = a.batching;
   if (a.threads > 0) c.threads = a.threads;
   if (!a.log_level.empty()) c.log_level = a.log_level;
+  if (!a.rls_config.empty()) c.rls.config_dir = a.rls_config;
+  if (!a.grpc_listen.empty()) {
+    if (auto s = server::parse_listen(a.grpc_listen, c.rls.listen_host, c.rls.listen_port); !s.ok()) {
+      return absl::InvalidArgumentError(fmt::format("--grpc-listen: {}", std::string(s.message())));
+    }
+  }
+  if (a.rls_headers) c.rls.response_headers = true;
   return c;
 }
 
@@ -54,6 +68,28 @@ std::int64_t mtime_of(const std::string& path) {
   return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
+// A fingerprint of a directory of rate-limit files: the sum of the mtimes and names of its entries
+// (a file added, removed or changed changes it).
+std::int64_t dir_stamp(const std::string& dir) {
+  if (dir.empty()) return 0;
+  std::error_code ec;
+  std::int64_t stamp = mtime_of(dir);
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    stamp += mtime_of(e.path().string()) + static_cast<std::int64_t>(std::hash<std::string>{}(e.path().string()) & 0xffff);
+  }
+  return stamp;
+}
+
+server::RlsLimits rls_limits(const server::RlsSettings& s) {
+  server::RlsLimits l;
+  l.max_message_bytes = s.max_message_bytes;
+  l.max_descriptors = s.max_descriptors;
+  l.max_entries = s.max_entries;
+  l.max_string_bytes = s.max_string_bytes;
+  l.response_headers = s.response_headers;
+  return l;
+}
+
 int run(const ServeArgs& args) {
   if (!args.check_config.empty()) {
     auto c = server::load_config(args.check_config);
@@ -61,7 +97,18 @@ int run(const ServeArgs& args) {
       std::cerr << c.status().message() << "\n";
       return 1;
     }
-    std::cout << args.check_config << ": ok, " << c->policies.size() << " policies\n";
+    std::size_t domains = 0;
+    if (!c->rls.config_dir.empty()) {  // the rate-limit rules it names are checked too
+      auto rules = server::load_rls_config(c->rls.config_dir);
+      if (!rules.ok()) {
+        std::cerr << rules.status().message() << "\n";
+        return 1;
+      }
+      domains = (*rules)->domains.size();
+    }
+    std::cout << args.check_config << ": ok, " << c->policies.size() << " policies";
+    if (!c->rls.config_dir.empty()) std::cout << ", " << domains << " rate-limit domains";
+    std::cout << "\n";
     return 0;
   }
   auto config = load(args);
@@ -84,6 +131,29 @@ int run(const ServeArgs& args) {
   }
   auto installed = std::make_shared<const server::Config>(*config);
   server::Service service(installed, *storage);
+  // Envoy's RateLimitService over gRPC, when a directory of rate-limit files is configured. The
+  // listen address, the caps and the header switch are read at start only; the rules reload.
+  std::unique_ptr<server::RlsService> rls;
+  std::unique_ptr<server::GrpcServer> grpc;
+  if (!installed->rls.config_dir.empty()) {
+    auto rules = server::load_rls_config(installed->rls.config_dir);
+    if (!rules.ok()) {
+      std::cerr << "floodgate serve: " << rules.status().message() << "\n";
+      return 2;
+    }
+    server::RlsLimits limits = rls_limits(installed->rls);
+    limits.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
+    rls = std::make_unique<server::RlsService>(*storage, SystemClock::instance(), limits);
+    rls->reload(*rules);
+    service.set_extra_metrics([r = rls.get()] { return r->metrics().render(); });
+    grpc = std::make_unique<server::GrpcServer>(*rls, installed->rls.listen_host, installed->rls.listen_port);
+    if (auto s = grpc->start(); !s.ok()) {
+      std::cerr << "floodgate serve: " << s.message() << "\n";
+      return 2;
+    }
+    spdlog::info("gRPC rate-limit service on {}:{} ({} domains from {})", installed->rls.listen_host,
+                 grpc->port(), (*rules)->domains.size(), installed->rls.config_dir);
+  }
   server::HttpServer http(service, *installed);
   if (auto s = http.start(); !s.ok()) {
     std::cerr << "floodgate serve: " << s.message() << "\n";
@@ -91,12 +161,14 @@ int run(const ServeArgs& args) {
   }
   spdlog::info("listening on {}:{} ({} policies, storage {})", installed->listen_host, http.port(),
                installed->policies.size(), installed->storage);
+  if (grpc && !args.grpc_port_file.empty()) std::ofstream(args.grpc_port_file) << grpc->port() << "\n";
   if (!args.port_file.empty()) std::ofstream(args.port_file) << http.port() << "\n";
 
   boost::asio::io_context control;
   boost::asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
   boost::asio::steady_timer watch(control);
   std::int64_t seen = mtime_of(args.config_path);
+  std::int64_t seen_rules = dir_stamp(installed->rls.config_dir);
 
   auto reload = [&](const char* why) {
     auto next = load(args);
@@ -104,6 +176,17 @@ int run(const ServeArgs& args) {
       spdlog::error("reload ({}) rejected, the old configuration keeps serving: {}", why,
                     std::string(next.status().message()));
       return;
+    }
+    if (rls) {
+      // The rules come from the directory given at start (a changed directory needs a restart).
+      auto rules = server::load_rls_config(installed->rls.config_dir);
+      if (!rules.ok()) {
+        spdlog::error("reload ({}) rejected, the old configuration keeps serving: {}", why,
+                      std::string(rules.status().message()));
+        return;
+      }
+      rls->reload(*rules);
+      spdlog::info("reloaded the rate-limit rules ({}): {} domains", why, (*rules)->domains.size());
     }
     service.reload(std::make_shared<const server::Config>(*std::move(next)));
     spdlog::info("reloaded the configuration ({}): {} policies", why, service.config()->policies.size());
@@ -118,6 +201,7 @@ int run(const ServeArgs& args) {
       }
       spdlog::info("signal {}: draining", signo);
       watch.cancel();
+      if (grpc) grpc->shutdown(installed->http.drain_timeout);
       http.drain();
       control.stop();
     });
@@ -126,15 +210,18 @@ int run(const ServeArgs& args) {
     watch.expires_after(std::chrono::seconds(1));
     watch.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
-      if (const std::int64_t m = mtime_of(args.config_path); m != seen) {
+      const std::int64_t m = mtime_of(args.config_path);
+      const std::int64_t r = dir_stamp(installed->rls.config_dir);
+      if (m != seen || r != seen_rules) {
         seen = m;
+        seen_rules = r;
         reload("file changed");
       }
       on_tick();
     });
   };
   on_signal();
-  if (!args.config_path.empty()) on_tick();
+  if (!args.config_path.empty() || rls) on_tick();
   control.run();
   http.join();
   spdlog::info("stopped");
@@ -156,6 +243,12 @@ std::function<int()> add_serve(CLI::App& app) {
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error, critical, off");
   cmd->add_option("--check-config", args->check_config, "validate a configuration file and exit");
   cmd->add_option("--port-file", args->port_file, "write the bound port to this file");
+  cmd->add_option("--rls-config", args->rls_config,
+                  "directory of envoyproxy/ratelimit YAML files: serve Envoy's RateLimitService over gRPC");
+  cmd->add_option("--grpc-listen", args->grpc_listen, "HOST:PORT of the gRPC service (default 127.0.0.1:8081)");
+  cmd->add_option("--grpc-port-file", args->grpc_port_file, "write the bound gRPC port to this file");
+  cmd->add_flag("--rls-response-headers", args->rls_headers,
+                "add RateLimit / X-RateLimit-* headers to ShouldRateLimit responses");
   return [args] { return run(*args); };
 }
 

@@ -1,6 +1,7 @@
 #include "server/config.hpp"
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -176,7 +177,7 @@ absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& 
     if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
     check_keys(source, root,
                {"listen", "threads", "storage", "batching", "log_level", "inline_limits", "max_inline_policies",
-                "auth_denied_status", "http", "policies"},
+                "auth_denied_status", "http", "rls", "policies"},
                "the configuration");
     if (root["listen"]) {
       const auto text = scalar<std::string>(source, root["listen"], "listen");
@@ -220,6 +221,30 @@ absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& 
       if (http["max_connections"]) c.http.max_connections = positive(source, http["max_connections"], "max_connections");
       if (http["max_pipelined"]) c.http.max_pipelined = positive(source, http["max_pipelined"], "max_pipelined");
       if (http["drain_timeout_ms"]) c.http.drain_timeout = millis(source, http["drain_timeout_ms"], "drain_timeout_ms");
+    }
+    if (const YAML::Node& rls = root["rls"]) {
+      check_keys(source, rls,
+                 {"config", "listen", "response_headers", "max_message_bytes", "max_descriptors",
+                  "max_entries", "max_string_bytes"},
+                 "rls");
+      if (rls["config"]) {
+        std::filesystem::path dir = scalar<std::string>(source, rls["config"], "rls config");
+        if (dir.empty()) fail(source, rls["config"], "rls config is empty");
+        // A relative directory is relative to the file that names it.
+        if (dir.is_relative()) dir = std::filesystem::path(source).parent_path() / dir;
+        c.rls.config_dir = dir.string();
+      }
+      if (rls["listen"]) {
+        const auto text = scalar<std::string>(source, rls["listen"], "rls listen");
+        if (auto s = parse_listen(text, c.rls.listen_host, c.rls.listen_port); !s.ok()) {
+          fail(source, rls["listen"], std::string(s.message()));
+        }
+      }
+      if (rls["response_headers"]) c.rls.response_headers = scalar<bool>(source, rls["response_headers"], "response_headers");
+      if (rls["max_message_bytes"]) c.rls.max_message_bytes = positive(source, rls["max_message_bytes"], "max_message_bytes");
+      if (rls["max_descriptors"]) c.rls.max_descriptors = positive(source, rls["max_descriptors"], "max_descriptors");
+      if (rls["max_entries"]) c.rls.max_entries = positive(source, rls["max_entries"], "max_entries");
+      if (rls["max_string_bytes"]) c.rls.max_string_bytes = positive(source, rls["max_string_bytes"], "max_string_bytes");
     }
     if (const YAML::Node& policies = root["policies"]) {
       if (!policies.IsSequence()) fail(source, policies, "policies must be a list");

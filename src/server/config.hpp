@@ -51,6 +51,18 @@ struct HttpLimits {
   std::chrono::milliseconds drain_timeout{4'000};  ///< SIGTERM: in-flight requests get this long
 };
 
+/// Envoy's rate-limit service over gRPC (docs/envoy.md). Served only when `config_dir` is set.
+struct RlsSettings {
+  std::string config_dir;  ///< a directory of envoyproxy/ratelimit YAML files; empty: no gRPC
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8081;
+  bool response_headers = false;  ///< RateLimit / X-RateLimit-* in response_headers_to_add
+  std::size_t max_message_bytes = 64 * 1024;
+  std::size_t max_descriptors = 64;
+  std::size_t max_entries = 16;
+  std::size_t max_string_bytes = 1024;
+};
+
 /// The whole configuration. `floodgate serve` with no file: 127.0.0.1:8080, memory store, no
 /// policies, inline limits allowed.
 struct Config {
@@ -67,6 +79,7 @@ struct Config {
   std::size_t max_inline_policies = 1024;
   int auth_denied_status = 429;       ///< nginx auth_request passes only 401/403 through
   HttpLimits http;
+  RlsSettings rls;
   std::vector<ServicePolicy> policies;
 
   [[nodiscard]] const ServicePolicy* find(std::string_view name) const;

@@ -301,6 +301,7 @@ bool Service::prepare(const Request& req, Response& res, Pending& pending) {
             "# TYPE floodgate_memory_reclaimed_total counter\nfloodgate_memory_reclaimed_total {}\n",
             mem->evictions(), mem->reclaimed());
       }
+      if (extra_metrics_) extra += extra_metrics_();
       respond(res, http::status::ok, metrics_.render(extra), "text/plain; version=0.0.4");
     }
   } else if (path == "/healthz") {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -68,6 +69,9 @@ class Service {
   void reload(std::shared_ptr<const Config> config);
 
   [[nodiscard]] std::shared_ptr<const Config> config() const;
+
+  /// Text appended to `/metrics` (e.g. the gRPC service's counters). Set before serving.
+  void set_extra_metrics(std::function<std::string()> extra) { extra_metrics_ = std::move(extra); }
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
   [[nodiscard]] Limiter& limiter() noexcept { return limiter_; }
 
@@ -104,6 +108,7 @@ class Service {
   absl::flat_hash_map<std::string, std::shared_ptr<const Policy>> inline_policies_;  // inline_mu_
 
   std::atomic<Micros> last_degraded_{0};
+  std::function<std::string()> extra_metrics_;
 };
 
 /// The value of query parameter `name` in a request target ("/v1/auth?policy=api&key=a%20b"),

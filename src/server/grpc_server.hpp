@@ -1,0 +1,47 @@
+// The gRPC front of the rate-limit service: envoy.service.ratelimit.v3.RateLimitService.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "server/rls.hpp"
+
+namespace grpc {
+class Server;
+}
+
+namespace floodgate::server {
+
+/// Serves ShouldRateLimit with gRPC's callback API, with no thread per call or per connection.
+/// With the memory store a call is decided on the gRPC thread that read it (microseconds); with a
+/// networked storage (RlsLimits::batching) it is matched there and handed to the service's storage
+/// threads, which decide concurrent calls in one batch (one Redis round trip) and finish them, so
+/// no gRPC thread waits for Redis (docs/envoy.md).
+///
+/// Thread-safety: `start` and `shutdown` are called by one controlling thread.
+class GrpcServer {
+ public:
+  GrpcServer(RlsService& rls, std::string host, std::uint16_t port);
+  ~GrpcServer();
+
+  /// Binds and starts serving. Errors: Unavailable naming the address.
+  absl::Status start();
+  /// The bound port (useful when the configured port was 0).
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+  /// Stops accepting calls; calls in flight get until `deadline` to finish.
+  void shutdown(std::chrono::milliseconds deadline);
+
+  class Handler;  // the generated service's implementation (grpc_server.cpp)
+
+ private:
+  RlsService& rls_;
+  std::string host_;
+  std::uint16_t port_;
+  std::unique_ptr<Handler> handler_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace floodgate::server

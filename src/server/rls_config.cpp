@@ -1,0 +1,261 @@
+#include "server/rls_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+namespace floodgate::server {
+
+Micros rls_unit_period(RlsUnit unit) noexcept {
+  constexpr Micros kDay = 86'400 * kMicrosPerSecond;
+  switch (unit) {
+    case RlsUnit::kSecond: return kMicrosPerSecond;
+    case RlsUnit::kMinute: return 60 * kMicrosPerSecond;
+    case RlsUnit::kHour: return 3'600 * kMicrosPerSecond;
+    case RlsUnit::kDay: return kDay;
+    case RlsUnit::kWeek: return 7 * kDay;
+    case RlsUnit::kMonth: return 30 * kDay;
+    case RlsUnit::kYear: return 365 * kDay;
+    case RlsUnit::kUnknown: break;
+  }
+  return 0;
+}
+
+RlsUnit parse_rls_unit(std::string_view text) noexcept {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "second") return RlsUnit::kSecond;
+  if (lower == "minute") return RlsUnit::kMinute;
+  if (lower == "hour") return RlsUnit::kHour;
+  if (lower == "day") return RlsUnit::kDay;
+  if (lower == "week") return RlsUnit::kWeek;
+  if (lower == "month") return RlsUnit::kMonth;
+  if (lower == "year") return RlsUnit::kYear;
+  return RlsUnit::kUnknown;
+}
+
+const RlsDomain* RlsConfig::find(std::string_view domain) const {
+  const auto it = domains.find(absl::string_view(domain.data(), domain.size()));
+  return it == domains.end() ? nullptr : it->second.get();
+}
+
+std::string rls_child_key(std::string_view key, std::string_view value) {
+  std::string k;
+  k.reserve(key.size() + value.size() + 1);
+  k.append(key).push_back('\0');
+  k.append(value);
+  return k;
+}
+
+std::string rls_default_key(std::string_view key) {
+  std::string k(key);
+  k.push_back('\1');
+  return k;
+}
+
+namespace {
+
+struct RlsError {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& what) {
+  const int line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+  throw RlsError{fmt::format("{}:{}: {}", source, line, what)};
+}
+
+template <class T>
+T scalar(const std::string& source, const YAML::Node& node, const std::string& what) {
+  if (!node.IsScalar()) fail(source, node, fmt::format("{} must be a single value", what));
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    fail(source, node, fmt::format("{} has a value of the wrong kind: \"{}\"", what, node.Scalar()));
+  }
+}
+
+void check_keys(const std::string& source, const YAML::Node& map,
+                std::initializer_list<std::string_view> known, const std::string& where) {
+  for (const auto& kv : map) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      fail(source, kv.first, fmt::format("unknown key \"{}\" in {} (known: {})", key, where, list));
+    }
+  }
+}
+
+struct Parser {
+  const std::string& source;
+  const std::string& domain;
+  RlsConfig& config;
+
+  std::unique_ptr<RlsRule> rule(const YAML::Node& node, const std::string& path) {
+    const std::string where = fmt::format("the rate_limit of \"{}\"", path);
+    if (!node.IsMap()) fail(source, node, where + " must be a map");
+    check_keys(source, node,
+               {"name", "replaces", "unlimited", "unit", "requests_per_unit", "algorithm", "burst", "fail"},
+               where);
+    auto r = std::make_unique<RlsRule>();
+    r->path = path;
+    if (node["name"]) r->name = scalar<std::string>(source, node["name"], "name");
+    if (const YAML::Node& rep = node["replaces"]) {
+      if (!rep.IsSequence()) fail(source, rep, where + ": replaces must be a list of {name: NAME}");
+      for (const auto& item : rep) {
+        if (!item.IsMap() || !item["name"]) fail(source, item, where + ": each replaces item needs a name");
+        check_keys(source, item, {"name"}, "a replaces item");
+        auto n = scalar<std::string>(source, item["name"], "name");
+        if (n.empty()) fail(source, item, where + ": a replaces name is empty");
+        r->replaces.push_back(std::move(n));
+      }
+    }
+    if (node["unlimited"]) r->unlimited = scalar<bool>(source, node["unlimited"], "unlimited");
+    if (r->unlimited) {
+      if (node["unit"] || node["requests_per_unit"]) {
+        fail(source, node, where + ": unlimited takes no unit or requests_per_unit");
+      }
+      return r;
+    }
+    if (!node["unit"]) fail(source, node, where + " needs a unit (second, minute, hour, day, week, month, year)");
+    const auto unit_text = scalar<std::string>(source, node["unit"], "unit");
+    r->unit = parse_rls_unit(unit_text);
+    if (r->unit == RlsUnit::kUnknown) {
+      fail(source, node["unit"],
+           fmt::format("{}: invalid unit \"{}\" (second, minute, hour, day, week, month, year)", where, unit_text));
+    }
+    if (!node["requests_per_unit"]) fail(source, node, where + " needs requests_per_unit");
+    const auto rpu = scalar<std::int64_t>(source, node["requests_per_unit"], "requests_per_unit");
+    if (rpu < 0 || rpu > std::numeric_limits<std::uint32_t>::max()) {
+      fail(source, node["requests_per_unit"], where + ": requests_per_unit must be a whole number from 0 to 4294967295");
+    }
+    r->requests_per_unit = static_cast<std::uint32_t>(rpu);
+    if (node["algorithm"]) {
+      auto s = parse_strategy(scalar<std::string>(source, node["algorithm"], "algorithm"));
+      if (!s.ok()) fail(source, node["algorithm"], where + ": " + std::string(s.status().message()));
+      r->strategy = *s;
+    }
+    if (node["burst"]) {
+      const auto b = scalar<std::int64_t>(source, node["burst"], "burst");
+      if (b < 1 || b > kMaxAmount) fail(source, node["burst"], where + ": burst must be a whole number from 1 to 2^53");
+      r->options.burst = b;
+    }
+    if (node["fail"]) {
+      const auto mode = scalar<std::string>(source, node["fail"], "fail");
+      if (mode == "closed") {
+        r->options.fail = FailMode::kClosed;
+      } else if (mode != "open") {
+        fail(source, node["fail"], where + ": fail must be open or closed");
+      }
+    }
+    if (r->requests_per_unit > 0) {
+      Limit limit;
+      limit.amount = r->requests_per_unit;
+      limit.period = rls_unit_period(r->unit);
+      auto p = Policy::make(fmt::format("{}/{}", domain, path), r->strategy, std::vector<Limit>{limit},
+                            r->options);
+      if (!p.ok()) fail(source, node, where + ": " + std::string(p.status().message()));
+      r->policy = std::make_shared<const Policy>(*std::move(p));
+    } else if (node["burst"] || node["algorithm"]) {
+      fail(source, node, where + ": requests_per_unit 0 denies every request; algorithm and burst do not apply");
+    }
+    return r;
+  }
+
+  void descriptors(const YAML::Node& list, RlsNode& parent, const std::string& prefix) {
+    if (!list.IsSequence()) fail(source, list, "descriptors must be a list");
+    for (const auto& d : list) {
+      if (!d.IsMap()) fail(source, d, "a descriptor must be a map with a key");
+      check_keys(source, d, {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric"},
+                 "a descriptor");
+      if (!d["key"]) fail(source, d, "a descriptor needs a key");
+      const auto key = scalar<std::string>(source, d["key"], "key");
+      if (key.empty()) fail(source, d["key"], "a descriptor key is empty");
+      std::string value;
+      const bool has_value = static_cast<bool>(d["value"]);
+      if (has_value) value = scalar<std::string>(source, d["value"], "value");
+      // envoyproxy/ratelimit's stat key: key_value, levels joined by '.'.
+      const std::string path = prefix + (prefix.empty() ? "" : ".") + key + (has_value ? "_" + value : "");
+      const std::string child = has_value ? rls_child_key(key, value) : rls_default_key(key);
+      if (parent.children.contains(child)) {
+        fail(source, d, fmt::format("duplicate descriptor \"{}\" in domain \"{}\"", path, domain));
+      }
+      auto node = std::make_unique<RlsNode>();
+      const bool shadow = d["shadow_mode"] && scalar<bool>(source, d["shadow_mode"], "shadow_mode");
+      const bool detailed = d["detailed_metric"] && scalar<bool>(source, d["detailed_metric"], "detailed_metric");
+      if (const YAML::Node& rl = d["rate_limit"]) {
+        node->rule = rule(rl, path);
+        node->rule->shadow_mode = shadow;
+        node->rule->detailed_metric = detailed;
+        config.rules.push_back(node->rule.get());
+        config.rule_domains.push_back(domain);
+      }
+      if (const YAML::Node& nested = d["descriptors"]) descriptors(nested, *node, path);
+      parent.children.emplace(child, std::move(node));
+    }
+  }
+};
+
+}  // namespace
+
+absl::Status parse_rls_file(const std::string& yaml, const std::string& source, RlsConfig& into) {
+  try {
+    const YAML::Node root = YAML::Load(yaml);
+    if (!root.IsMap()) fail(source, root, "a rate-limit file must be a map with domain and descriptors");
+    check_keys(source, root, {"domain", "descriptors"}, "the file");
+    if (!root["domain"]) fail(source, root, "the file needs a domain");
+    const auto domain = scalar<std::string>(source, root["domain"], "domain");
+    if (domain.empty()) fail(source, root["domain"], "the domain is empty");
+    if (const RlsDomain* seen = into.find(domain)) {
+      fail(source, root["domain"], fmt::format("domain \"{}\" is already defined in {}", domain, seen->source));
+    }
+    auto d = std::make_unique<RlsDomain>();
+    d->domain = domain;
+    d->source = source;
+    Parser p{source, domain, into};
+    if (const YAML::Node& list = root["descriptors"]) {
+      if (!list.IsNull()) p.descriptors(list, d->root, "");
+    }
+    into.domains.emplace(domain, std::move(d));
+  } catch (const RlsError& e) {
+    return absl::InvalidArgumentError(e.message);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}:{}: {}", source, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.msg));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(fmt::format("{}: not a directory of rate-limit files", dir));
+  }
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const auto ext = entry.path().extension();
+    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
+  }
+  if (ec) return absl::UnavailableError(fmt::format("{}: {}", dir, ec.message()));
+  std::sort(files.begin(), files.end());
+  auto config = std::make_shared<RlsConfig>();
+  config->source = dir;
+  for (const fs::path& f : files) {
+    std::ifstream in(f);
+    if (!in) return absl::NotFoundError(fmt::format("{}: cannot open", f.string()));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (auto s = parse_rls_file(text.str(), f.string(), *config); !s.ok()) return s;
+  }
+  return std::shared_ptr<const RlsConfig>(std::move(config));
+}
+
+}  // namespace floodgate::server

@@ -1,0 +1,87 @@
+// Rate-limit rules in the YAML format of envoyproxy/ratelimit: a directory of files, one domain
+// each, loaded unchanged; floodgate adds optional `algorithm`, `burst` and `fail` to `rate_limit`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "floodgate/policy.hpp"
+
+namespace floodgate::server {
+
+/// The time units of envoyproxy/ratelimit, numbered as Envoy's RateLimitUnit enum.
+enum class RlsUnit : std::uint8_t {
+  kUnknown = 0, kSecond = 1, kMinute = 2, kHour = 3, kDay = 4, kMonth = 5, kYear = 6, kWeek = 7,
+};
+
+/// The length of a unit in µs as envoyproxy/ratelimit divides time: month 30 days, year 365 days.
+/// kUnknown → 0.
+Micros rls_unit_period(RlsUnit unit) noexcept;
+
+/// "second", "MINUTE", … (case-insensitive) → the unit; kUnknown for anything else.
+RlsUnit parse_rls_unit(std::string_view text) noexcept;
+
+/// A `rate_limit` block of one descriptor node.
+struct RlsRule {
+  /// Metric label and `current_limit.name` fallback: the key path, envoyproxy's stat key
+  /// ("database_users", "message_type_marketing.to_number").
+  std::string path;
+  /// `rate_limit.name` (optional; what `replaces` refers to).
+  std::string name;
+  std::vector<std::string> replaces;
+  bool unlimited = false;
+  std::uint32_t requests_per_unit = 0;  ///< 0: every request is over limit (a block list)
+  RlsUnit unit = RlsUnit::kUnknown;
+  bool shadow_mode = false;
+  /// envoyproxy: metrics carry the request's values. Ours: bounded (see RlsMetrics).
+  bool detailed_metric = false;
+  /// The policy the storage applies (null when unlimited or requests_per_unit is 0): the rule's
+  /// algorithm (default fixed window aligned to the clock, as envoyproxy), burst and fail mode.
+  std::shared_ptr<const Policy> policy;
+  /// The strategy and options, for limits that a request overrides.
+  Strategy strategy = Strategy::kFixedWindow;
+  PolicyOptions options;
+};
+
+/// One level of a domain's descriptor tree. Children are found by "key" + '\0' + "value" (a node
+/// with a value) or by "key" + '\1' (a key-only node, the default for any value).
+struct RlsNode {
+  absl::flat_hash_map<std::string, std::unique_ptr<RlsNode>> children;
+  std::unique_ptr<RlsRule> rule;  ///< null: no rate_limit at this node
+};
+
+struct RlsDomain {
+  std::string domain;
+  std::string source;  ///< the file it came from
+  RlsNode root;
+};
+
+/// All domains of an --rls-config directory. Immutable once loaded.
+struct RlsConfig {
+  std::string source = "<none>";
+  absl::flat_hash_map<std::string, std::unique_ptr<RlsDomain>> domains;
+  /// Every rule, for metrics (pointers into `domains`).
+  std::vector<const RlsRule*> rules;
+  /// Domain of each entry of `rules`.
+  std::vector<std::string> rule_domains;
+
+  [[nodiscard]] const RlsDomain* find(std::string_view domain) const;
+};
+
+/// The child key of a descriptor entry (see RlsNode).
+std::string rls_child_key(std::string_view key, std::string_view value);
+std::string rls_default_key(std::string_view key);
+
+/// Parses one file's text (one domain) into `into`. Errors (InvalidArgument) are
+/// "<source>:<line>: <reason>", like the main configuration.
+absl::Status parse_rls_file(const std::string& yaml, const std::string& source, RlsConfig& into);
+
+/// Loads every *.yaml / *.yml file of `dir` (sorted by name; subdirectories are not read). A
+/// domain defined by two files is an error naming both. An empty directory is valid (no domains).
+absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::string& dir);
+
+}  // namespace floodgate::server

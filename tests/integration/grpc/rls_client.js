@@ -1,0 +1,138 @@
+// Drives floodgate's envoy.service.ratelimit.v3.RateLimitService with @grpc/grpc-js (a client
+// nobody here wrote), from our .proto files. Usage:
+//   node rls_client.js GRPC_PORT HTTP_PORT PROTO_DIR
+// Prints "N passed, M failed"; exits 1 on any failure.
+'use strict';
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+const http = require('http');
+
+const [grpcPort, httpPort, protoDir] = process.argv.slice(2);
+const definition = protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', {
+  includeDirs: [protoDir], keepCase: true, longs: Number, enums: String, defaults: true,
+});
+const rls = grpc.loadPackageDefinition(definition).envoy.service.ratelimit.v3;
+const client = new rls.RateLimitService(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
+
+// Values of this run's own, so that runs against a shared Redis do not meet.
+const run = `${process.pid}-${Date.now()}`;
+let passed = 0;
+let failed = 0;
+function check(ok, what, detail) {
+  if (ok) {
+    passed++;
+  } else {
+    failed++;
+    console.log(`FAIL: ${what}${detail === undefined ? '' : ': ' + JSON.stringify(detail)}`);
+  }
+}
+
+function call(request) {
+  return new Promise((resolve) => {
+    client.ShouldRateLimit(request, { deadline: Date.now() + 5000 }, (err, res) => resolve({ err, res }));
+  });
+}
+const descriptor = (...pairs) => ({ entries: pairs.map(([key, value]) => ({ key, value })) });
+const headers = (res) => Object.fromEntries(res.response_headers_to_add.map((h) => [h.key, h.value]));
+
+async function expectCount(what, request, allowed, limit) {
+  for (let i = 0; i < allowed; i++) {
+    const { err, res } = await call(request);
+    check(!err && res.overall_code === 'OK', `${what}: request ${i + 1} is OK`, err ? err.message : res.overall_code);
+    if (err) return;
+    check(res.statuses[0].current_limit.requests_per_unit === limit, `${what}: current_limit`, res.statuses[0]);
+  }
+  const { err, res } = await call(request);
+  check(!err && res.overall_code === 'OVER_LIMIT', `${what}: request ${allowed + 1} is OVER_LIMIT`,
+        err ? err.message : res.overall_code);
+  return res;
+}
+
+async function expectInvalid(what, request) {
+  const { err } = await call(request);
+  check(err && err.code === grpc.status.INVALID_ARGUMENT, `${what}: INVALID_ARGUMENT`,
+        err ? `${err.code} ${err.details}` : 'no error');
+}
+
+function scrape() {
+  return new Promise((resolve, reject) => {
+    http.get(`http://127.0.0.1:${httpPort}/metrics`, (res) => {
+      let body = '';
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolve(body));
+    }).on('error', reject);
+  });
+}
+
+async function main() {
+  // OK, OK, … then OVER_LIMIT at the configured count, with the headers Envoy is to add.
+  const key = { domain: 'e2e', descriptors: [descriptor(['api_key', `k-${run}`])] };
+  const first = await call(key);
+  check(!first.err && first.res.statuses[0].limit_remaining === 4, 'first hit leaves 4 of 5', first.res);
+  check(!first.err && headers(first.res)['X-RateLimit-Limit'] === '5', 'X-RateLimit-Limit header', first.res);
+  const over = await expectCount('api_key 5/minute', key, 4, 5);
+  if (over) {
+    const h = headers(over);
+    check(h['X-RateLimit-Remaining'] === '0', 'X-RateLimit-Remaining: 0 when over', h);
+    check(/^[1-9][0-9]*$/.test(h['Retry-After'] || ''), 'Retry-After when over', h);
+    check(/^"e2e\/api_key";r=0;t=[0-9]+$/.test(h['RateLimit'] || ''), 'RateLimit header', h);
+    check(over.statuses[0].code === 'OVER_LIMIT' && over.statuses[0].limit_remaining === 0,
+          'descriptor status OVER_LIMIT, 0 remaining', over.statuses[0]);
+    const reset = Number(over.statuses[0].duration_until_reset.seconds);
+    check(reset >= 1 && reset <= 60, 'duration_until_reset within the minute', over.statuses[0]);
+  }
+
+  // The most specific match wins.
+  await expectCount('tenant=vip user', { domain: 'e2e', descriptors: [descriptor(['tenant', 'vip'], ['user', `u-${run}`])] }, 8, 8);
+  await expectCount('tenant=free user', { domain: 'e2e', descriptors: [descriptor(['tenant', 'free'], ['user', `u-${run}`])] }, 3, 3);
+
+  // Two descriptors: the denied request charges neither.
+  const both = { domain: 'e2e', descriptors: [descriptor(['tenant', 'other'], ['user', `b-${run}`]), descriptor(['api_key', `b-${run}`])] };
+  const deniedBoth = await expectCount('two descriptors', both, 3, 3);
+  if (deniedBoth) {
+    check(deniedBoth.statuses[1].code === 'OK' && deniedBoth.statuses[1].limit_remaining === 2,
+          'the second descriptor was not charged by the denied request', deniedBoth.statuses[1]);
+  }
+  await expectCount('api_key after the denied pair', { domain: 'e2e', descriptors: [descriptor(['api_key', `b-${run}`])] }, 2, 5);
+
+  // hits_addend: 5 at once use the whole limit; 0 means 1.
+  const addend = { domain: 'e2e', descriptors: [descriptor(['api_key', `h-${run}`])], hits_addend: 5 };
+  const five = await call(addend);
+  check(!five.err && five.res.overall_code === 'OK' && five.res.statuses[0].limit_remaining === 0, 'hits_addend 5', five.res);
+  const zero = await call({ ...addend, hits_addend: 0 });
+  check(!zero.err && zero.res.overall_code === 'OVER_LIMIT', 'hits_addend 0 counts as 1', zero.res);
+
+  // A limit override from the request, and an algorithm other than fixed window.
+  const overridden = { domain: 'e2e', descriptors: [{ ...descriptor(['api_key', `o-${run}`]), limit: { requests_per_unit: 2, unit: 'HOUR' } }] };
+  const o = await expectCount('limit override 2/hour', overridden, 2, 2);
+  check(o && o.statuses[0].current_limit.unit === 'HOUR', 'override unit in current_limit', o && o.statuses[0]);
+  await expectCount('token bucket burst 4', { domain: 'e2e', descriptors: [descriptor(['bucket', `t-${run}`])] }, 4, 2);
+
+  // Unknown descriptors and domains are not limited.
+  const unknown = await call({ domain: 'nowhere', descriptors: [descriptor(['x', 'y'])] });
+  check(!unknown.err && unknown.res.overall_code === 'OK' && unknown.res.statuses[0].current_limit === null,
+        'unknown domain: OK with no limit', unknown.res);
+
+  // Bad requests.
+  await expectInvalid('empty domain', { domain: '', descriptors: [descriptor(['api_key', 'a'])] });
+  await expectInvalid('no descriptors', { domain: 'e2e', descriptors: [] });
+  await expectInvalid('65 descriptors', { domain: 'e2e', descriptors: Array.from({ length: 65 }, () => descriptor(['api_key', 'a'])) });
+  await expectInvalid('17 entries', { domain: 'e2e', descriptors: [descriptor(...Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']))] });
+  await expectInvalid('a 1025-byte value', { domain: 'e2e', descriptors: [descriptor(['api_key', 'v'.repeat(1025)])] });
+  await expectInvalid('an empty key', { domain: 'e2e', descriptors: [descriptor(['', 'v'])] });
+
+  // Per-rule metrics on /metrics, never per value.
+  const metrics = await scrape();
+  const over_limit = metrics.match(/^floodgate_rls_over_limit_total\{domain="e2e",rule="api_key"\} (\d+)$/m);
+  check(over_limit && Number(over_limit[1]) >= 3, 'over_limit counted per rule', over_limit && over_limit[0]);
+  check(!metrics.includes(run), 'no descriptor value in the metrics');
+
+  client.close();
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+main().catch((e) => {
+  console.log(`FAIL: ${e.stack}`);
+  process.exit(1);
+});

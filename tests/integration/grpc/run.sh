@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The gRPC rate-limit service end to end: the real binary on loopback, driven by @grpc/grpc-js.
+#   run.sh install NODE_DIR                        npm ci of package-lock.json into NODE_DIR
+#   run.sh test FLOODGATE NODE_DIR STORAGE [REDIS_PORT_FILE]
+# STORAGE is a storage URL, "redis-fixture" for the server whose port REDIS_PORT_FILE holds, or
+# "redis-cluster-fixture" for the cluster whose ports (p1,p2,p3) that file holds.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+proto="$here/../../../proto"
+
+if [[ "$1" == install ]]; then
+  node_dir="$2"
+  mkdir -p "$node_dir"
+  cp "$here/package.json" "$here/package-lock.json" "$here/rls_client.js" "$node_dir/"
+  (cd "$node_dir" && npm ci --no-audit --no-fund --silent)
+  exit 0
+fi
+
+floodgate="$2"
+node_dir="$3"
+storage="$4"
+if [[ "$storage" == redis-fixture ]]; then
+  port="$(cat "${5:?REDIS_PORT_FILE}" 2>/dev/null || true)"
+  [[ -n "$port" ]] || { echo "the Redis fixture is not running"; exit 1; }
+  storage="redis://127.0.0.1:$port"
+elif [[ "$storage" == redis-cluster-fixture ]]; then
+  ports="$(cat "${5:?REDIS_PORTS_FILE}" 2>/dev/null || true)"
+  [[ -n "$ports" ]] || { echo "the Redis Cluster fixture is not running"; exit 1; }
+  storage="redis-cluster://$(sed 's/\([0-9]*\)/127.0.0.1:\1/g' <<<"$ports")"
+fi
+work="$(mktemp -d)"
+cleanup() {
+  [[ -f "$work/pid" ]] && kill "$(cat "$work/pid")" 2>/dev/null || true
+  sleep 0.2
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cat >"$work/floodgate.yaml" <<YAML
+storage: "$storage"
+rls:
+  config: $here/rules
+  listen: 127.0.0.1:0
+  response_headers: true
+YAML
+"$floodgate" serve --config "$work/floodgate.yaml" --listen 127.0.0.1:0 --threads 2 \
+  --port-file "$work/http.port" --grpc-port-file "$work/grpc.port" 2>"$work/serve.log" &
+echo $! >"$work/pid"
+for _ in $(seq 200); do [[ -s "$work/http.port" ]] && break; sleep 0.05; done
+if [[ ! -s "$work/grpc.port" ]]; then
+  echo "floodgate serve did not start:"; cat "$work/serve.log"; exit 1
+fi
+echo "storage $storage, gRPC port $(cat "$work/grpc.port")"
+if ! node "$node_dir/rls_client.js" "$(cat "$work/grpc.port")" "$(cat "$work/http.port")" "$proto"; then
+  echo "floodgate log:"; cat "$work/serve.log"
+  exit 1
+fi

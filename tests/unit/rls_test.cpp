@@ -1,0 +1,457 @@
+// Envoy's rate-limit service without sockets: the envoyproxy/ratelimit YAML loader and the
+// request → decision mapping, on a manual clock and the memory store.
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <atomic>
+#include <future>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "floodgate/memory_storage.hpp"
+#include "server/config.hpp"
+#include "server/rls.hpp"
+#include "server/rls_config.hpp"
+
+namespace floodgate::server {
+namespace {
+
+using Response = rlsv3::RateLimitResponse;
+
+// ---- the loader ---------------------------------------------------------------------------------
+
+absl::Status parse(const std::string& yaml) {
+  RlsConfig c;
+  return parse_rls_file(yaml, "rules.yaml", c);
+}
+
+TEST(RlsConfig, LoadsEveryDocumentedExample) {
+  auto c = load_rls_config(FLOODGATE_RLS_EXAMPLES_DIR);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->domains.size(), 5u);
+  const RlsDomain* messaging = (*c)->find("messaging");
+  ASSERT_NE(messaging, nullptr);
+  const auto& marketing = messaging->root.children.at(rls_child_key("message_type", "marketing"));
+  const auto& to_number = marketing->children.at(rls_default_key("to_number"));
+  ASSERT_NE(to_number->rule, nullptr);
+  EXPECT_EQ(to_number->rule->requests_per_unit, 5u);
+  EXPECT_EQ(to_number->rule->unit, RlsUnit::kDay);
+  EXPECT_EQ(to_number->rule->path, "message_type_marketing.to_number");
+  EXPECT_EQ(to_number->rule->policy->strategy(), Strategy::kFixedWindow);
+  EXPECT_EQ(to_number->rule->policy->anchor(), Anchor::kClock);
+  const RlsDomain* replaces = (*c)->find("example_replaces");
+  ASSERT_NE(replaces, nullptr);
+  const auto& vip = replaces->root.children.at(rls_child_key("key2", "value2"));
+  EXPECT_EQ(vip->rule->name, "vip");
+  EXPECT_EQ(vip->rule->replaces, std::vector<std::string>{"global"});
+  EXPECT_TRUE(vip->rule->detailed_metric);
+}
+
+TEST(RlsConfig, OurAdditions) {
+  RlsConfig c;
+  ASSERT_TRUE(parse_rls_file(R"(
+domain: d
+descriptors:
+  - key: k
+    rate_limit: {unit: minute, requests_per_unit: 10, algorithm: token-bucket, burst: 50, fail: closed}
+)", "x.yaml", c).ok());
+  const auto& rule = c.find("d")->root.children.at(rls_default_key("k"))->rule;
+  EXPECT_EQ(rule->policy->strategy(), Strategy::kTokenBucket);
+  EXPECT_EQ(rule->policy->limits().front().capacity(), 50);
+  EXPECT_EQ(rule->policy->fail_mode(), FailMode::kClosed);
+}
+
+TEST(RlsConfig, UnitsAsEnvoyproxyDividesTime) {
+  EXPECT_EQ(rls_unit_period(parse_rls_unit("SECOND")), kMicrosPerSecond);
+  EXPECT_EQ(rls_unit_period(parse_rls_unit("week")), 7 * 86'400 * kMicrosPerSecond);
+  EXPECT_EQ(rls_unit_period(parse_rls_unit("month")), 30 * 86'400 * kMicrosPerSecond);
+  EXPECT_EQ(rls_unit_period(parse_rls_unit("year")), 365 * 86'400 * kMicrosPerSecond);
+  EXPECT_EQ(parse_rls_unit("fortnight"), RlsUnit::kUnknown);
+}
+
+struct BadFile {
+  const char* yaml;
+  const char* message;  // the whole error
+};
+
+class RlsConfigErrors : public ::testing::TestWithParam<BadFile> {};
+
+TEST_P(RlsConfigErrors, NameFileLineAndReason) {
+  const absl::Status s = parse(GetParam().yaml);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bad, RlsConfigErrors,
+    ::testing::Values(
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n",
+                "rules.yaml:4: the rate_limit of \"k\": invalid unit \"fortnight\" (second, minute, hour, day, "
+                "week, month, year)"},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      requests_per_unit: 1\n",
+                "rules.yaml:5: the rate_limit of \"k\" needs a unit (second, minute, hour, day, week, month, "
+                "year)"},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    vaule: v\n",
+                "rules.yaml:4: unknown key \"vaule\" in a descriptor (known: key, value, rate_limit, "
+                "descriptors, shadow_mode, detailed_metric)"},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    value: v\n  - key: k\n    value: v\n",
+                "rules.yaml:5: duplicate descriptor \"k_v\" in domain \"d\""},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: second}\n",
+                "rules.yaml:4: the rate_limit of \"k\": unlimited takes no unit or requests_per_unit"},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: -1}\n",
+                "rules.yaml:4: the rate_limit of \"k\": requests_per_unit must be a whole number from 0 to "
+                "4294967295"},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, "
+                "algorithm: fastest}\n",
+                "rules.yaml:4: the rate_limit of \"k\": unknown strategy \"fastest\": expected fixed-window, "
+                "moving-window, sliding-window-counter, token-bucket, leaky-bucket or gcra"},
+        BadFile{"descriptors: []\n", "rules.yaml:1: the file needs a domain"},
+        BadFile{"domain: \"\"\n", "rules.yaml:1: the domain is empty"},
+        BadFile{"domain: d\ndescriptors:\n  - value: v\n", "rules.yaml:3: a descriptor needs a key"},
+        BadFile{"domain: d\ndescriptors:\n  - key: [k\n", "rules.yaml:4: end of sequence flow not found"}));
+
+TEST(RlsConfig, DuplicateDomainAcrossFilesNamesBoth) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rls-dup-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "a.yaml") << "domain: same\n";
+  std::ofstream(dir / "b.yaml") << "# another file\ndomain: same\n";
+  auto c = load_rls_config(dir.string());
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), (dir / "b.yaml").string() + ":2: domain \"same\" is already defined in " +
+                                      (dir / "a.yaml").string());
+}
+
+TEST(RlsConfig, TheEnvoyExampleLoads) {
+  auto main = load_config(FLOODGATE_SOURCE_DIR "/examples/envoy/floodgate.yaml");
+  ASSERT_TRUE(main.ok()) << main.status();
+  EXPECT_EQ(main->rls.config_dir, FLOODGATE_SOURCE_DIR "/examples/envoy/rules");  // relative to the file
+  EXPECT_EQ(main->rls.listen_port, 8081);
+  EXPECT_TRUE(main->rls.response_headers);
+  auto rules = load_rls_config(main->rls.config_dir);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  const auto& by_ip = (*rules)->find("edge")->root.children.at(rls_default_key("remote_address"));
+  EXPECT_EQ(by_ip->rule->policy->strategy(), Strategy::kGcra);
+  EXPECT_EQ(by_ip->rule->policy->limits().front().capacity(), 40);
+}
+
+TEST(RlsConfig, MissingDirectory) {
+  auto c = load_rls_config("/nonexistent/rls");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "/nonexistent/rls: not a directory of rate-limit files");
+}
+
+// ---- the decisions ------------------------------------------------------------------------------
+
+// A storage that always fails (Redis down).
+class FailingStorage final : public Storage {
+ public:
+  absl::StatusOr<Decision> apply(const Policy&, std::string_view, std::int64_t, Effect, Micros) override {
+    return absl::UnavailableError("down");
+  }
+  absl::Status clear(const Policy&, std::string_view) override { return absl::UnavailableError("down"); }
+};
+
+class Rls : public ::testing::Test {
+ protected:
+  // 10 s after a minute boundary, so fixed windows have 50 s left.
+  static constexpr Micros kStart = 1'700'000'040 * kMicrosPerSecond + 10 * kMicrosPerSecond;
+
+  void load(const std::string& yaml, RlsLimits limits = {}, std::shared_ptr<Storage> storage = nullptr) {
+    auto c = std::make_shared<RlsConfig>();
+    ASSERT_TRUE(parse_rls_file(yaml, "test.yaml", *c).ok());
+    service_ = std::make_unique<RlsService>(storage ? storage : std::make_shared<MemoryStorage>(), clock_, limits);
+    service_->reload(c);
+  }
+  void load_examples(RlsLimits limits = {}) {
+    auto c = load_rls_config(FLOODGATE_RLS_EXAMPLES_DIR);
+    ASSERT_TRUE(c.ok()) << c.status();
+    service_ = std::make_unique<RlsService>(std::make_shared<MemoryStorage>(), clock_, limits);
+    service_->reload(*c);
+  }
+
+  using Entries = std::vector<std::pair<std::string, std::string>>;
+  static rlsv3::RateLimitRequest request(const std::string& domain, const std::vector<Entries>& descriptors,
+                                         std::uint32_t hits = 0) {
+    rlsv3::RateLimitRequest r;
+    r.set_domain(domain);
+    r.set_hits_addend(hits);
+    for (const Entries& d : descriptors) {
+      auto* desc = r.add_descriptors();
+      for (const auto& [k, v] : d) {
+        auto* e = desc->add_entries();
+        e->set_key(k);
+        e->set_value(v);
+      }
+    }
+    return r;
+  }
+  Response call(const rlsv3::RateLimitRequest& r) {
+    Response out;
+    const grpc::Status s = service_->should_rate_limit(r, out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return out;
+  }
+  grpc::Status status_of(const rlsv3::RateLimitRequest& r) {
+    Response out;
+    return service_->should_rate_limit(r, out);
+  }
+  // How many calls of `r` are answered OK before the first OVER_LIMIT (at most `max`).
+  int admitted(const rlsv3::RateLimitRequest& r, int max = 1000) {
+    for (int i = 0; i < max; ++i) {
+      if (call(r).overall_code() != Response::OK) return i;
+    }
+    return max;
+  }
+
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kStart);
+  std::unique_ptr<RlsService> service_;
+};
+
+TEST_F(Rls, Example1ExactValuesOnly) {
+  load_examples();
+  const auto users = request("mongo_cps", {{{"database", "users"}}});
+  EXPECT_EQ(admitted(users), 500);
+  const Response r = call(users);
+  EXPECT_EQ(r.overall_code(), Response::OVER_LIMIT);
+  ASSERT_EQ(r.statuses_size(), 1);
+  EXPECT_EQ(r.statuses(0).current_limit().requests_per_unit(), 500u);
+  EXPECT_EQ(r.statuses(0).current_limit().unit(), Response::RateLimit::SECOND);
+  EXPECT_EQ(r.statuses(0).limit_remaining(), 0u);
+  // A database with no rule is not limited and has no current_limit.
+  const Response other = call(request("mongo_cps", {{{"database", "orders"}}}));
+  EXPECT_EQ(other.overall_code(), Response::OK);
+  EXPECT_FALSE(other.statuses(0).has_current_limit());
+  // The next second is a new window (fixed windows aligned to the clock, as envoyproxy).
+  clock_->advance(kMicrosPerSecond);
+  EXPECT_EQ(call(users).overall_code(), Response::OK);
+}
+
+TEST_F(Rls, Example2MostSpecificMatchAndEveryDescriptor) {
+  load_examples();
+  // Marketing to one number: 5 a day (the nested rule), while the number's own 100/day also counts.
+  const auto marketing = request("messaging", {{{"message_type", "marketing"}, {"to_number", "2061234567"}},
+                                               {{"to_number", "2061234567"}}});
+  EXPECT_EQ(admitted(marketing), 5);
+  const Response r = call(marketing);
+  EXPECT_EQ(r.overall_code(), Response::OVER_LIMIT);
+  EXPECT_EQ(r.statuses(0).code(), Response::OVER_LIMIT);
+  EXPECT_EQ(r.statuses(1).code(), Response::OK);
+  // The denied requests charged nothing: the number has 95 left of its 100.
+  EXPECT_EQ(r.statuses(1).limit_remaining(), 95u);
+  const auto plain = request("messaging", {{{"to_number", "2061234567"}}});
+  EXPECT_EQ(admitted(plain), 95);
+  // Another number has its own counters (a key-only rule counts per value).
+  EXPECT_EQ(call(request("messaging", {{{"to_number", "2069999999"}}})).statuses(0).limit_remaining(), 99u);
+}
+
+TEST_F(Rls, Example3ValueBeatsDefaultBlockListAndUnlimited) {
+  load_examples();
+  EXPECT_EQ(admitted(request("edge_proxy_per_ip", {{{"remote_address", "10.0.0.1"}}})), 10);
+  const Response blocked = call(request("edge_proxy_per_ip", {{{"remote_address", "50.0.0.5"}}}));
+  EXPECT_EQ(blocked.overall_code(), Response::OVER_LIMIT);
+  EXPECT_EQ(blocked.statuses(0).current_limit().requests_per_unit(), 0u);
+  const auto unlimited = request("edge_proxy_per_ip", {{{"remote_address", "50.0.0.6"}}});
+  EXPECT_EQ(admitted(unlimited, 50), 50);
+  EXPECT_EQ(call(unlimited).statuses(0).limit_remaining(), std::numeric_limits<std::uint32_t>::max());
+}
+
+TEST_F(Rls, Example4ShadowModeAnswersOkAndCounts) {
+  load_examples();
+  const auto r = request("example_shadow", {{{"key1", "value1"}, {"subkey1", "x"}}});
+  EXPECT_EQ(admitted(r, 8), 8);
+  const auto slot = service_->metrics().slot("example_shadow", "key1_value1.subkey1");
+  ASSERT_TRUE(slot.has_value());
+  EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kTotalHits), 8u);
+  EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kWithinLimit), 5u);
+  EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kOverLimit), 3u);
+  EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kShadowMode), 3u);
+  EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kNearLimit), 1u);  // remaining 0 of 5 (< 20 %)
+  EXPECT_NE(service_->metrics().render().find(
+                "floodgate_rls_shadow_mode_total{domain=\"example_shadow\",rule=\"key1_value1.subkey1\"} 3"),
+            std::string::npos);
+}
+
+TEST_F(Rls, Example5ReplacesAndDetailedMetric) {
+  load_examples();
+  const auto both = request("example_replaces", {{{"key1", "value1"}}, {{"key2", "value2"}}});
+  EXPECT_EQ(admitted(both), 10);  // "global" (3/minute) is replaced by "vip" (10/minute)
+  const Response r = call(both);
+  EXPECT_FALSE(r.statuses(0).has_current_limit());
+  EXPECT_EQ(r.statuses(1).current_limit().name(), "vip");
+  // Alone, the global rule applies: it was never charged.
+  EXPECT_EQ(admitted(request("example_replaces", {{{"key1", "value1"}}})), 3);
+}
+
+TEST_F(Rls, HitsAddend) {
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 10}\n");
+  auto r = request("d", {{{"k", "a"}}}, 0);  // 0 means 1
+  EXPECT_EQ(call(r).statuses(0).limit_remaining(), 9u);
+  r.set_hits_addend(4);
+  EXPECT_EQ(call(r).statuses(0).limit_remaining(), 5u);
+  r.mutable_descriptors(0)->mutable_hits_addend()->set_value(2);  // the descriptor's own wins
+  EXPECT_EQ(call(r).statuses(0).limit_remaining(), 3u);
+  r.mutable_descriptors(0)->mutable_hits_addend()->set_value(4);  // 4 > 3 left: denied, nothing charged
+  const Response denied = call(r);
+  EXPECT_EQ(denied.overall_code(), Response::OVER_LIMIT);
+  EXPECT_EQ(denied.statuses(0).limit_remaining(), 3u);
+  EXPECT_EQ(denied.statuses(0).duration_until_reset().seconds(), 50);
+}
+
+TEST_F(Rls, LimitOverrideIsHonouredWithItsOwnState) {
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 100}\n");
+  auto r = request("d", {{{"k", "a"}}});
+  auto* limit = r.mutable_descriptors(0)->mutable_limit();
+  limit->set_requests_per_unit(2);
+  limit->set_unit(::envoy::type::v3::SECOND);
+  EXPECT_EQ(admitted(r), 2);
+  const Response over = call(r);
+  EXPECT_EQ(over.statuses(0).current_limit().requests_per_unit(), 2u);
+  EXPECT_EQ(over.statuses(0).current_limit().unit(), Response::RateLimit::SECOND);
+  // The configured limit's state is untouched.
+  EXPECT_EQ(call(request("d", {{{"k", "a"}}})).statuses(0).limit_remaining(), 99u);
+  // An override applies in a known domain even where no rule matches (as envoyproxy).
+  auto unmatched = request("d", {{{"other", "x"}}});
+  unmatched.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(1);
+  unmatched.mutable_descriptors(0)->mutable_limit()->set_unit(::envoy::type::v3::MINUTE);
+  EXPECT_EQ(admitted(unmatched), 1);
+}
+
+TEST_F(Rls, AnOverrideIsEnforcedEvenOnAShadowModeRule) {
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1}\n"
+       "    shadow_mode: true\n");
+  const auto shadowed = request("d", {{{"k", "a"}}});
+  EXPECT_EQ(admitted(shadowed, 3), 3);
+  auto r = request("d", {{{"k", "b"}}});
+  r.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(2);
+  r.mutable_descriptors(0)->mutable_limit()->set_unit(::envoy::type::v3::MINUTE);
+  EXPECT_EQ(admitted(r), 2);
+}
+
+TEST_F(Rls, RemainingSaturatesAtUint32Max) {
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 4294967295, "
+       "algorithm: token-bucket, burst: 100000000000}\n");
+  EXPECT_EQ(call(request("d", {{{"k", "a"}}})).statuses(0).limit_remaining(),
+            std::numeric_limits<std::uint32_t>::max());
+}
+
+TEST_F(Rls, AnyAlgorithm) {
+  // GCRA 2/second: two at once, then one more every 500 ms (a fixed window would wait 1 s).
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 2, algorithm: gcra}\n");
+  const auto r = request("d", {{{"k", "a"}}});
+  EXPECT_EQ(admitted(r), 2);
+  clock_->advance(500'000);
+  EXPECT_EQ(admitted(r), 1);
+}
+
+TEST_F(Rls, UnknownDomainIsOk) {
+  load("domain: d\n");
+  const Response r = call(request("elsewhere", {{{"k", "a"}}}));
+  EXPECT_EQ(r.overall_code(), Response::OK);
+  ASSERT_EQ(r.statuses_size(), 1);
+  EXPECT_FALSE(r.statuses(0).has_current_limit());
+}
+
+TEST_F(Rls, InvalidRequests) {
+  RlsLimits caps;
+  caps.max_descriptors = 2;
+  caps.max_entries = 2;
+  caps.max_string_bytes = 8;
+  caps.max_message_bytes = 200;
+  load("domain: d\n", caps);
+  auto expect_invalid = [&](const rlsv3::RateLimitRequest& r, const std::string& message) {
+    const grpc::Status s = status_of(r);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(s.error_message(), message);
+  };
+  expect_invalid(request("", {{{"k", "a"}}}), "the domain is empty");
+  expect_invalid(request("d", {}), "the request has no descriptors");
+  expect_invalid(request("d", {{{"k", "a"}}, {{"k", "b"}}, {{"k", "c"}}}), "the request has more than 2 descriptors");
+  expect_invalid(request("d", {{{"a", "1"}, {"b", "2"}, {"c", "3"}}}), "descriptor 0 has more than 2 entries");
+  expect_invalid(request("d", {{{"k", "123456789"}}}), "descriptor 0 has a key or value longer than 8 bytes");
+  expect_invalid(request("d", {{{"", "a"}}}), "descriptor 0 has an entry with an empty key");
+  expect_invalid(request("d", {{}}), "descriptor 0 has no entries");
+  expect_invalid(request("domain-too-long", {{{"k", "a"}}}), "the domain is longer than 8 bytes");
+  const auto big = request("d", {{{"k", std::string(8, 'v')}}});  // 18 bytes serialized
+  caps.max_message_bytes = 10;
+  load("domain: d\n", caps);
+  expect_invalid(big, "the request is larger than 10 bytes");
+}
+
+TEST_F(Rls, ResponseHeadersOnlyWhenAsked) {
+  const char* yaml = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n";
+  load(yaml);
+  EXPECT_EQ(call(request("d", {{{"k", "a"}}})).response_headers_to_add_size(), 0);
+  RlsLimits with;
+  with.response_headers = true;
+  load(yaml, with);
+  const auto r = request("d", {{{"k", "a"}}});
+  call(r);
+  call(r);
+  const Response over = call(r);
+  std::map<std::string, std::string> h;
+  for (const auto& kv : over.response_headers_to_add()) h[kv.key()] = kv.value();
+  EXPECT_EQ(h["X-RateLimit-Limit"], "2");
+  EXPECT_EQ(h["X-RateLimit-Remaining"], "0");
+  EXPECT_EQ(h["X-RateLimit-Reset"], "50");
+  EXPECT_EQ(h["RateLimit"], "\"d/k\";r=0;t=50");
+  EXPECT_EQ(h["Retry-After"], "50");
+}
+
+TEST_F(Rls, BatchedOnStorageThreadsWithExactTotals) {
+  RlsLimits batched;
+  batched.batching = true;
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 50}\n"
+       "  - key: g\n    rate_limit: {unit: minute, requests_per_unit: 30}\n",
+       batched);
+  // 4 threads × 40 calls: single-descriptor calls (batched together) and two-descriptor calls
+  // (two phases) on the same keys.
+  std::atomic<int> ok{0}, over{0}, answered{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        auto r = std::make_shared<rlsv3::RateLimitRequest>(
+            t % 2 == 0 ? request("d", {{{"k", "a"}}}) : request("d", {{{"k", "a"}}, {{"g", "b"}}}));
+        auto out = std::make_shared<Response>();
+        std::promise<void> finished;
+        service_->should_rate_limit_async(*r, *out, [&, out, &finished = finished](grpc::Status s) {
+          EXPECT_TRUE(s.ok());
+          (out->overall_code() == Response::OK ? ok : over)++;
+          answered++;
+          finished.set_value();
+        });
+        finished.get_future().wait();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(answered.load(), 160);
+  EXPECT_EQ(ok.load(), 50);  // the "k" limit admits exactly 50, whoever asks
+  EXPECT_EQ(over.load(), 110);
+  // An invalid request is answered at once, on the caller's thread.
+  Response out;
+  bool called = false;
+  service_->should_rate_limit_async(request("", {{{"k", "a"}}}), out, [&](grpc::Status s) {
+    called = true;
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  });
+  EXPECT_TRUE(called);
+}
+
+TEST_F(Rls, StorageFailureFollowsTheFailMode) {
+  load("domain: d\ndescriptors:\n"
+       "  - key: open\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"
+       "  - key: closed\n    rate_limit: {unit: minute, requests_per_unit: 2, fail: closed}\n",
+       {}, std::make_shared<FailingStorage>());
+  EXPECT_EQ(call(request("d", {{{"open", "a"}}})).overall_code(), Response::OK);
+  EXPECT_EQ(call(request("d", {{{"closed", "a"}}})).overall_code(), Response::OVER_LIMIT);
+  const auto slot = service_->metrics().slot("d", "closed");
+  EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kDegraded), 1u);
+}
+
+}  // namespace
+}  // namespace floodgate::server
