@@ -1,6 +1,9 @@
 #include "server/rls.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <limits>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -230,7 +233,24 @@ grpc::Status RlsService::should_rate_limit(const rlsv3::RateLimitRequest& reques
                                            rlsv3::RateLimitResponse& response) {
   Prepared p;
   if (grpc::Status s = prepare(request, p); !s.ok()) return s;
-  decide(p);
+  if (limits_.batching) {
+    decide(p);
+  } else {
+    // The stripes of the request's keys, in ascending order (no two callers deadlock), held from
+    // the test to the charge.
+    std::vector<std::size_t> stripes;
+    stripes.reserve(p.batch.size());
+    for (const auto& b : p.batch) {
+      const std::size_t h = std::hash<std::string>{}(b.policy->fingerprint()) ^
+                            (std::hash<std::string_view>{}(b.key) * 0x9E3779B97F4A7C15ULL);
+      stripes.push_back(h % kStripes);
+    }
+    std::sort(stripes.begin(), stripes.end());
+    stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+    for (std::size_t i : stripes) stripes_[i].lock();
+    decide(p);
+    for (auto it = stripes.rbegin(); it != stripes.rend(); ++it) stripes_[*it].unlock();
+  }
   respond(p, response);
   return grpc::Status::OK;
 }

@@ -149,6 +149,11 @@ class RlsService {
   std::vector<Job> queue_;  // guarded by queue_mu_
   bool stopping_ = false;   // guarded by queue_mu_
   std::vector<std::thread> workers_;
+  // Without batching (the memory store), every decision holds the stripes of its keys, taken in
+  // order, from its test to its charge: a multi-descriptor request is then all-or-nothing against
+  // every other request of this process.
+  static constexpr std::size_t kStripes = 256;
+  std::array<std::mutex, kStripes> stripes_;
 };
 
 }  // namespace floodgate::server

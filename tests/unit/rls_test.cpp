@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <array>
 #include <atomic>
 #include <future>
 #include <map>
@@ -399,6 +400,40 @@ TEST_F(Rls, ResponseHeadersOnlyWhenAsked) {
   EXPECT_EQ(h["X-RateLimit-Reset"], "50");
   EXPECT_EQ(h["RateLimit"], "\"d/k\";r=0;t=50");
   EXPECT_EQ(h["Retry-After"], "50");
+}
+
+TEST_F(Rls, MultiDescriptorRequestsAreAllOrNothingUnderContention) {
+  // The memory store, no batching: 4 threads race two-descriptor requests (a shared "k" and a
+  // per-thread "g") against single-descriptor ones on "k". A request denied on either descriptor
+  // must charge neither, so "k" admits exactly its 50, counted as OK answers.
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 50}\n"
+       "  - key: g\n    rate_limit: {unit: hour, requests_per_unit: 1000}\n");
+  std::atomic<int> ok{0};
+  std::array<int, 4> pairs_ok{};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const auto single = request("d", {{{"k", "a"}}});
+      const auto pair = request("d", {{{"k", "a"}}, {{"g", std::to_string(t)}}});
+      for (int i = 0; i < 200; ++i) {
+        Response out;
+        ASSERT_TRUE(service_->should_rate_limit(i % 2 == 0 ? pair : single, out).ok());
+        if (out.overall_code() == Response::OK) {
+          ok++;
+          if (i % 2 == 0) pairs_ok[static_cast<std::size_t>(t)]++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 50);
+  // Each thread's "g" was charged by its admitted pairs only (one more call charges it once more).
+  for (int t = 0; t < 4; ++t) {
+    const Response r = call(request("d", {{{"g", std::to_string(t)}}}));
+    EXPECT_EQ(r.statuses(0).limit_remaining(),
+              static_cast<std::uint32_t>(1000 - pairs_ok[static_cast<std::size_t>(t)] - 1))
+        << "thread " << t;
+  }
 }
 
 TEST_F(Rls, BatchedOnStorageThreadsWithExactTotals) {
