@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages floodgate needs, only those that are missing.
 #   scripts/deps.sh          build and run
-#   scripts/deps.sh --test   also what the test suite needs (clang + libFuzzer runtime)
+#   scripts/deps.sh --test   also what the test suite needs (clang + libFuzzer runtime, servers,
+#                            chromium and Node.js for the dashboard's browser test, xmllint)
 set -euo pipefail
 
 packages=(g++ cmake make ccache pkg-config
@@ -9,7 +10,9 @@ packages=(g++ cmake make ccache pkg-config
           libspdlog-dev libyaml-cpp-dev libhiredis-dev
           libgtest-dev libgmock-dev libbenchmark-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx wrk curl)
+  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx wrk curl chromium libxml2-utils)
+  # Node.js and npm for playwright-core (tests/integration/browser), unless some are installed.
+  if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
 fi
 
 missing=()

@@ -10,7 +10,7 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 const $ = (id) => document.getElementById(id);
 
 // ---- measurements the browser test reads (window.floodgate.stats()) ----------------------------
-const perf = { frameGaps: [], lags: [], lastFrame: 0, simulateMs: [] };
+const perf = { frameGaps: [], lags: [], lastFrame: 0, simulateMs: [], readyMs: null };
 function frameTick(ts) {
   if (perf.lastFrame) perf.frameGaps.push(ts - perf.lastFrame);
   if (perf.frameGaps.length > 2000) perf.frameGaps.splice(0, 1000);
@@ -171,6 +171,7 @@ function startStream() {
 function stopStream() {
   if (pg.stream) clearInterval(pg.stream.timer);
   pg.stream = null;
+  pg.dirty = true;
   const b = $('stream');
   b.textContent = 'Start stream';
   b.setAttribute('aria-pressed', 'false');
@@ -201,12 +202,23 @@ function render() {
     const last = i0 > 0 && i0 - 1 < n ? lane.decisions[i0 - 1] : null;
     const yl = (d) => (d && d.capacity > 0 ? levelBottom - Math.min(1, d.level / d.capacity) * (levelBottom - levelTop) : levelBottom).toFixed(1);
     let level = `M0 ${yl(last)}`;
+    // Requests at the same instant (a burst) are spread 4 px apart so that each one shows; marks
+    // closer than 1.5 px to the previous mark of their row would be invisible and are not drawn
+    // (a 100 req/s stream would otherwise put thousands of overlapping marks in each row).
+    let lastA = -1e9, lastB = -1e9, prevT = NaN, spread = 0;
     for (let i = i0; i < n; i++) {
       const d = lane.decisions[i];
-      const px = x(pg.trace[i].t);
-      if (d.allowed) a += `M${px - 3.5} ${yA}a3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0-7 0`;
-      else b += `M${px - 3.5} ${yB - 3.5}l7 7m0-7l-7 7`;
-      level += `H${px}V${yl(d)}`;
+      const t = pg.trace[i].t;
+      spread = t === prevT ? Math.min(spread + 4, 60) : 0;
+      prevT = t;
+      const px = Number(x(t)) + spread;
+      if (d.allowed) {
+        if (px - lastA >= 1.5) { a += `M${(px - 3.5).toFixed(1)} ${yA}a3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0-7 0`; lastA = px; }
+      } else if (px - lastB >= 1.5) {
+        b += `M${(px - 3.5).toFixed(1)} ${yB - 3.5}l7 7m0-7l-7 7`;
+        lastB = px;
+      }
+      level += `H${px.toFixed(1)}V${yl(d)}`;
     }
     const lastX = n > 0 && i0 < n ? x(pg.trace[n - 1].t) : 0;
     level += `H${Math.max(lastX, 0)}`;
@@ -230,14 +242,19 @@ function drawAxis(begin, end, width) {
   for (let t = Math.ceil(begin / step) * step; t <= end + 1e-9; t += step) {
     if (t < 0) continue;
     const px = ((t - begin) / VIEW_SECONDS * (width - 8) + 4).toFixed(1);
-    html += `<line x1="${px}" x2="${px}" y1="0" y2="5"/><text x="${px}" y="17" text-anchor="middle">${t.toFixed(0)} s</text>`;
+    const anchor = px < 20 ? 'start' : px > width - 20 ? 'end' : 'middle';
+    html += `<line x1="${px}" x2="${px}" y1="0" y2="5"/><text x="${px}" y="17" text-anchor="${anchor}">${t.toFixed(0)} s</text>`;
   }
   axis.innerHTML = html;
 }
 
-function playgroundFrame() {
-  if (!$('playground').hidden && (pg.dirty || pg.stream)) {
+// Redraws when an answer arrived, and while streaming at most every 33 ms (the view scrolls by
+// about one pixel in that time).
+let lastRender = 0;
+function playgroundFrame(ts) {
+  if (!$('playground').hidden && (pg.dirty || (pg.stream && ts - lastRender >= 33))) {
     pg.dirty = false;
+    lastRender = ts;
     render();
   }
   requestAnimationFrame(playgroundFrame);
@@ -261,6 +278,7 @@ async function validate() {
   const json = await res.json();
   if (!res.ok) { showError(`The service rejected the settings: ${json.error}`); return; }
   for (const s of json.strategies) pg.lanes.get(s.strategy).policy.textContent = s.policy;
+  if (perf.readyMs === null) perf.readyMs = performance.now();  // since navigation start
 }
 
 function initPlayground() {
@@ -302,10 +320,18 @@ function policyCard(name) {
   return card;
 }
 
-function drawBars(svg, allowed, denied) {
+// Stacked bars per second: allowed (green) under denied (vermillion). The last second is still
+// filling and is not drawn; the chart spans the last minute, or longer once there is older traffic.
+function drawBars(svg, allAllowed, allDenied) {
   const width = svg.clientWidth || 500;
   const height = svg.clientHeight || 90;
-  const n = allowed.length - 1;  // the last second is still filling: not drawn
+  const total = allAllowed.length - 1;
+  let first = 0;
+  while (first < total && allAllowed[first] + allDenied[first] === 0) first++;
+  const start = Math.min(first, total - 60);
+  const allowed = allAllowed.slice(start, total);
+  const denied = allDenied.slice(start, total);
+  const n = allowed.length;
   let max = 1;
   for (let i = 0; i < n; i++) max = Math.max(max, allowed[i] + denied[i]);
   const w = width / n;
@@ -319,7 +345,8 @@ function drawBars(svg, allowed, denied) {
     if (hd > 0) d += `M${x} ${(height - ha - hd).toFixed(1)}h${bw}v${hd.toFixed(1)}h-${bw}Z`;
   }
   svg.innerHTML = `<path class="bar-a" d="${a}"/><path class="bar-d" d="${d}"/>` +
-    `<text x="4" y="11" font-size="10" fill="#555">max ${max}/s · last ${n} s</text>`;
+    `<text x="4" y="11" font-size="10" fill="#555">last ${n} s · top of the chart ${max}/s · ` +
+    '<tspan fill="#00664a">■ allowed</tspan> <tspan fill="#a33d00">■ denied</tspan></text>';
 }
 
 async function refreshLive() {
@@ -332,6 +359,8 @@ async function refreshLive() {
       ? `<span class="badge degraded">degraded</span> (failed ${st.last_degraded_ago} s ago; ${st.degraded_total} decisions by fail mode)`
       : '<span class="badge ok">ok</span>' + (st.degraded_total ? ` (${st.degraded_total} degraded decisions since start)` : ''));
     for (const p of json.policies) {
+      const idle = p.totals.allowed + p.totals.denied + p.totals.shadow_denied + p.totals.degraded === 0;
+      if (p.name === 'inline' && idle && !live.cards.has(p.name)) continue;  // shown once used
       let card = live.cards.get(p.name);
       if (!card) { card = policyCard(p.name); live.cards.set(p.name, card); }
       card.querySelector('.desc').textContent = p.policy;
@@ -388,6 +417,7 @@ window.floodgate = {
       lagP95: percentile(perf.lags, 0.95),
       lagMax: Math.max(0, ...perf.lags),
       simulateP95: percentile(perf.simulateMs, 0.95),
+      readyMs: perf.readyMs,
     };
   },
   resetStats() { perf.frameGaps = []; perf.lags = []; perf.simulateMs = []; perf.lastFrame = 0; },
