@@ -205,13 +205,16 @@ try {
   check(login.allowed === 7 && login.denied === 3, `live: login counted 7 allowed, 3 denied`);
   check(login.top[0] === '203.0.113.9', `live: the most-denied key is 203.0.113.9 (${login.top.join(', ')})`);
   // Traffic for a few seconds, so the per-second bars have complete seconds to draw.
-  const stopAt = Date.now() + 4000;
+  // api allows 20/s per key: users stay under it, crawler-1 (3 per round) and bot-7 (2 per round,
+  // about 25 rounds a second) go over.
+  const stopAt = Date.now() + 8000;
   let sent = 0;
   while (Date.now() < stopAt) {
     await Promise.all([hit('api', `user-${sent % 7}`), hit('api', 'crawler-1'), hit('api', 'crawler-1'),
+      hit('api', 'crawler-1'), hit('api', 'bot-7'), sent % 2 ? hit('api', 'bot-7') : null,
       hit('login', `198.51.100.${sent % 40}`)]);
     sent++;
-    await sleep(40);
+    await sleep(30);
   }
   const api = await until('the bars', async () => {
     const n = await liveNumbers('api');

@@ -1,5 +1,8 @@
 // The dashboard's endpoints end to end through the real binary: the embedded page, POST
 // /v1/simulate (its own body limit, exact decisions, errors) and GET /v1/live.
+#include <chrono>
+#include <thread>
+
 #include <boost/json.hpp>
 
 #include "server_fixture.hpp"
@@ -108,6 +111,33 @@ TEST(Dashboard, SimulateBoundsTheTrace) {
                                       R"({"limit": "3/minute", "trace": )" + trace_json(10001) + "}");
   EXPECT_EQ(res.result_int(), 400);
   EXPECT_NE(res.body().find("the trace has 10001 requests: at most 10000"), std::string::npos) << res.body();
+}
+
+// The body limit is chosen from the request line; when the line arrives in pieces the header is
+// read first. Either way /v1/simulate gets its own limit and every other endpoint keeps its own.
+TEST(Dashboard, BodyLimitsWhenTheRequestLineArrivesInPieces) {
+  ServerProcess server(kConfig);
+  auto raw = [&](const std::string& target, const std::string& body, std::size_t split) {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket socket(ioc);
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+    const std::string request = "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    boost::asio::write(socket, boost::asio::buffer(request.data(), split));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    boost::system::error_code ec;
+    boost::asio::write(socket, boost::asio::buffer(request.data() + split, request.size() - split), ec);
+    std::string response;
+    char buf[4096];
+    for (std::size_t n; (n = socket.read_some(boost::asio::buffer(buf), ec)) > 0 || !ec;) response.append(buf, n);
+    return response.substr(0, response.find("\r\n"));
+  };
+  const std::string trace = R"({"limit": "5/second", "strategies": ["gcra"], "from": 999, "trace": )" + trace_json(1000) + "}";
+  ASSERT_GT(trace.size(), 512u);
+  for (std::size_t split : {3, 12, 30}) {
+    EXPECT_EQ(raw("/v1/simulate", trace, split), "HTTP/1.1 200 OK") << split;
+    EXPECT_EQ(raw("/v1/hit", std::string(600, ' '), split), "HTTP/1.1 413 Payload Too Large") << split;
+  }
 }
 
 TEST(Dashboard, LiveCountsDecisionsAndTheMostDeniedKeys) {
