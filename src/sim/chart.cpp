@@ -92,9 +92,12 @@ std::string render_svg(const std::vector<SimLane>& lanes, std::span<const TraceE
     std::string allowed_path;
     std::string blocked_path;
     std::string level_path = fmt::format("M{:.1f} {:.1f}", kLeft, level_bottom);
+    // Requests at the same instant (a burst) are spread 3 px apart so that each one shows.
+    double spread = 0;
     for (std::size_t k = 0; k < lane.steps.size() && k < trace.size(); ++k) {
       const SimStep& s = lane.steps[k];
-      const double px = x(trace[k].t);
+      spread = k > 0 && trace[k].t == trace[k - 1].t ? std::min(spread + 3, 60.0) : 0;
+      const double px = x(trace[k].t) + spread;
       if (s.allowed) {
         allowed_path += fmt::format("M{:.1f} {:.1f}a3 3 0 1 0 6 0a3 3 0 1 0 -6 0", px - 3, allowed_y);
       } else {
