@@ -231,7 +231,7 @@ function render() {
   }
   drawAxis(begin, end, width);
   const decided = pg.lanes.get(LANES[0]).decisions.length;
-  $('status').textContent = `${pg.trace.length} requests sent, ${decided} decided` +
+  $('status').textContent = `${pg.trace.length} request${pg.trace.length === 1 ? '' : 's'} sent, ${decided} decided` +
     (pg.stream ? ` · streaming ${pg.stream.rate}/s` : '');
 }
 
@@ -248,11 +248,11 @@ function drawAxis(begin, end, width) {
   axis.innerHTML = html;
 }
 
-// Redraws when an answer arrived, and while streaming at most every 33 ms (the view scrolls by
-// about one pixel in that time).
+// Redraws when an answer arrived, and while streaming at most every 50 ms (the view scrolls by
+// about 1.5 pixels in that time).
 let lastRender = 0;
 function playgroundFrame(ts) {
-  if (!$('playground').hidden && (pg.dirty || (pg.stream && ts - lastRender >= 33))) {
+  if (!$('playground').hidden && (pg.dirty || (pg.stream && ts - lastRender >= 50))) {
     pg.dirty = false;
     lastRender = ts;
     render();
