@@ -1,5 +1,6 @@
 // Traffic for `floodgate simulate`: generated (Poisson arrivals, a burst) or read from a trace.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
