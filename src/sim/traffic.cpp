@@ -7,6 +7,7 @@
 #include <fstream>
 #include <istream>
 #include <random>
+#include <string>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -22,6 +23,7 @@ namespace floodgate {
 namespace {
 
 constexpr std::size_t kMaxGeneratedEvents = 1'000'000;
+constexpr std::size_t kMaxLineBytes = 64 * 1024;
 
 // "60s", "1.5s", "500ms", "2m", "1h", "250us"; a bare number is seconds.
 absl::StatusOr<Micros> parse_duration(std::string_view text) {
@@ -173,7 +175,24 @@ absl::StatusOr<std::vector<TraceEvent>> read_trace(std::istream& in) {
   std::string line;
   std::size_t number = 0;
   Micros previous = 0;
-  while (std::getline(in, line)) {
+  // Lines are read with a bound, so that a file without newlines (or /dev/zero) is an error
+  // rather than an ever-growing string.
+  auto next_line = [&]() -> absl::StatusOr<bool> {
+    line.clear();
+    for (int c; (c = in.get()) != std::char_traits<char>::eof();) {
+      if (c == '\n') return true;
+      if (line.size() >= kMaxLineBytes) {
+        return absl::InvalidArgumentError(
+            fmt::format("line {}: longer than {} bytes", number + 1, kMaxLineBytes));
+      }
+      line.push_back(static_cast<char>(c));
+    }
+    return !line.empty();
+  };
+  for (;;) {
+    auto more = next_line();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
     ++number;
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     boost::system::error_code ec;

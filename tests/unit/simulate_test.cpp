@@ -242,6 +242,17 @@ TEST(Traffic, ReadsReplayTracesRelativeToTheFirstRequest) {
   EXPECT_NE(b.status().message().find("line 2: \"t\" goes backwards"), std::string::npos) << b.status();
 }
 
+TEST(Traffic, ALineWithoutEndIsAnError) {
+  std::istringstream in("{\"t\": 0, \"key\": \"a\"}\n" + std::string(100'000, ' '));
+  auto t = read_trace(in);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("line 2: longer than 65536 bytes"), std::string::npos) << t.status();
+  std::istringstream last_without_newline("{\"t\": 0, \"key\": \"a\"}\n{\"t\": 1, \"key\": \"b\"}");
+  auto ok = read_trace(last_without_newline);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->size(), 2u);
+}
+
 TEST(Chart, DrawsADotOrCrossPerRequest) {
   const auto trace = at_seconds({9, 9, 9, 10, 10, 10, 10});
   auto lanes = simulate(opt("3 per 10 seconds", 0, {"fixed-window", "gcra"}), trace);
