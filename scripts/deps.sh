@@ -10,7 +10,7 @@ packages=(g++ cmake make ccache pkg-config
           libspdlog-dev libyaml-cpp-dev libhiredis-dev
           libgtest-dev libgmock-dev libbenchmark-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx wrk curl chromium libxml2-utils)
+  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx wrk curl chromium fonts-dejavu-core libxml2-utils)
   # Node.js and npm for playwright-core (tests/integration/browser), unless some are installed.
   if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
 fi
