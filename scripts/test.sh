@@ -23,9 +23,9 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests
 ctest --preset tsan
 
-step "libFuzzer: rate parser and algorithm action traces"
+step "libFuzzer: rate parser, algorithm action traces, traffic specs"
 cmake --preset fuzz -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
-cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz
+cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz traffic_fuzz
 ctest --preset fuzz
 
 step "Release: benchmarks (smoke), install, example against the installed package"

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
 #include "storage/url.hpp"
+#include "trace_json.hpp"
 
 namespace floodgate {
 
@@ -36,24 +37,13 @@ std::string format_seconds(Micros d) {
   return absl::StrCat(negative ? "-" : "", a / 1'000'000, ".", frac);
 }
 
-namespace {
-
-struct Request {
-  Micros t;
-  std::string key;
-  std::int64_t cost;
-};
-
-absl::StatusOr<Request> parse_line(std::string_view line, Micros previous) {
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(line, ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("not valid JSON (", ec.message(), ")"));
+absl::StatusOr<TraceEvent> parse_trace_event(const boost::json::value& v, Micros previous) {
   const boost::json::object* obj = v.if_object();
   if (obj == nullptr) return absl::InvalidArgumentError("expected a JSON object");
 
-  Request r{};
+  TraceEvent r{};
   const boost::json::value* t = obj->if_contains("t");
-  if (t == nullptr) return absl::InvalidArgumentError("missing \"t\" (seconds since the epoch)");
+  if (t == nullptr) return absl::InvalidArgumentError("missing \"t\" (seconds)");
   double seconds = 0;
   if (t->is_double()) {
     seconds = t->get_double();
@@ -99,6 +89,15 @@ absl::StatusOr<Request> parse_line(std::string_view line, Micros previous) {
     }
   }
   return r;
+}
+
+namespace {
+
+absl::StatusOr<TraceEvent> parse_line(std::string_view line, Micros previous) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(line, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("not valid JSON (", ec.message(), ")"));
+  return parse_trace_event(v, previous);
 }
 
 }  // namespace

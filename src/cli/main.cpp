@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   auto run_replay = floodgate::cli::add_replay(app);
   auto run_serve = floodgate::cli::add_serve(app);
   auto run_pace = floodgate::cli::add_pace(app);
+  auto run_simulate = floodgate::cli::add_simulate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -18,5 +19,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("replay")) return run_replay();
   if (app.got_subcommand("serve")) return run_serve();
   if (app.got_subcommand("pace")) return run_pace();
+  if (app.got_subcommand("simulate")) return run_simulate();
   return 2;
 }

@@ -211,7 +211,8 @@ absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& 
     if (const YAML::Node& http = root["http"]) {
       check_keys(source, http,
                  {"max_header_bytes", "max_body_bytes", "idle_timeout_ms", "request_timeout_ms",
-                  "write_timeout_ms", "max_connections", "max_pipelined", "drain_timeout_ms"},
+                  "write_timeout_ms", "max_connections", "max_pipelined", "drain_timeout_ms",
+                  "max_simulate_body_bytes"},
                  "http");
       if (http["max_header_bytes"]) c.http.max_header_bytes = positive(source, http["max_header_bytes"], "max_header_bytes");
       if (http["max_body_bytes"]) c.http.max_body_bytes = positive(source, http["max_body_bytes"], "max_body_bytes");
@@ -220,6 +221,10 @@ absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& 
       if (http["write_timeout_ms"]) c.http.write_timeout = millis(source, http["write_timeout_ms"], "write_timeout_ms");
       if (http["max_connections"]) c.http.max_connections = positive(source, http["max_connections"], "max_connections");
       if (http["max_pipelined"]) c.http.max_pipelined = positive(source, http["max_pipelined"], "max_pipelined");
+      if (http["max_simulate_body_bytes"]) {
+        c.http.max_simulate_body_bytes =
+            positive(source, http["max_simulate_body_bytes"], "max_simulate_body_bytes");
+      }
       if (http["drain_timeout_ms"]) c.http.drain_timeout = millis(source, http["drain_timeout_ms"], "drain_timeout_ms");
     }
     if (const YAML::Node& rls = root["rls"]) {

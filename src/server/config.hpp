@@ -43,6 +43,9 @@ struct ServicePolicy {
 struct HttpLimits {
   std::size_t max_header_bytes = 8 * 1024;     ///< larger → 431
   std::size_t max_body_bytes = 16 * 1024;      ///< larger → 413
+  /// The body limit of POST /v1/simulate alone (a trace of up to 10,000 requests), read only
+  /// when the request line names that path. Larger → 413.
+  std::size_t max_simulate_body_bytes = 1024 * 1024;
   std::chrono::milliseconds idle_timeout{60'000};     ///< keep-alive wait for the next request
   std::chrono::milliseconds request_timeout{10'000};  ///< from its first byte to the whole request
   std::chrono::milliseconds write_timeout{10'000};

@@ -1,5 +1,7 @@
 #include "server/http_server.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -88,8 +90,46 @@ class Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
+  // POST /v1/simulate carries a trace: its body may be larger (max_simulate_body_bytes). The
+  // limit is chosen from the request line, which is nearly always in the buffer already; if it is
+  // not, the header is read first (one more step, for this rare case only).
+  static bool is_simulate(std::string_view request_line) {
+    constexpr std::string_view kPrefix = "POST /v1/simulate";
+    return request_line.starts_with(kPrefix) && request_line.size() > kPrefix.size() &&
+           (request_line[kPrefix.size()] == ' ' || request_line[kPrefix.size()] == '?');
+  }
+
   void read_request() {
     stream_.expires_after(shared_->limits.request_timeout);
+    const auto data = buffer_.cdata();
+    const std::string_view head(static_cast<const char*>(data.data()), data.size());
+    const std::size_t eol = head.find('\n');
+    if (eol == std::string_view::npos) {
+      // Beast checks Content-Length against the limit while parsing the header: allow the larger
+      // one there, and hold other requests to their own limit once the target is known.
+      parser_->body_limit(std::max(shared_->limits.max_body_bytes, shared_->limits.max_simulate_body_bytes));
+      http::async_read_header(stream_, buffer_, *parser_,
+                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                if (ec) return self->on_read(ec);
+                                const auto& req = self->parser_->get();
+                                const std::string line = fmt::format(
+                                    "{} {} ", std::string_view(req.method_string().data(), req.method_string().size()),
+                                    std::string_view(req.target().data(), req.target().size()));
+                                const std::size_t limit = is_simulate(line)
+                                                              ? self->shared_->limits.max_simulate_body_bytes
+                                                              : self->shared_->limits.max_body_bytes;
+                                self->parser_->body_limit(limit);  // chunked bodies count against it
+                                const auto field = req[http::field::content_length];
+                                std::uint64_t length = 0;
+                                std::from_chars(field.data(), field.data() + field.size(), length);
+                                if (length > limit) return self->on_read(http::error::body_limit);
+                                if (self->parser_->is_done()) return self->on_read(ec);
+                                http::async_read(self->stream_, self->buffer_, *self->parser_,
+                                                 [self](beast::error_code ec2, std::size_t) { self->on_read(ec2); });
+                              });
+      return;
+    }
+    if (is_simulate(head.substr(0, eol))) parser_->body_limit(shared_->limits.max_simulate_body_bytes);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }

@@ -1,13 +1,18 @@
 #include "server/service.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "floodgate/headers.hpp"
 #include "floodgate/memory_storage.hpp"
 #include "floodgate/replay.hpp"
+#include "floodgate/simulate.hpp"
+#include "server/web_assets.hpp"
+#include "trace_json.hpp"
 
 namespace floodgate::server {
 
@@ -100,6 +105,21 @@ std::string decision_json(const Policy& policy, const Decision& d, bool shadow_d
       json_escape(policy.name()), d.degraded ? "true" : "false", shadow_denied ? "true" : "false");
 }
 
+// "gcra 10/second burst 20" (Policy::describe without the leading "name: ").
+std::string describe_limits(const Policy& p) {
+  std::string d = p.describe();
+  if (const std::size_t colon = d.find(": "); colon != std::string::npos) d.erase(0, colon + 2);
+  return d;
+}
+
+const WebAsset* find_asset(std::string_view path) {
+  if (path == "/") path = "/index.html";
+  for (const WebAsset& a : web_assets()) {
+    if (a.path == path) return &a;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::optional<std::string> query_param(std::string_view target, std::string_view name) {
@@ -163,14 +183,17 @@ std::shared_ptr<const Service::Installed> Service::current() {
   return cache.installed;
 }
 
-void Service::count(const Pending& p, const Decision& d) {
+void Service::count(const Pending& p, const Decision& d, Micros now) {
   if (d.degraded) {
     metrics_.count(p.slot, Metrics::kDegraded);
-    last_degraded_.store(limiter_.clock().now(), std::memory_order_relaxed);
+    live_.count(p.slot, LiveStats::kDegraded, p.key, now);
+    last_degraded_.store(now, std::memory_order_relaxed);
   } else if (p.kind != Pending::Kind::kTest) {
     const bool shadow = p.configured != nullptr && p.configured->shadow;
     metrics_.count(p.slot, d.allowed ? Metrics::kAllowed
                                      : (shadow ? Metrics::kShadowDenied : Metrics::kDenied));
+    // The live view shows what the algorithm decided: a shadow denial counts as a denial there.
+    live_.count(p.slot, d.allowed ? LiveStats::kAllowed : LiveStats::kDenied, p.key, now);
   }
 }
 
@@ -215,8 +238,9 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
       out[where[j]] = std::move(r);
     }
   }
+  const Micros now = limiter_.clock().now();
   for (std::size_t i = 0; i < pending.size(); ++i) {
-    if (out[i].ok()) count(*pending[i], *out[i]);
+    if (out[i].ok()) count(*pending[i], *out[i], now);
   }
 }
 
@@ -304,10 +328,19 @@ bool Service::prepare(const Request& req, Response& res, Pending& pending) {
       if (extra_metrics_) extra += extra_metrics_();
       respond(res, http::status::ok, metrics_.render(extra), "text/plain; version=0.0.4");
     }
+  } else if (path == "/v1/simulate") {
+    if (only(http::verb::post)) simulate(req, res);
+  } else if (path == "/v1/live") {
+    if (only(http::verb::get)) live(res, *in);
   } else if (path == "/healthz") {
     if (only(http::verb::get)) respond(res, http::status::ok, "ok\n", "text/plain");
   } else if (path == "/readyz") {
     if (only(http::verb::get)) readyz(res, *in);
+  } else if (const WebAsset* asset = find_asset(path)) {
+    if (only(http::verb::get)) {
+      respond(res, http::status::ok, std::string(asset->body), asset->content_type);
+      res.set(http::field::cache_control, "no-cache");
+    }
   } else {
     error(res, http::status::not_found, fmt::format("no such endpoint: {}", path));
   }
@@ -500,6 +533,154 @@ bool Service::prepare_auth(const Request& req, Response& res, Pending& pending, 
   pending.slot = in.metric_slots.at(sp->policy->name());
   pending.denied_status = in.config->auth_denied_status;
   return true;
+}
+
+// POST /v1/simulate: the playground's engine. The trace runs through each strategy on a fresh
+// private MemoryStorage and a ManualClock (floodgate::simulate); the service's own storage is never
+// touched. Decisions before index "from" are computed but not returned, so a page that re-sends its
+// growing trace receives only the new ones.
+void Service::simulate(const Request& req, Response& res) {
+  boost::system::error_code ec;
+  const boost::json::value body = boost::json::parse(req.body(), ec);
+  if (ec) return error(res, http::status::bad_request, fmt::format("the body is not valid JSON ({})", ec.message()));
+  const boost::json::object* obj = body.if_object();
+  if (obj == nullptr) return error(res, http::status::bad_request, "the body must be a JSON object");
+
+  SimulateOptions o;
+  o.max_events = kMaxSimulateEvents;
+  const boost::json::value* limit = obj->if_contains("limit");
+  if (limit == nullptr || !limit->is_string()) {
+    return error(res, http::status::bad_request, "\"limit\" must be a string such as \"3/minute\"");
+  }
+  o.limit = std::string(limit->get_string());
+  if (const boost::json::value* b = obj->if_contains("burst"); b != nullptr && !b->is_null()) {
+    if (!b->is_int64() || b->get_int64() < 0 || b->get_int64() > kMaxAmount) {
+      return error(res, http::status::bad_request, "\"burst\" must be a whole number from 0 (= the amount) to 2^53");
+    }
+    o.burst = b->get_int64();
+  }
+  std::string lanes = "all";
+  if (const boost::json::value* st = obj->if_contains("strategies")) {
+    if (const boost::json::array* a = st->if_array()) {
+      lanes.clear();
+      for (const boost::json::value& v : *a) {
+        if (!v.is_string()) return error(res, http::status::bad_request, "\"strategies\" must be a list of strategy names");
+        if (!lanes.empty()) lanes += ',';
+        lanes += std::string_view(v.get_string().data(), v.get_string().size());
+      }
+    } else if (!st->is_string() || st->get_string() != "all") {
+      return error(res, http::status::bad_request, "\"strategies\" must be \"all\" or a list of strategy names");
+    }
+  }
+  auto parsed_lanes = parse_lanes(lanes);
+  if (!parsed_lanes.ok()) return error(res, http::status::bad_request, message(parsed_lanes.status()));
+  o.lanes = *std::move(parsed_lanes);
+  if (const boost::json::value* origin = obj->if_contains("origin")) {
+    const double seconds = origin->is_double() ? origin->get_double()
+                           : origin->is_int64() ? static_cast<double>(origin->get_int64())
+                                                : -1.0;
+    if (!(seconds >= 0 && seconds < 4.6e12)) {
+      return error(res, http::status::bad_request, "\"origin\" must be a number of seconds since the epoch, from 0");
+    }
+    o.origin = static_cast<Micros>(std::llround(seconds * 1e6));
+  }
+  const boost::json::value* trace_v = obj->if_contains("trace");
+  if (trace_v == nullptr || !trace_v->is_array()) {
+    return error(res, http::status::bad_request,
+                 "\"trace\" must be a list of requests: [{\"t\": 0.0, \"key\": \"a\", \"cost\": 1}, …]");
+  }
+  const boost::json::array& items = trace_v->get_array();
+  if (items.size() > kMaxSimulateEvents) {
+    return error(res, http::status::bad_request,
+                 fmt::format("the trace has {} requests: at most {} are simulated", items.size(), kMaxSimulateEvents));
+  }
+  std::size_t from = 0;
+  if (const boost::json::value* f = obj->if_contains("from")) {
+    if (!f->is_int64() || f->get_int64() < 0 || static_cast<std::uint64_t>(f->get_int64()) > items.size()) {
+      return error(res, http::status::bad_request, "\"from\" must be an index from 0 to the trace's length");
+    }
+    from = static_cast<std::size_t>(f->get_int64());
+  }
+  std::vector<TraceEvent> trace;
+  trace.reserve(items.size());
+  Micros previous = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto e = parse_trace_event(items[i], previous);
+    if (!e.ok()) {
+      return error(res, http::status::bad_request, fmt::format("trace[{}]: {}", i, std::string(e.status().message())));
+    }
+    previous = e->t;
+    trace.push_back(*std::move(e));
+  }
+  auto result = floodgate::simulate(o, trace);
+  if (!result.ok()) return error(res, http::status::bad_request, message(result.status()));
+
+  std::string out = fmt::format("{{\"limit\": \"{}\", \"burst\": {}, \"events\": {}, \"from\": {}, \"strategies\": [",
+                                json_escape(o.limit), o.burst, trace.size(), from);
+  for (std::size_t l = 0; l < result->size(); ++l) {
+    const SimLane& lane = (*result)[l];
+    out += fmt::format("{}\n{{\"strategy\": \"{}\", \"policy\": \"{}\", \"allowed\": {}, \"blocked\": {}, \"decisions\": [",
+                       l == 0 ? "" : ",", lane.name, json_escape(lane.policy), lane.allowed, lane.blocked);
+    for (std::size_t i = from; i < lane.steps.size(); ++i) {
+      const SimStep& st = lane.steps[i];
+      out += fmt::format("{}{{\"allowed\": {}, \"remaining\": {}, \"retry_after\": {}, \"reset_after\": {}, "
+                         "\"level\": {}, \"capacity\": {}}}",
+                         i == from ? "" : ", ", st.allowed ? "true" : "false", st.remaining,
+                         st.retry_after == kNever ? "null" : format_seconds(st.retry_after),
+                         format_seconds(st.reset_after), st.level, st.capacity);
+    }
+    out += "]}";
+  }
+  out += "]}\n";
+  respond(res, http::status::ok, std::move(out));
+}
+
+// GET /v1/live: per configured policy (and "inline"), decisions per second over the last
+// LiveStats::kSeconds seconds, totals since start, the degraded state and the most-denied keys.
+void Service::live(Response& res, const Installed& in) {
+  constexpr std::size_t kTop = 10;
+  constexpr std::size_t kDegradedSeconds = 5;
+  const Micros now = limiter_.clock().now();
+  const Micros last = last_degraded_.load(std::memory_order_relaxed);
+  const bool storage_degraded = last != 0 && now - last < kReadyWindow;
+  std::string out = fmt::format(
+      "{{\"now\": {}, \"seconds\": {}, \"storage\": {{\"url\": \"{}\", \"degraded\": {}, "
+      "\"last_degraded_ago\": {}, \"degraded_total\": {}}}, \"policies\": [",
+      format_seconds(now), LiveStats::kSeconds, json_escape(in.config->storage),
+      storage_degraded ? "true" : "false", last == 0 ? "null" : format_seconds(now - last),
+      limiter_.degraded_count());
+  auto join = [](const std::vector<std::uint64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); };
+  auto one = [&](std::string_view name, std::size_t slot, const ServicePolicy* sp) {
+    const LiveStats::Series series = live_.read(slot, now, kTop);
+    const auto& degraded = series.per_second[LiveStats::kDegraded];
+    std::uint64_t recent = 0;
+    for (std::size_t i = degraded.size() - kDegradedSeconds; i < degraded.size(); ++i) recent += degraded[i];
+    std::string top;
+    for (const TopKeys::Item& it : series.top_denied) {
+      top += fmt::format("{}{{\"key\": \"{}\", \"count\": {}, \"error\": {}}}", top.empty() ? "" : ", ",
+                         json_escape(it.key), it.count, it.error);
+    }
+    return fmt::format(
+        "\n{{\"name\": \"{}\", \"policy\": \"{}\", \"fail\": \"{}\", \"shadow\": {}, \"state\": \"{}\", "
+        "\"totals\": {{\"allowed\": {}, \"denied\": {}, \"shadow_denied\": {}, \"degraded\": {}}}, "
+        "\"allowed\": [{}], \"denied\": [{}], \"degraded\": [{}], \"top_denied\": [{}]}}",
+        json_escape(name), sp ? json_escape(describe_limits(*sp->policy)) : "inline limits",
+        sp && sp->policy->fail_mode() == FailMode::kClosed ? "closed" : "open",
+        sp && sp->shadow ? "true" : "false", recent > 0 ? "degraded" : "ok",
+        metrics_.total(slot, Metrics::kAllowed), metrics_.total(slot, Metrics::kDenied),
+        metrics_.total(slot, Metrics::kShadowDenied), metrics_.total(slot, Metrics::kDegraded),
+        join(series.per_second[LiveStats::kAllowed]), join(series.per_second[LiveStats::kDenied]),
+        join(degraded), top);
+  };
+  bool first = true;
+  for (const ServicePolicy& sp : in.config->policies) {
+    out += (first ? "" : ",") + one(sp.policy->name(), in.metric_slots.at(sp.policy->name()), &sp);
+    first = false;
+  }
+  if (in.config->allow_inline) out += (first ? "" : ",") + one("inline", inline_slot_, nullptr);
+  out += "]}\n";
+  respond(res, http::status::ok, std::move(out));
+  res.set(http::field::cache_control, "no-store");
 }
 
 }  // namespace floodgate::server

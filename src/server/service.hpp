@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "floodgate/limiter.hpp"
 #include "server/config.hpp"
+#include "server/live.hpp"
 #include "server/metrics.hpp"
 
 namespace floodgate::server {
@@ -23,7 +24,9 @@ using Response = http::response<http::string_body>;
 
 /// Routes and answers the API (docs/http-api.md):
 ///   POST /v1/hit, POST /v1/test, GET /v1/stats, DELETE /v1/keys, GET /v1/auth,
-///   GET /metrics, GET /healthz, GET /readyz.
+///   GET /metrics, GET /healthz, GET /readyz; the dashboard: GET / (the page), POST /v1/simulate
+///   (a trace through several strategies on a private store), GET /v1/live (per-second counts and
+///   the most-denied keys per policy).
 ///
 /// Thread-safety: `handle` and `reload` may be called from any number of threads.
 class Service {
@@ -89,15 +92,18 @@ class Service {
   void clear(const Request& req, Response& res, const Installed& in);
   bool prepare_auth(const Request& req, Response& res, Pending& p, const Installed& in);
   void readyz(Response& res, const Installed& in);
+  void simulate(const Request& req, Response& res);
+  void live(Response& res, const Installed& in);
   absl::StatusOr<std::shared_ptr<const Policy>> inline_policy(const Config& c, std::string_view limit,
                                                               std::string_view strategy,
                                                               std::int64_t burst);
-  void count(const Pending& p, const Decision& d);
+  void count(const Pending& p, const Decision& d, Micros now);
 
   Limiter limiter_;
   std::shared_ptr<Storage> storage_;
   bool batches_ = false;
   Metrics metrics_;
+  LiveStats live_;
   std::size_t inline_slot_;
 
   mutable std::mutex install_mu_;

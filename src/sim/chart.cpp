@@ -1,0 +1,142 @@
+// The lanes of a simulation as an SVG document (`floodgate simulate --out chart.svg`).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "floodgate/simulate.hpp"
+
+namespace floodgate {
+
+namespace {
+
+// Okabe–Ito: distinguishable with every common colour-vision deficiency.
+constexpr const char* kAllowed = "#009E73";  // bluish green
+constexpr const char* kBlocked = "#D55E00";  // vermillion
+constexpr const char* kLevel = "#0072B2";    // blue
+
+constexpr double kWidth = 1000;
+constexpr double kLeft = 200;
+constexpr double kRight = 20;
+constexpr double kTop = 56;
+constexpr double kLaneHeight = 76;
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// A tick step of 1, 2 or 5 × 10^k seconds giving about 10 ticks.
+double tick_step(double span_s) {
+  const double raw = span_s / 10;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= m * p) return m * p;
+  }
+  return 10 * p;
+}
+
+}  // namespace
+
+std::string render_svg(const std::vector<SimLane>& lanes, std::span<const TraceEvent> trace,
+                       std::string_view title) {
+  const Micros end = trace.empty() ? 0 : trace.back().t;
+  const double span_s = std::max(1.0, static_cast<double>(end) / 1e6 * 1.02);
+  const double plot = kWidth - kLeft - kRight;
+  auto x = [&](Micros t) { return kLeft + static_cast<double>(t) / 1e6 / span_s * plot; };
+  const double height = kTop + kLaneHeight * static_cast<double>(lanes.size()) + 40;
+
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
+      "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<title>{2}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
+      "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{2}</text>\n",
+      kWidth, height, xml_escape(title));
+  out += fmt::format(
+      "<g font-size=\"12\"><circle cx=\"16\" cy=\"38\" r=\"4\" fill=\"{0}\"/>"
+      "<text x=\"24\" y=\"42\">allowed</text>"
+      "<path d=\"M86 34 l8 8 m0 -8 l-8 8\" stroke=\"{1}\" stroke-width=\"2\"/>"
+      "<text x=\"100\" y=\"42\">blocked</text>"
+      "<path d=\"M160 42 h8 v-6 h8\" fill=\"none\" stroke=\"{2}\" stroke-width=\"1.5\"/>"
+      "<text x=\"182\" y=\"42\">level: units in use of the limit after each request (0 to capacity)</text></g>\n",
+      kAllowed, kBlocked, kLevel);
+
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    const SimLane& lane = lanes[i];
+    const double y0 = kTop + kLaneHeight * static_cast<double>(i);
+    const double allowed_y = y0 + 14;
+    const double blocked_y = y0 + 30;
+    const double level_top = y0 + 40;
+    const double level_bottom = y0 + 66;
+    out += fmt::format("<g class=\"lane\" data-lane=\"{}\">\n", xml_escape(lane.name));
+    out += fmt::format(
+        "<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/>\n", kLeft,
+        y0 + 2, plot, kLaneHeight - 4, i % 2 == 0 ? "#f4f4f4" : "#fafafa");
+    out += fmt::format(
+        "<text x=\"10\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n"
+        "<text x=\"10\" y=\"{:.1f}\" fill=\"#444\">{}</text>\n"
+        "<text x=\"10\" y=\"{:.1f}\"><tspan fill=\"#00664a\">allowed {}</tspan>  "
+        "<tspan fill=\"#a33d00\">blocked {}</tspan></text>\n",
+        y0 + 18, xml_escape(lane.name), y0 + 34, xml_escape(lane.policy), y0 + 50, lane.allowed,
+        lane.blocked);
+
+    std::string allowed_path;
+    std::string blocked_path;
+    std::string level_path = fmt::format("M{:.1f} {:.1f}", kLeft, level_bottom);
+    // Requests at the same instant (a burst) are spread 3 px apart so that each one shows.
+    double spread = 0;
+    for (std::size_t k = 0; k < lane.steps.size() && k < trace.size(); ++k) {
+      const SimStep& s = lane.steps[k];
+      spread = k > 0 && trace[k].t == trace[k - 1].t ? std::min(spread + 3, 60.0) : 0;
+      const double px = x(trace[k].t) + spread;
+      if (s.allowed) {
+        allowed_path += fmt::format("M{:.1f} {:.1f}a3 3 0 1 0 6 0a3 3 0 1 0 -6 0", px - 3, allowed_y);
+      } else {
+        blocked_path += fmt::format("M{:.1f} {:.1f}l6 6m0 -6l-6 6", px - 3, blocked_y - 3);
+      }
+      const double fill = s.capacity > 0 ? std::min(1.0, static_cast<double>(s.level) /
+                                                             static_cast<double>(s.capacity))
+                                         : 0.0;
+      level_path += fmt::format("H{:.1f}V{:.1f}", px, level_bottom - fill * (level_bottom - level_top));
+    }
+    level_path += fmt::format("H{:.1f}", kLeft + plot);
+    out += fmt::format(
+        "<line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#ccc\"/>\n",
+        kLeft, kLeft + plot, level_bottom);
+    out += fmt::format("<path class=\"level\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>\n",
+                       level_path, kLevel);
+    if (!allowed_path.empty()) {
+      out += fmt::format("<path class=\"allowed\" d=\"{}\" fill=\"{}\"/>\n", allowed_path, kAllowed);
+    }
+    if (!blocked_path.empty()) {
+      out += fmt::format("<path class=\"blocked\" d=\"{}\" stroke=\"{}\" stroke-width=\"2\" fill=\"none\"/>\n",
+                         blocked_path, kBlocked);
+    }
+    out += "</g>\n";
+  }
+
+  const double axis_y = kTop + kLaneHeight * static_cast<double>(lanes.size()) + 4;
+  out += fmt::format("<g class=\"axis\" fill=\"#333\"><line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" "
+                     "y2=\"{2:.1f}\" stroke=\"#333\"/>\n",
+                     kLeft, kLeft + plot, axis_y);
+  const double step = tick_step(span_s);
+  for (double t = 0; t <= span_s + 1e-9; t += step) {
+    const double px = kLeft + t / span_s * plot;
+    out += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
+                       "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4:g}s</text>\n",
+                       px, axis_y, axis_y + 5, axis_y + 18, std::round(t * 1000) / 1000);
+  }
+  out += "</g>\n</svg>\n";
+  return out;
+}
+
+}  // namespace floodgate

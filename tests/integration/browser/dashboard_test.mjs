@@ -1,0 +1,266 @@
+// The dashboard in a real browser (Debian's chromium through playwright-core) against the real
+// `floodgate serve` binary on a loopback port.
+//   node dashboard_test.mjs /path/to/floodgate ARTIFACT_DIR
+// Checks: the page loads in < 1 s; Hit past the limit gives a blocked request and changed counts in
+// every lane; a 100 req/s stream grows every lane while the page stays responsive (frame gaps and
+// event-loop lag measured in the page); the live view's counters and most-denied keys follow
+// requests to /v1/hit; nothing is fetched from another origin; a narrow screen does not overflow.
+// Writes screenshots and figures.json to ARTIFACT_DIR.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const [binary, artifacts] = process.argv.slice(2);
+if (!binary || !artifacts) {
+  console.error('usage: node dashboard_test.mjs FLOODGATE_BINARY ARTIFACT_DIR');
+  process.exit(2);
+}
+mkdirSync(artifacts, { recursive: true });
+
+const LANES = ['fixed-window', 'fixed-window-first-hit', 'moving-window', 'sliding-window-counter',
+  'token-bucket', 'leaky-bucket', 'gcra'];
+const failures = [];
+const figures = {};
+function check(ok, what) {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures.push(what);
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function until(what, fn, timeoutMs = 10000) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    last = await fn();
+    if (last) return last;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+// ---- the service ------------------------------------------------------------------------------
+const dir = mkdtempSync(path.join(tmpdir(), 'floodgate-browser-'));
+writeFileSync(path.join(dir, 'floodgate.yaml'), `
+policies:
+  - name: api
+    strategy: gcra
+    limit: 20/second
+    burst: 20
+  - name: login
+    strategy: fixed-window
+    limit: 5/hour
+    key: {header: X-Real-IP}
+    fail: closed
+`);
+const portFile = path.join(dir, 'port');
+const server = spawn(binary, ['serve', '--config', path.join(dir, 'floodgate.yaml'), '--listen', '127.0.0.1:0',
+  '--port-file', portFile, '--threads', '2', '--log-level', 'warn'], { stdio: ['ignore', 'inherit', 'inherit'] });
+let browser;
+async function cleanup() {
+  if (browser) await browser.close().catch(() => {});
+  server.kill('SIGTERM');
+  rmSync(dir, { recursive: true, force: true });
+}
+
+try {
+  const port = await until('the port file', () => existsSync(portFile) && readFileSync(portFile, 'utf8').trim());
+  const base = `http://127.0.0.1:${port}`;
+  const hit = (policy, key) => fetch(`${base}/v1/hit`, { method: 'POST', body: JSON.stringify({ policy, key }) });
+
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const foreign = [];
+  page.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:')) foreign.push(r.url()); });
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+
+  // ---- page load ------------------------------------------------------------------------------
+  const t0 = Date.now();
+  await page.goto(`${base}/`, { waitUntil: 'load' });
+  const loadMs = Date.now() - t0;
+  // Ready: the service has described every lane's policy (the page's first /v1/simulate answered).
+  await until('the lanes described', () => page.$eval('[data-lane="gcra"] .lane-policy', (e) => e.textContent));
+  const readyMs = await until('the ready time', () => page.evaluate(() => window.floodgate.stats().readyMs));
+  const nav = await page.evaluate(() => {
+    const n = performance.getEntriesByType('navigation')[0];
+    return { domContentLoaded: n.domContentLoadedEventEnd, load: n.loadEventEnd };
+  });
+  figures.page_load_ms = loadMs;
+  figures.page_ready_ms = readyMs;
+  figures.navigation_timing_ms = nav;
+  console.log(`page: load event after ${loadMs} ms (navigation timing ${nav.load.toFixed(1)} ms), ` +
+    `lanes described by the service after ${readyMs.toFixed(1)} ms`);
+  check(loadMs < 1000 && nav.load < 1000, `the page loads in < 1 s (${loadMs} ms)`);
+  check(readyMs < 1000, `the lanes are ready in < 1 s (${readyMs.toFixed(1)} ms since navigation start)`);
+  // Again in the running browser (the first load includes starting the renderer process).
+  const t1 = Date.now();
+  await page.goto(`${base}/?again`, { waitUntil: 'load' });
+  const warmMs = Date.now() - t1;
+  const warmReady = await until('the ready time (again)', () => page.evaluate(() => window.floodgate.stats().readyMs));
+  const warmNav = await page.evaluate(() => performance.getEntriesByType('navigation')[0].loadEventEnd);
+  figures.page_load_again_ms = { load_event: warmMs, navigation_timing: warmNav, ready: warmReady };
+  console.log(`page again: load event after ${warmMs} ms (navigation timing ${warmNav.toFixed(1)} ms), ready after ${warmReady.toFixed(1)} ms`);
+  check(warmMs < 1000 && warmReady < 1000, `the page loads again in < 1 s (${warmMs} ms, ready ${warmReady.toFixed(1)} ms)`);
+  for (const lane of LANES) check(await page.$(`[data-lane="${lane}"]`) !== null, `lane ${lane} is drawn`);
+
+  // ---- a bad limit gets the service's message ---------------------------------------------------
+  await page.fill('#limit', '3/fortnight');
+  await page.click('#apply');
+  const err = await until('the error message', () => page.$eval('#error', (e) => !e.hidden && e.textContent));
+  check(/fortnight/.test(err) && /unknown unit/.test(err), `a bad limit shows the service's error: ${err}`);
+
+  // ---- Hit past the limit -----------------------------------------------------------------------
+  // 3 per hour: no window edge or refill can fall within the few hundred ms of the test.
+  await page.fill('#limit', '3/hour');
+  await page.fill('#burst', '3');
+  await page.click('#apply');
+  await until('the error cleared', () => page.$eval('#error', (e) => e.hidden));
+  const counts = () => page.evaluate((lanes) => Object.fromEntries(lanes.map((l) => {
+    const el = document.querySelector(`[data-lane="${l}"]`);
+    return [l, { a: Number(el.querySelector('.allowed-count').textContent), b: Number(el.querySelector('.blocked-count').textContent),
+      blockedPath: el.querySelector('.dots-blocked').getAttribute('d') || '', allowedPath: el.querySelector('.dots-allowed').getAttribute('d') || '' }];
+  })), LANES);
+  for (let i = 0; i < 3; i++) await page.click('#hit');
+  // The counts are drawn on the next animation frame after the answer: wait for every lane.
+  const drawn = (n) => until(`${n} decisions drawn`, async () => {
+    const c = await counts();
+    return LANES.every((l) => c[l].a + c[l].b === n) ? c : null;
+  });
+  const before = await drawn(3);
+  for (const l of LANES) {
+    check(before[l].a === 3 && before[l].b === 0 && before[l].blockedPath === '',
+      `${l}: 3 hits against 3/hour: allowed 3, blocked 0 (${before[l].a}/${before[l].b})`);
+  }
+  await page.click('#hit');
+  const after = await drawn(4);
+  for (const l of LANES) {
+    const arcs = (after[l].allowedPath.match(/a3\.5/g) || []).length / 2;
+    const crosses = (after[l].blockedPath.match(/l7 7/g) || []).length;
+    // Marks closer than 1.5 px merge (quick clicks land ~1 px apart), so at least one of each.
+    check(after[l].a === 3 && after[l].b === 1 && arcs >= 1 && arcs <= 3 && crosses === 1,
+      `${l}: the 4th hit is blocked: counts ${after[l].a}/${after[l].b}, ${arcs} dot(s), ${crosses} cross`);
+  }
+  await page.screenshot({ path: path.join(artifacts, 'playground-hits.png'), fullPage: true });
+
+  // ---- a 100 req/s stream ------------------------------------------------------------------------
+  await page.click('#reset');
+  await page.fill('#limit', '5 per 2 seconds');
+  await page.fill('#burst', '8');
+  await page.click('#apply');
+  await page.fill('#rate', '100');
+  await page.evaluate(() => window.floodgate.resetStats());
+  await page.click('#stream');
+  const streamStart = Date.now();
+  await page.waitForTimeout(2000);
+  const mid = await counts();
+  await page.waitForTimeout(4000);
+  const stats = await page.evaluate(() => window.floodgate.stats());
+  const end = await counts();
+  const streamSeconds = (Date.now() - streamStart) / 1000;
+  await page.click('#stream');  // pause
+  const paused = await page.evaluate(() => window.floodgate.stats());
+  await page.waitForTimeout(600);
+  const pausedLater = await page.evaluate(() => window.floodgate.stats());
+  figures.stream = { rate: 100, seconds: streamSeconds, ...stats };
+  console.log(`stream: ${stats.requests} requests in ${streamSeconds.toFixed(1)} s, ${stats.decided} decided; ` +
+    `frame gap p95 ${stats.frameGapP95.toFixed(1)} ms max ${stats.frameGapMax.toFixed(1)} ms; ` +
+    `event-loop lag p95 ${stats.lagP95.toFixed(1)} ms max ${stats.lagMax.toFixed(1)} ms; /v1/simulate p95 ${stats.simulateP95.toFixed(1)} ms`);
+  check(stats.requests >= 0.85 * 100 * streamSeconds, `the stream sends ~100 req/s (${stats.requests} in ${streamSeconds.toFixed(1)} s)`);
+  check(stats.decided >= stats.requests - 100, `decisions keep up with the stream (${stats.decided} of ${stats.requests})`);
+  for (const l of LANES) {
+    check(end[l].a + end[l].b > mid[l].a + mid[l].b && end[l].b > 0 && end[l].a > 0,
+      `${l}: the lane grows during the stream (${mid[l].a + mid[l].b} → ${end[l].a + end[l].b}; ${end[l].a} allowed, ${end[l].b} blocked)`);
+  }
+  // Responsive in RAIL's sense: input is handled within 100 ms (the main thread is never busy
+  // longer than that at the 95th percentile) and the page keeps drawing at ≥ 10 frames a second.
+  // On an idle machine both p95 figures are ~17-22 ms (docs/benchmarks.md); the bound leaves room
+  // for a machine shared with builds.
+  check(stats.frameGapP95 < 100, `responsive at 100 req/s: frame gap p95 ${stats.frameGapP95.toFixed(1)} ms < 100 ms`);
+  check(stats.lagP95 < 100, `responsive at 100 req/s: event-loop lag p95 ${stats.lagP95.toFixed(1)} ms < 100 ms`);
+  check(pausedLater.requests === paused.requests, 'Pause stops the stream');
+  await page.screenshot({ path: path.join(artifacts, 'playground-stream.png'), fullPage: true });
+
+  // A readable picture for the docs: a short stream, then a burst, under 5 per 10 seconds.
+  await page.click('#reset');
+  await page.fill('#limit', '5 per 10 seconds');
+  await page.fill('#burst', '5');
+  await page.click('#apply');
+  await page.fill('#rate', '2');
+  await page.click('#stream');
+  await page.waitForTimeout(6000);
+  await page.fill('#burst-n', '8');
+  await page.click('#burst-send');
+  await page.waitForTimeout(5000);
+  await page.click('#stream');
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(artifacts, 'playground.png'), fullPage: true });
+
+  // ---- the live view ------------------------------------------------------------------------------
+  await page.goto(`${base}/#live`, { waitUntil: 'load' });
+  await until('the live cards', () => page.$('[data-policy="login"] .total-allowed'));
+  const liveNumbers = (name) => page.$eval(`[data-policy="${name}"]`, (c) => ({
+    allowed: Number(c.querySelector('.total-allowed').textContent),
+    denied: Number(c.querySelector('.total-denied').textContent),
+    top: [...c.querySelectorAll('tbody td:first-child')].map((td) => td.textContent),
+    bars: (c.querySelector('.bar-a') || { getAttribute: () => '' }).getAttribute('d'),
+    deniedBars: (c.querySelector('.bar-d') || { getAttribute: () => '' }).getAttribute('d'),
+  }));
+  const loginBefore = await liveNumbers('login');
+  check(loginBefore.allowed === 0 && loginBefore.denied === 0, 'login starts at 0 allowed, 0 denied');
+  // 8 requests from one address against 5/hour: 5 allowed, 3 denied; 2 from another: allowed.
+  for (let i = 0; i < 8; i++) await hit('login', '203.0.113.9');
+  for (let i = 0; i < 2; i++) await hit('login', '198.51.100.7');
+  const login = await until('the live counters to move', async () => {
+    const n = await liveNumbers('login');
+    return n.allowed === 7 && n.denied === 3 ? n : null;
+  }, 5000);
+  check(login.allowed === 7 && login.denied === 3, `live: login counted 7 allowed, 3 denied`);
+  check(login.top[0] === '203.0.113.9', `live: the most-denied key is 203.0.113.9 (${login.top.join(', ')})`);
+  // Traffic for a few seconds, so the per-second bars have complete seconds to draw.
+  // api allows 20/s per key: users stay under it, crawler-1 (3 per round) and bot-7 (2 per round,
+  // about 25 rounds a second) go over.
+  const stopAt = Date.now() + 8000;
+  let sent = 0;
+  while (Date.now() < stopAt) {
+    await Promise.all([hit('api', `user-${sent % 7}`), hit('api', 'crawler-1'), hit('api', 'crawler-1'),
+      hit('api', 'crawler-1'), hit('api', 'bot-7'), sent % 2 ? hit('api', 'bot-7') : null,
+      hit('login', `198.51.100.${sent % 40}`)]);
+    sent++;
+    await sleep(30);
+  }
+  const api = await until('the bars', async () => {
+    const n = await liveNumbers('api');
+    return n.bars && n.deniedBars ? n : null;
+  }, 5000);
+  check(api.bars.length > 0 && api.deniedBars.length > 0, 'live: the api policy draws allowed and denied bars');
+  check(api.top[0] === 'crawler-1', `live: api's most-denied key is crawler-1 (${api.top.join(', ')})`);
+  await page.waitForTimeout(1200);
+  await page.screenshot({ path: path.join(artifacts, 'live.png'), fullPage: true });
+
+  // ---- a narrow screen -----------------------------------------------------------------------------
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 1 });
+  const small = await phone.newPage();
+  await small.goto(`${base}/`, { waitUntil: 'load' });
+  await until('the lanes described (narrow)', () => small.$eval('[data-lane="gcra"] .lane-policy', (e) => e.textContent));
+  await small.click('#hit');
+  await small.waitForTimeout(300);
+  const overflow = await small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(overflow <= 0, `a 390 px screen does not scroll sideways (overflow ${overflow} px)`);
+  await small.screenshot({ path: path.join(artifacts, 'playground-narrow.png'), fullPage: true });
+  await phone.close();
+
+  check(foreign.length === 0, `nothing is fetched from another origin (${foreign.join(', ') || 'none'})`);
+  check(pageErrors.length === 0, `no script errors (${pageErrors.join('; ') || 'none'})`);
+} catch (e) {
+  failures.push(String(e && e.stack || e));
+  console.log(`FAIL ${e && e.stack || e}`);
+} finally {
+  writeFileSync(path.join(artifacts, 'figures.json'), JSON.stringify(figures, null, 2) + '\n');
+  await cleanup();
+}
+console.log(`screenshots and figures.json in ${artifacts}`);
+console.log(failures.length ? `${failures.length} check(s) failed` : 'all checks passed');
+process.exit(failures.length ? 1 : 0);

@@ -1,0 +1,177 @@
+// `floodgate simulate` through the real binary: the summary table's numbers for known traces, the
+// chart is well-formed XML (xmllint) with one mark per request, and bad input is named.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+CliRun run(const std::string& args) {
+  const std::string cmd = std::string(FLOODGATE_BINARY) + " simulate " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+std::string scratch(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("floodgate-simulate-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+struct Row {
+  long allowed, blocked, max_in_period, worst_burst;
+};
+
+// strategy → its row of the summary table ("name allowed blocked max burst").
+std::map<std::string, Row> table(const std::string& output) {
+  std::map<std::string, Row> rows;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string name, rest;
+    Row r{};
+    if (fields >> name >> r.allowed >> r.blocked >> r.max_in_period >> r.worst_burst && !(fields >> rest) &&
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz-") == std::string::npos) {
+      rows[name] = r;
+    }
+  }
+  return rows;
+}
+
+// The first number of `output` followed by " requests over".
+long requests(const std::string& output) {
+  const std::size_t at = output.find(" requests over");
+  if (at == std::string::npos) return -1;
+  std::size_t begin = at;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(output[begin - 1]))) --begin;
+  return std::stol(output.substr(begin, at - begin));
+}
+
+std::size_t occurrences(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+bool xml_well_formed(const std::string& path) {
+  if (std::system("command -v xmllint >/dev/null 2>&1") != 0) {
+    ADD_FAILURE() << "xmllint is missing (libxml2-utils; scripts/deps.sh --test installs it)";
+    return false;
+  }
+  return std::system(("xmllint --noout '" + path + "'").c_str()) == 0;
+}
+
+// Three requests at 9 s and four at 10 s against 3 per 10 s (times in a replay trace are seconds
+// since the epoch; simulate makes them relative to the first, so the windows are [9, 19) for the
+// first-hit window but [0, 10), [10, 20) for the clock-aligned one).
+TEST(SimulateCli, TableOfAKnownTraceAndAValidSvg) {
+  const std::string trace = scratch("edge.jsonl");
+  std::ofstream(trace) << "{\"t\": 9, \"key\": \"a\"}\n{\"t\": 9, \"key\": \"a\"}\n{\"t\": 9, \"key\": \"a\"}\n"
+                          "{\"t\": 10, \"key\": \"a\"}\n{\"t\": 10, \"key\": \"a\"}\n"
+                          "{\"t\": 10, \"key\": \"a\"}\n{\"t\": 10, \"key\": \"a\"}\n";
+  // Relative to the first request the edge is at 1 s: shift the trace so that it stays at 10 s.
+  const std::string shifted = scratch("edge-shifted.jsonl");
+  std::ofstream(shifted) << "{\"t\": 0, \"key\": \"z\", \"cost\": 0}\n" << read(trace);
+  const std::string svg = scratch("edge.svg");
+  const CliRun r = run("--limit '3 per 10 seconds' --traffic " + shifted + " --out " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("8 requests over 10.0 s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("max in 10.0s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("worst burst (3.333334s)"), std::string::npos) << r.output;
+  const auto rows = table(r.output);
+  ASSERT_EQ(rows.size(), 7u) << r.output;
+  // The cost-0 request is allowed by every strategy and counts as allowed, not in the bursts.
+  EXPECT_EQ(rows.at("fixed-window").allowed, 1 + 6);
+  EXPECT_EQ(rows.at("fixed-window").blocked, 1);
+  EXPECT_EQ(rows.at("fixed-window").max_in_period, 6);  // 2 × the limit across the edge
+  EXPECT_EQ(rows.at("fixed-window").worst_burst, 6);
+  for (auto name : {"fixed-window-first-hit", "moving-window", "sliding-window-counter",
+                    "token-bucket", "leaky-bucket", "gcra"}) {
+    EXPECT_EQ(rows.at(name).allowed, 1 + 3) << name;
+    EXPECT_EQ(rows.at(name).blocked, 4) << name;
+    EXPECT_EQ(rows.at(name).max_in_period, 3) << name;
+    EXPECT_EQ(rows.at(name).worst_burst, 3) << name;
+  }
+  EXPECT_NE(r.output.find("wrote " + svg), std::string::npos);
+  EXPECT_TRUE(xml_well_formed(svg));
+  const std::string chart = read(svg);
+  EXPECT_EQ(occurrences(chart, "class=\"lane\""), 7u);
+  EXPECT_EQ(occurrences(chart, "a3 3 0 1 0 6 0"), 7u + 6 * 4);  // one circle per admitted request
+  EXPECT_EQ(occurrences(chart, "l6 6m0 -6l-6 6"), 1u + 6 * 4);  // one cross per blocked request
+}
+
+TEST(SimulateCli, PoissonWithABurstAsHtml) {
+  const std::string html = scratch("chart.html");
+  const CliRun r = run("--limit 10/minute --burst 10 --strategies gcra,fixed-window --seed 42 "
+                    "--traffic 'poisson:rate=1/s,duration=120s+burst:n=20,at=60s' --out " + html);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = table(r.output);
+  ASSERT_EQ(rows.size(), 2u) << r.output;
+  const long total = requests(r.output);
+  ASSERT_GT(total, 0) << r.output;
+  for (const auto& [name, row] : rows) {
+    EXPECT_EQ(row.allowed + row.blocked, total) << name;
+    // 10/minute over 120 s admits at most 2 windows' worth plus the bucket's burst.
+    EXPECT_LE(row.allowed, 30) << name;
+    EXPECT_GE(row.allowed, 10) << name;
+  }
+  EXPECT_LE(rows.at("gcra").max_in_period, 20);   // burst 10 + 10 refilled within a minute
+  EXPECT_LE(rows.at("fixed-window").max_in_period, 20);
+  // The same seed gives the same table.
+  const CliRun again = run("--limit 10/minute --burst 10 --strategies gcra,fixed-window --seed 42 "
+                        "--traffic 'poisson:rate=1/s,duration=120s+burst:n=20,at=60s'");
+  EXPECT_EQ(table(again.output).at("gcra").allowed, rows.at("gcra").allowed);
+  const std::string page = read(html);
+  EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
+  EXPECT_NE(page.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  const std::string svg_only = scratch("from-html.svg");
+  std::ofstream(svg_only) << page.substr(page.find("<svg"), page.find("</svg>") + 6 - page.find("<svg"));
+  EXPECT_TRUE(xml_well_formed(svg_only));
+}
+
+TEST(SimulateCli, BadInputIsNamed) {
+  CliRun r = run("--limit 3/minute --traffic 'poisson:rate=fast,duration=60s'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bad rate \"fast\""), std::string::npos) << r.output;
+  r = run("--limit 3/fortnight --traffic 'burst:n=3,at=0s'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("\"fortnight\""), std::string::npos) << r.output;
+  r = run("--limit 3/minute --strategies gcra,lottery --traffic 'burst:n=3,at=0s'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown strategy \"lottery\""), std::string::npos) << r.output;
+  r = run("--limit 3/minute --traffic 'burst:n=3,at=0s' --out chart.png");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("must end in .svg or .html"), std::string::npos) << r.output;
+  const std::string bad = scratch("bad.jsonl");
+  std::ofstream(bad) << "{\"t\": 1, \"key\": \"a\"}\n{\"t\": 2, \"key\": 5}\n";
+  r = run("--limit 3/minute --traffic " + bad);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("line 2: \"key\" must be a string"), std::string::npos) << r.output;
+}
+
+}  // namespace
