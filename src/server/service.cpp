@@ -238,7 +238,6 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
       out[where[j]] = std::move(r);
     }
   }
-  const Micros now = limiter_.clock().now();
   for (std::size_t i = 0; i < pending.size(); ++i) {
     if (out[i].ok()) count(*pending[i], *out[i], now);
   }
