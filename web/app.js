@@ -357,7 +357,11 @@ async function refreshLive() {
     const st = json.storage;
     $('storage').innerHTML = `Storage ${escapeHtml(st.url)}: ` + (st.degraded
       ? `<span class="badge degraded">degraded</span> (failed ${st.last_degraded_ago} s ago; ${st.degraded_total} decisions by fail mode)`
-      : '<span class="badge ok">ok</span>' + (st.degraded_total ? ` (${st.degraded_total} degraded decisions since start)` : ''));
+      : '<span class="badge ok">ok</span>' + (st.degraded_total ? ` (${st.degraded_total} degraded decisions since start)` : '')) +
+      (st.servers || []).map((s) => ` · ${escapeHtml(s.name)}: ` + (s.breaker === 'open'
+        ? '<span class="badge degraded">breaker open</span>'
+        : s.reconnecting ? '<span class="badge degraded">reconnecting</span>'
+          : `<span class="badge ok">breaker closed</span> ${s.connections} conn.`)).join('');
     for (const p of json.policies) {
       const idle = p.totals.allowed + p.totals.denied + p.totals.shadow_denied + p.totals.degraded === 0;
       if (p.name === 'inline' && idle && !live.cards.has(p.name)) continue;  // shown once used

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -60,6 +62,18 @@ class Storage {
       out[i] = apply(*items[i].policy, items[i].key, items[i].cost, items[i].effect, now);
     }
   }
+
+  /// One server of a networked storage, as its client sees it now.
+  struct ServerState {
+    std::string name;           ///< host:port or the socket path
+    bool breaker_open = false;  ///< calls to it fail at once until the breaker's cooldown ends
+    bool reconnecting = false;  ///< no connection, and the next attempt waits for its backoff
+    std::size_t connections = 0;  ///< open connections in its pool (idle or lent)
+  };
+
+  /// The servers this storage talks to (for the service's live view and /metrics); none for a
+  /// storage that has no servers, such as the in-memory store.
+  [[nodiscard]] virtual std::vector<ServerState> servers() const { return {}; }
 };
 
 /// Opens a storage by URL:

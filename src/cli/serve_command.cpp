@@ -17,6 +17,7 @@
 #include "server/rls.hpp"
 #include "server/http_server.hpp"
 #include "server/service.hpp"
+#include "storage/url.hpp"
 
 namespace floodgate::cli {
 
@@ -160,7 +161,7 @@ int run(const ServeArgs& args) {
     return 2;
   }
   spdlog::info("listening on {}:{} ({} policies, storage {})", installed->listen_host, http.port(),
-               installed->policies.size(), installed->storage);
+               installed->policies.size(), redact_storage_url(installed->storage));
   if (grpc && !args.grpc_port_file.empty()) std::ofstream(args.grpc_port_file) << grpc->port() << "\n";
   if (!args.port_file.empty()) std::ofstream(args.port_file) << http.port() << "\n";
 

@@ -4,6 +4,22 @@
 
 namespace floodgate::server {
 
+std::string prometheus_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::size_t Metrics::slot(const std::string& policy_name) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = slots_.find(policy_name); it != slots_.end()) return it->second;
@@ -61,7 +77,7 @@ std::string Metrics::render(const std::string& extra) const {
     for (std::size_t r = 0; r < kResults; ++r) {
       std::uint64_t n = 0;
       for (const auto& t : threads_) n += t->decisions[s][r].load(std::memory_order_relaxed);
-      out += fmt::format("floodgate_decisions_total{{policy=\"{}\",result=\"{}\"}} {}\n", names_[s],
+      out += fmt::format("floodgate_decisions_total{{policy=\"{}\",result=\"{}\"}} {}\n", prometheus_escape(names_[s]),
                          kResultNames[r], n);
     }
   }

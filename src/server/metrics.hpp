@@ -60,4 +60,7 @@ class Metrics {
   std::atomic<std::int64_t> connections_{0};
 };
 
+/// A Prometheus label value: backslash, double quote and newline escaped.
+[[nodiscard]] std::string prometheus_escape(std::string_view s);
+
 }  // namespace floodgate::server

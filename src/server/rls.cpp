@@ -9,6 +9,7 @@
 
 #include "floodgate/headers.hpp"
 #include "floodgate/limiter.hpp"
+#include "server/metrics.hpp"
 
 namespace floodgate::server {
 
@@ -16,20 +17,6 @@ namespace {
 
 constexpr std::size_t kMaxOverridePolicies = 1024;
 
-std::string prometheus_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 // The storage key of a descriptor: its domain and entries, length-prefixed so that no two
 // different descriptors share a key whatever bytes they hold.

@@ -12,6 +12,7 @@
 #include "floodgate/replay.hpp"
 #include "floodgate/simulate.hpp"
 #include "server/web_assets.hpp"
+#include "storage/url.hpp"
 #include "trace_json.hpp"
 
 namespace floodgate::server {
@@ -323,6 +324,21 @@ bool Service::prepare(const Request& req, Response& res, Pending& pending) {
             "# HELP floodgate_memory_reclaimed_total Absent keys reclaimed.\n"
             "# TYPE floodgate_memory_reclaimed_total counter\nfloodgate_memory_reclaimed_total {}\n",
             mem->evictions(), mem->reclaimed());
+      }
+      const auto servers = storage_->servers();
+      if (!servers.empty()) {
+        extra += "# HELP floodgate_storage_breaker_open 1 while calls to the server fail at once "
+                 "(its circuit breaker is open).\n# TYPE floodgate_storage_breaker_open gauge\n";
+        for (const auto& s : servers) {
+          extra += fmt::format("floodgate_storage_breaker_open{{server=\"{}\"}} {}\n",
+                               prometheus_escape(s.name), s.breaker_open ? 1 : 0);
+        }
+        extra += "# HELP floodgate_storage_connections Open connections to the server.\n"
+                 "# TYPE floodgate_storage_connections gauge\n";
+        for (const auto& s : servers) {
+          extra += fmt::format("floodgate_storage_connections{{server=\"{}\"}} {}\n",
+                               prometheus_escape(s.name), s.connections);
+        }
       }
       if (extra_metrics_) extra += extra_metrics_();
       respond(res, http::status::ok, metrics_.render(extra), "text/plain; version=0.0.4");
@@ -642,12 +658,19 @@ void Service::live(Response& res, const Installed& in) {
   const Micros now = limiter_.clock().now();
   const Micros last = last_degraded_.load(std::memory_order_relaxed);
   const bool storage_degraded = last != 0 && now - last < kReadyWindow;
+  std::string servers;
+  for (const Storage::ServerState& s : storage_->servers()) {
+    servers += fmt::format(
+        "{}{{\"name\": \"{}\", \"breaker\": \"{}\", \"reconnecting\": {}, \"connections\": {}}}",
+        servers.empty() ? "" : ", ", json_escape(s.name), s.breaker_open ? "open" : "closed",
+        s.reconnecting ? "true" : "false", s.connections);
+  }
   std::string out = fmt::format(
       "{{\"now\": {}, \"seconds\": {}, \"storage\": {{\"url\": \"{}\", \"degraded\": {}, "
-      "\"last_degraded_ago\": {}, \"degraded_total\": {}}}, \"policies\": [",
-      format_seconds(now), LiveStats::kSeconds, json_escape(in.config->storage),
+      "\"last_degraded_ago\": {}, \"degraded_total\": {}, \"servers\": [{}]}}, \"policies\": [",
+      format_seconds(now), LiveStats::kSeconds, json_escape(redact_storage_url(in.config->storage)),
       storage_degraded ? "true" : "false", last == 0 ? "null" : format_seconds(now - last),
-      limiter_.degraded_count());
+      limiter_.degraded_count(), servers);
   auto join = [](const std::vector<std::uint64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); };
   auto one = [&](std::string_view name, std::size_t slot, const ServicePolicy* sp) {
     const LiveStats::Series series = live_.read(slot, now, kTop);

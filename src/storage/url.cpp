@@ -2,11 +2,28 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace floodgate {
+
+std::string redact_storage_url(std::string_view text) {
+  const std::size_t scheme = text.find("://");
+  if (scheme == std::string_view::npos) return std::string(text);
+  const std::size_t start = scheme + 3;
+  const std::size_t end = std::min(text.find('?', start), text.size());
+  const std::size_t at = text.substr(start, end - start).rfind('@');
+  if (at == std::string_view::npos) return std::string(text);
+  const std::size_t colon = text.substr(start, at).find(':');
+  if (colon == std::string_view::npos) return std::string(text);
+  std::string out(text.substr(0, start + colon + 1));
+  out += "***";
+  out += text.substr(start + at);
+  return out;
+}
 
 absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text) {
   StorageUrl url;
-  url.text = std::string(text);
+  url.text = redact_storage_url(text);
   if (text == "memory") {
     url.scheme = "memory";
     return url;
@@ -14,7 +31,7 @@ absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text) {
   const std::size_t colon = text.find("://");
   if (colon == std::string_view::npos || colon == 0) {
     return absl::InvalidArgumentError(
-        fmt::format("storage URL \"{}\": expected scheme://… (e.g. memory:// or redis://host:6379)", text));
+        fmt::format("storage URL \"{}\": expected scheme://… (e.g. memory:// or redis://host:6379)", redact_storage_url(text)));
   }
   url.scheme = std::string(text.substr(0, colon));
   std::string_view rest = text.substr(colon + 3);
@@ -27,7 +44,7 @@ absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text) {
       const std::size_t eq = item.find('=');
       if (eq == std::string_view::npos || eq == 0) {
         return absl::InvalidArgumentError(
-            fmt::format("storage URL \"{}\": option \"{}\" must be name=value", text, item));
+            fmt::format("storage URL \"{}\": option \"{}\" must be name=value", redact_storage_url(text), item));
       }
       url.query.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
       query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);

@@ -13,7 +13,7 @@
 namespace floodgate {
 
 struct StorageUrl {
-  std::string text;       ///< the URL as given (for error messages; may hold a password)
+  std::string text;       ///< the URL as given, any password as "***" (for error messages)
   std::string scheme;     ///< "memory", "redis", "redis+unix", "redis-cluster", …
   std::string user;
   std::string password;
@@ -24,6 +24,9 @@ struct StorageUrl {
 
 /// Splits a URL; "memory" alone is accepted as "memory://". Errors: InvalidArgument.
 absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text);
+
+/// The URL with any password replaced by "***" (for logs, errors and the live view).
+std::string redact_storage_url(std::string_view text);
 
 /// Other storage kinds plug in here (the Redis storage defines it): returns nullopt for a scheme it
 /// does not know.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
+#include "storage/url.hpp"
 
 namespace floodgate {
 namespace {
@@ -104,6 +105,22 @@ TEST(Replay, StorageUrlRunsRedisOnTheTracesClock) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("clock=client"), std::string_view::npos);
   EXPECT_FALSE(replay_storage_url("").ok());
+}
+
+// The service logs its storage URL and shows it in the live view: never with the password.
+TEST(StorageUrl, PasswordsAreRedactedInLogsAndErrors) {
+  EXPECT_EQ(redact_storage_url("redis://app:s3cr@t@h:6379/2?pool=4"), "redis://app:***@h:6379/2?pool=4");
+  EXPECT_EQ(redact_storage_url("redis://:pw@h"), "redis://:***@h");
+  EXPECT_EQ(redact_storage_url("redis://user@h"), "redis://user@h");  // no password
+  EXPECT_EQ(redact_storage_url("redis://h:6379?x=a@b"), "redis://h:6379?x=a@b");  // '@' in the query only
+  EXPECT_EQ(redact_storage_url("memory"), "memory");
+  const auto bad = parse_storage_url("redis://u:hunter2@h?pool");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().find("hunter2"), std::string_view::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("u:***@h"), std::string_view::npos) << bad.status().message();
+  const auto unknown = open_storage("memory://u:hunter2@?shards=0");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message().find("hunter2"), std::string_view::npos) << unknown.status().message();
 }
 
 }  // namespace

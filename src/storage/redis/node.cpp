@@ -98,6 +98,12 @@ absl::StatusOr<Lease> Node::acquire() {
   }
 }
 
+Node::State Node::state() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  return {breaker_.open(now), open_ == 0 && breaker_.backing_off(now), open_};
+}
+
 void Node::record(bool ok) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ok) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,7 @@ class Breaker {
   void on_connect_failure(SteadyTime now) noexcept;
   void on_connect_success() noexcept;
   [[nodiscard]] bool open(SteadyTime now) const noexcept { return now < open_until_; }
+  [[nodiscard]] bool backing_off(SteadyTime now) const noexcept { return now < next_connect_; }
 
  private:
   int threshold_;
@@ -91,6 +93,12 @@ class Node {
   void record(bool ok);
 
   [[nodiscard]] const Endpoint& endpoint() const noexcept { return endpoint_; }
+  struct State {
+    bool breaker_open;
+    bool reconnecting;  // no connection, and a new one waits for the backoff
+    std::size_t connections;
+  };
+  [[nodiscard]] State state();
 
  private:
   friend class Lease;

@@ -78,6 +78,17 @@ absl::StatusOr<std::shared_ptr<RedisStorage>> RedisStorage::open(RedisOptions op
   return storage;
 }
 
+std::vector<Storage::ServerState> RedisStorage::servers() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::vector<ServerState> out;
+  out.reserve(nodes_.size());
+  for (const auto& n : nodes_) {
+    const Node::State s = n->state();
+    out.push_back({n->endpoint().name(), s.breaker_open, s.reconnecting, s.connections});
+  }
+  return out;
+}
+
 Node& RedisStorage::node_named(const Endpoint& e) {
   const std::string name = e.name();
   {

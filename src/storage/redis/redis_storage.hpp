@@ -48,6 +48,9 @@ class RedisStorage final : public Storage {
   void apply_batch(std::span<const BatchItem> items, Micros now,
                    std::span<absl::StatusOr<Decision>> out) override;
 
+  /// Every server known (the cluster's masters once the slot map is read), with its breaker.
+  [[nodiscard]] std::vector<ServerState> servers() const override;
+
   /// Reads the cluster's slot map now (also done on MOVED, at most every 100 ms).
   absl::Status refresh_topology();
 
@@ -65,7 +68,7 @@ class RedisStorage final : public Storage {
   absl::Status refresh_topology_locked_out(bool force);
 
   const RedisOptions options_;
-  std::shared_mutex mu_;                                   // guards nodes_, by_name_, slots_
+  mutable std::shared_mutex mu_;                           // guards nodes_, by_name_, slots_
   std::vector<std::unique_ptr<Node>> nodes_;               // grow only
   absl::flat_hash_map<std::string, Node*> by_name_;
   std::vector<std::uint16_t> slots_;                       // cluster: slot → index in nodes_

@@ -1,7 +1,9 @@
 // The HTTP API end to end: the real binary on a loopback port. Runs once per storage URL in
-// FLOODGATE_TEST_STORAGES (comma-separated; default "memory").
+// FLOODGATE_TEST_STORAGES (comma-separated; default memory, memory batched and the Redis fixtures).
 #include <cstdlib>
 #include <sstream>
+
+#include <boost/json.hpp>
 
 #include "server_fixture.hpp"
 
@@ -256,6 +258,34 @@ TEST_P(Api, HealthReadyAndMetrics) {
   EXPECT_EQ(m.result_int(), 200);
   EXPECT_NE(m.body().find("# TYPE floodgate_decisions_total counter"), std::string::npos);
   EXPECT_NE(m.body().find("floodgate_storage_latency_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+}
+
+// Each server of a networked storage, with its breaker, on /metrics and in the live view; the
+// memory store has none.
+TEST_P(Api, StorageServersAndTheirBreakersAreShown) {
+  ASSERT_EQ(server.request(http::verb::post, "/v1/hit", R"({"policy": "api", "key": ")" + key("s") + R"("})")
+                .result_int(),
+            200);
+  const std::string text = server.request(http::verb::get, "/metrics").body();
+  const Response live = server.request(http::verb::get, "/v1/live");
+  ASSERT_EQ(live.result_int(), 200);
+  const auto servers = boost::json::parse(live.body()).at("storage").at("servers").as_array();
+  const bool networked = GetParam().rfind("memory", 0) != 0;
+  if (!networked) {
+    EXPECT_TRUE(servers.empty());
+    EXPECT_EQ(text.find("floodgate_storage_breaker_open"), std::string::npos);
+    return;
+  }
+  ASSERT_FALSE(servers.empty());
+  std::size_t connections = 0;
+  for (const auto& s : servers) {
+    const std::string name(s.at("name").as_string());
+    EXPECT_EQ(s.at("breaker").as_string(), "closed") << name;
+    EXPECT_NE(text.find("floodgate_storage_breaker_open{server=\"" + name + "\"} 0\n"), std::string::npos)
+        << name << "\n" << text;
+    connections += static_cast<std::size_t>(s.at("connections").as_int64());
+  }
+  EXPECT_GE(connections, 1u) << "the hit went through a connection";
 }
 
 INSTANTIATE_TEST_SUITE_P(Storages, Api, ::testing::ValuesIn(storages()),

@@ -607,6 +607,9 @@ TEST(RedisFailure, UnresponsiveServerTimesOutWithinTheCommandTimeoutThenTheBreak
   std::sort(open_ms.begin(), open_ms.end());
   EXPECT_LT(open_ms[open_ms.size() / 2], 2) << "breaker open: fails fast (median)";
   EXPECT_LT(open_ms.back(), 20) << "breaker open: no call waits for the 40 ms timeout";
+  const auto servers = storage->servers();
+  ASSERT_EQ(servers.size(), 1u);
+  EXPECT_TRUE(servers[0].breaker_open) << "shown as open while its cooldown lasts";
   close(s);
 }
 
@@ -629,6 +632,15 @@ TEST(RedisFailure, Kill9ThenRestartDecisionsComeBackWithinThreeSeconds) {
     ASSERT_FALSE(d->allowed);
   }
   EXPECT_LT(worst, 55);
+  {
+    const auto servers = storage->servers();  // what the service's /metrics and live view show
+    ASSERT_EQ(servers.size(), 1u);
+    EXPECT_EQ(servers[0].name, "127.0.0.1:" + std::to_string(server.port()));
+    // Calls fail at once: the breaker is open, or (before enough attempts failed) the next
+    // connection attempt waits for its backoff.
+    EXPECT_TRUE(servers[0].breaker_open || servers[0].reconnecting);
+    EXPECT_EQ(servers[0].connections, 0u) << "a dead server's connections are closed";
+  }
   ASSERT_TRUE(server.restart());
   const auto back = std::chrono::steady_clock::now();
   bool recovered = false;
@@ -640,6 +652,11 @@ TEST(RedisFailure, Kill9ThenRestartDecisionsComeBackWithinThreeSeconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_TRUE(recovered) << "decisions from Redis again within 3 s";
+  const auto servers = storage->servers();
+  ASSERT_EQ(servers.size(), 1u);
+  EXPECT_FALSE(servers[0].breaker_open);
+  EXPECT_FALSE(servers[0].reconnecting);
+  EXPECT_GE(servers[0].connections, 1u);
 }
 
 int open_fds() {
