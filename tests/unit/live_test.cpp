@@ -1,3 +1,4 @@
+#include <atomic>
 #include <map>
 #include <random>
 #include <thread>
@@ -138,6 +139,48 @@ TEST(LiveStats, SumsThreadsExactly) {
   ASSERT_FALSE(s.top_denied.empty());
   EXPECT_EQ(s.top_denied[0].key, "attacker");
   EXPECT_GE(s.top_denied[0].count, 250u);
+}
+
+// The dashboard reads while the I/O threads count (run under TSan with the concurrency label):
+// reads never see more than was counted, and the final read is exact.
+TEST(LiveStats, ReadsWhileThreadsCountAcrossSecondsAndMinutes) {
+  LiveStats live;
+  const Micros t0 = 2'000'000 * kS;
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 20'000;
+  std::atomic<int> running{kThreads};
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&live, &running, t0, th] {
+      for (int i = 0; i < kPerThread; ++i) {
+        // 100 seconds in all: the rings wrap buckets and the top-N rotates its minutes.
+        const Micros now = t0 + static_cast<Micros>(i / 200) * kS;
+        live.count(1, i % 2 == 0 ? LiveStats::kDenied : LiveStats::kAllowed,
+                   "k" + std::to_string((i + th) % 40), now);
+      }
+      running.fetch_sub(1);
+    });
+  }
+  const Micros end = t0 + static_cast<Micros>((kPerThread - 1) / 200) * kS;
+  int reads = 0;
+  while (running.load() > 0 || reads == 0) {
+    const auto s = live.read(1, end, 10);
+    std::uint64_t allowed = 0;
+    for (std::uint64_t n : s.per_second[LiveStats::kAllowed]) allowed += n;
+    EXPECT_LE(allowed, static_cast<std::uint64_t>(kThreads * kPerThread / 2));
+    for (const auto& item : s.top_denied) EXPECT_GE(item.count, item.error);
+    ++reads;
+  }
+  for (auto& t : threads) t.join();
+  const auto s = live.read(1, end, 10);
+  std::uint64_t allowed = 0, denied = 0;
+  for (std::uint64_t n : s.per_second[LiveStats::kAllowed]) allowed += n;
+  for (std::uint64_t n : s.per_second[LiveStats::kDenied]) denied += n;
+  EXPECT_EQ(allowed, static_cast<std::uint64_t>(kThreads * kPerThread / 2));
+  EXPECT_EQ(denied, static_cast<std::uint64_t>(kThreads * kPerThread / 2));
+  EXPECT_EQ(s.per_second[LiveStats::kAllowed].back(), static_cast<std::uint64_t>(kThreads * 100));
+  EXPECT_FALSE(s.top_denied.empty());
+  EXPECT_GT(reads, 0);
 }
 
 }  // namespace
