@@ -9,5 +9,6 @@ scripts/deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)" --target floodgate_cli >/dev/null
 echo "floodgate serve --config examples/floodgate.yaml $*" >&2
+echo "dashboard: http://127.0.0.1:8080/ (with the default --listen)" >&2
 echo "try: curl -i -X POST localhost:8080/v1/hit -d '{\"policy\": \"api\", \"key\": \"user-42\"}'" >&2
 exec build/release/floodgate serve --config examples/floodgate.yaml "$@"
