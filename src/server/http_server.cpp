@@ -55,6 +55,12 @@ struct HttpServer::Shared {
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::atomic<bool> draining{false};
   std::atomic<std::int64_t> in_flight{0};
+  // POST /v1/simulate (up to 10,000 requests through seven strategies: milliseconds to a few
+  // hundred under sanitizers) runs here, off the I/O threads, so that it never delays decisions.
+  // At most kMaxSimulations at once, queued included; beyond that: 503 with Retry-After.
+  static constexpr int kMaxSimulations = 4;
+  asio::thread_pool simulations{1};
+  std::atomic<int> simulating{0};
 };
 
 namespace {
@@ -148,6 +154,9 @@ class Session : public std::enable_shared_from_this<Session> {
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     res_ = {};
     Service& service = *shared_->service;
+    if (parser_->get().method() == http::verb::post && is_simulate_target(parser_->get().target())) {
+      return simulate_elsewhere(service);
+    }
     if (!service.prepare(parser_->get(), res_, pending_)) return write();
     if (!service.batches()) {
       absl::StatusOr<Decision> d;
@@ -162,6 +171,35 @@ class Session : public std::enable_shared_from_this<Session> {
       batcher_.scheduled = true;
       asio::post(stream_.get_executor(), [this_batcher = &batcher_, &service] { flush(*this_batcher, service); });
     }
+  }
+
+  static bool is_simulate_target(beast::string_view target) {
+    constexpr std::string_view kPath = "/v1/simulate";
+    const std::string_view t(target.data(), target.size());
+    return t.starts_with(kPath) && (t.size() == kPath.size() || t[kPath.size()] == '?');
+  }
+
+  // POST /v1/simulate on the simulation thread; the answer is written back on this session's I/O
+  // thread. The session starts no other operation meanwhile, so the two threads never share it.
+  void simulate_elsewhere(Service& service) {
+    if (shared_->simulating.fetch_add(1) >= HttpServer::Shared::kMaxSimulations) {
+      shared_->simulating.fetch_sub(1);
+      res_.version(parser_->get().version());
+      res_.keep_alive(parser_->get().keep_alive());
+      res_.result(http::status::service_unavailable);
+      res_.set(http::field::content_type, "application/json");
+      res_.set(http::field::retry_after, "1");
+      res_.body() = fmt::format("{{\"error\": \"{} simulations are running or queued: try again\"}}\n",
+                                HttpServer::Shared::kMaxSimulations);
+      res_.prepare_payload();
+      service.metrics().http_status(503);
+      return write();
+    }
+    asio::post(shared_->simulations, [self = shared_from_this(), &service] {
+      service.handle(self->parser_->get(), self->res_);
+      self->shared_->simulating.fetch_sub(1);
+      asio::post(self->stream_.get_executor(), [self] { self->write(); });
+    });
   }
 
   // I/O thread: hands the waiting requests to the storage thread, which decides them with its
@@ -362,6 +400,8 @@ void HttpServer::join() {
     if (w.joinable()) w.join();
   }
   workers_.clear();
+  shared_->simulations.stop();  // a running simulation finishes; queued ones are dropped
+  shared_->simulations.join();
   for (auto& b : shared_->batchers) {
     {
       std::lock_guard<std::mutex> lock(b->mu);

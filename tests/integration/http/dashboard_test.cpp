@@ -1,7 +1,11 @@
 // The dashboard's endpoints end to end through the real binary: the embedded page, POST
 // /v1/simulate (its own body limit, exact decisions, errors) and GET /v1/live.
+#include <poll.h>
+
 #include <chrono>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include <boost/json.hpp>
 
@@ -168,6 +172,83 @@ TEST(Dashboard, LiveCountsDecisionsAndTheMostDeniedKeys) {
   ASSERT_EQ(top.size(), 1u);
   EXPECT_EQ(top[0].as_object().at("key").as_string(), "mallory");
   EXPECT_EQ(top[0].as_object().at("count").as_int64(), 3);
+}
+
+// A connection with one request written and its answer not yet read.
+struct Pending {
+  boost::asio::ip::tcp::socket socket;
+  Pending(boost::asio::io_context& ioc, unsigned short port, http::verb method, const std::string& target,
+          const std::string& body)
+      : socket(ioc) {
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    http::request<http::string_body> req{method, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(socket, req);
+  }
+  Response read() {
+    boost::beast::flat_buffer buffer;
+    Response res;
+    http::read(socket, buffer, res);
+    return res;
+  }
+};
+
+std::string big_simulation() {
+  return R"({"limit": "100/second", "trace": )" + trace_json(10'000, 0.001) + "}";
+}
+
+// A simulation of 10,000 requests takes tens to hundreds of milliseconds; it runs beside the I/O
+// threads, so a decision sent while it runs is answered first even with one I/O thread.
+TEST(Dashboard, SimulationsDoNotDelayDecisions) {
+  ServerProcess server("policies:\n  - {name: login, strategy: fixed-window, limit: 3/hour}\n",
+                       {"--threads", "1"});
+  boost::asio::io_context ioc;
+  Pending sim(ioc, server.port(), http::verb::post, "/v1/simulate", big_simulation());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the simulation has started
+  Pending hit(ioc, server.port(), http::verb::post, "/v1/hit", R"({"policy": "login", "key": "k"})");
+  pollfd fds[2] = {{sim.socket.native_handle(), POLLIN, 0}, {hit.socket.native_handle(), POLLIN, 0}};
+  ASSERT_GT(poll(fds, 2, 30'000), 0);
+  EXPECT_TRUE(fds[1].revents & POLLIN) << "the decision is answered";
+  EXPECT_FALSE(fds[0].revents & POLLIN) << "before the simulation that was sent first";
+  EXPECT_EQ(hit.read().result_int(), 200);
+  const Response s = sim.read();
+  ASSERT_EQ(s.result_int(), 200) << s.body();
+  EXPECT_EQ(boost::json::parse(s.body()).at("events").as_int64(), 10'000);
+}
+
+// At most 4 simulations run or wait at once; the rest get 503 with Retry-After at once, and the
+// connection stays usable.
+TEST(Dashboard, SimulationsBeyondTheBoundAreRefusedWithRetryAfter) {
+  ServerProcess server("policies:\n  - {name: login, strategy: fixed-window, limit: 3/hour}\n",
+                       {"--threads", "1"});
+  boost::asio::io_context ioc;
+  const std::string body = big_simulation();
+  std::vector<std::unique_ptr<Pending>> sims;
+  for (int i = 0; i < 10; ++i) {
+    sims.push_back(std::make_unique<Pending>(ioc, server.port(), http::verb::post, "/v1/simulate", body));
+  }
+  int ok = 0, refused = 0;
+  for (auto& p : sims) {
+    const Response r = p->read();
+    if (r.result_int() == 200) {
+      ++ok;
+    } else {
+      ASSERT_EQ(r.result_int(), 503) << r.body();
+      EXPECT_EQ(r[http::field::retry_after], "1");
+      EXPECT_NE(r.body().find("try again"), std::string::npos) << r.body();
+      EXPECT_TRUE(r.keep_alive());
+      ++refused;
+    }
+  }
+  EXPECT_GE(ok, 4) << "four run or wait";
+  EXPECT_GE(refused, 1) << "ten at once exceed the bound";
+  EXPECT_EQ(server.request(http::verb::post, "/v1/simulate", R"({"limit": "1/second", "trace": [{"t": 0, "key": "a"}]})")
+                .result_int(),
+            200)
+      << "once they are done, simulations are accepted again";
 }
 
 }  // namespace

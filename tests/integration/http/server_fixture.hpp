@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -35,8 +36,10 @@ class ServerProcess {
     const std::string port_file = (dir_ / "port").string();
     const std::string log = (dir_ / "serve.log").string();
     std::vector<std::string> args = {FLOODGATE_BINARY, "serve", "--config", config_,
-                                     "--listen", "127.0.0.1:0", "--port-file", port_file,
-                                     "--threads", "2"};
+                                     "--listen", "127.0.0.1:0", "--port-file", port_file};
+    if (std::find(extra.begin(), extra.end(), "--threads") == extra.end()) {
+      args.insert(args.end(), {"--threads", "2"});
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     if (pid_ == 0) {
