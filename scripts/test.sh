@@ -16,17 +16,17 @@ step() { printf '\n=== %s\n' "$*"; }
 step "ASan + UBSan: all tests"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j"$jobs"
-ctest --preset asan -j"$jobs"
+ctest --preset asan -j"$jobs" --output-on-failure
 
 step "TSan: concurrency tests"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests
-ctest --preset tsan
+ctest --preset tsan --output-on-failure
 
 step "libFuzzer: rate parser, algorithm action traces, traffic specs"
 cmake --preset fuzz -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
 cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz traffic_fuzz
-ctest --preset fuzz
+ctest --preset fuzz --output-on-failure
 
 step "Release: benchmarks (smoke), install, example against the installed package"
 cmake --preset release >/dev/null
@@ -45,4 +45,4 @@ grep -q "request 4: denied, retry after 4 s" "$prefix/example.out"
 echo "installed example and binary: ok"
 
 step "Release: all tests"
-ctest --preset release -j"$jobs"
+ctest --preset release -j"$jobs" --output-on-failure

@@ -31,7 +31,7 @@ absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text) {
   const std::size_t colon = text.find("://");
   if (colon == std::string_view::npos || colon == 0) {
     return absl::InvalidArgumentError(
-        fmt::format("storage URL \"{}\": expected scheme://… (e.g. memory:// or redis://host:6379)", redact_storage_url(text)));
+        fmt::format("storage URL \"{}\": expected scheme://… (e.g. memory:// or redis://host:6379)", url.text));
   }
   url.scheme = std::string(text.substr(0, colon));
   std::string_view rest = text.substr(colon + 3);
@@ -44,7 +44,7 @@ absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text) {
       const std::size_t eq = item.find('=');
       if (eq == std::string_view::npos || eq == 0) {
         return absl::InvalidArgumentError(
-            fmt::format("storage URL \"{}\": option \"{}\" must be name=value", redact_storage_url(text), item));
+            fmt::format("storage URL \"{}\": option \"{}\" must be name=value", url.text, item));
       }
       url.query.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
       query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
