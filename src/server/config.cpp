@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "server/yaml_errors.hpp"
+
 namespace floodgate::server {
 
 const ServicePolicy* Config::find(std::string_view name) const {
@@ -38,25 +40,9 @@ absl::Status parse_listen(std::string_view text, std::string& host, std::uint16_
 
 namespace {
 
-// An error at a node: "<file>:<line>: <message>".
-struct ConfigError {
-  std::string message;
-};
-
-[[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& what) {
-  const int line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
-  throw ConfigError{fmt::format("{}:{}: {}", source, line, what)};
-}
-
-template <class T>
-T scalar(const std::string& source, const YAML::Node& node, const std::string& what) {
-  if (!node.IsScalar()) fail(source, node, fmt::format("{} must be a single value", what));
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    fail(source, node, fmt::format("{} has a value of the wrong kind: \"{}\"", what, node.Scalar()));
-  }
-}
+using yaml::check_keys;
+using yaml::fail;
+using yaml::scalar;
 
 std::chrono::milliseconds millis(const std::string& source, const YAML::Node& node,
                                  const std::string& what) {
@@ -69,20 +55,6 @@ std::size_t positive(const std::string& source, const YAML::Node& node, const st
   const auto v = scalar<std::int64_t>(source, node, what);
   if (v <= 0) fail(source, node, fmt::format("{} must be at least 1", what));
   return static_cast<std::size_t>(v);
-}
-
-void check_keys(const std::string& source, const YAML::Node& map,
-                std::initializer_list<std::string_view> known, const std::string& where) {
-  for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
-    bool ok = false;
-    for (std::string_view k : known) ok = ok || k == key;
-    if (!ok) {
-      std::string list;
-      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      fail(source, kv.first, fmt::format("unknown setting \"{}\" in {} (known: {})", key, where, list));
-    }
-  }
 }
 
 constexpr std::int64_t kMaxBlockedCache = 10'000'000;
@@ -261,7 +233,7 @@ absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& 
         c.policies.push_back(std::move(sp));
       }
     }
-  } catch (const ConfigError& e) {
+  } catch (const yaml::Error& e) {
     return absl::InvalidArgumentError(e.message);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "server/yaml_errors.hpp"
+
 namespace floodgate::server {
 
 Micros rls_unit_period(RlsUnit unit) noexcept {
@@ -62,36 +64,9 @@ std::string rls_default_key(std::string_view key) {
 
 namespace {
 
-struct RlsError {
-  std::string message;
-};
-
-[[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& what) {
-  const int line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
-  throw RlsError{fmt::format("{}:{}: {}", source, line, what)};
-}
-
-template <class T>
-T scalar(const std::string& source, const YAML::Node& node, const std::string& what) {
-  if (!node.IsScalar()) fail(source, node, fmt::format("{} must be a single value", what));
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    fail(source, node, fmt::format("{} has a value of the wrong kind: \"{}\"", what, node.Scalar()));
-  }
-}
-
-void check_keys(const std::string& source, const YAML::Node& map,
-                std::initializer_list<std::string_view> known, const std::string& where) {
-  for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      std::string list;
-      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      fail(source, kv.first, fmt::format("unknown key \"{}\" in {} (known: {})", key, where, list));
-    }
-  }
-}
+using yaml::check_keys;
+using yaml::fail;
+using yaml::scalar;
 
 struct Parser {
   const std::string& source;
@@ -224,7 +199,7 @@ absl::Status parse_rls_file(const std::string& yaml, const std::string& source, 
       if (!list.IsNull()) p.descriptors(list, d->root, "");
     }
     into.domains.emplace(domain, std::move(d));
-  } catch (const RlsError& e) {
+  } catch (const yaml::Error& e) {
     return absl::InvalidArgumentError(e.message);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
