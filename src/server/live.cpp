@@ -2,16 +2,7 @@
 
 namespace floodgate::server {
 
-LiveStats::PerThread& LiveStats::local() {
-  thread_local std::vector<std::pair<const LiveStats*, PerThread*>> mine;
-  for (const auto& [owner, per] : mine) {
-    if (owner == this) return *per;
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  threads_.push_back(std::make_unique<PerThread>());
-  mine.emplace_back(this, threads_.back().get());
-  return *threads_.back();
-}
+LiveStats::PerThread& LiveStats::local() { return per_thread_entry(id_, mu_, threads_); }
 
 LiveStats::Slot& LiveStats::slot_of(PerThread& t, std::size_t slot) {
   Slot* s = t.slots[slot].load(std::memory_order_acquire);

@@ -12,6 +12,7 @@
 
 #include "floodgate/clock.hpp"
 #include "server/metrics.hpp"
+#include "server/per_thread.hpp"
 #include "server/top_keys.hpp"
 
 namespace floodgate::server {
@@ -63,6 +64,7 @@ class LiveStats {
   PerThread& local();
   Slot& slot_of(PerThread& t, std::size_t slot);
 
+  const std::uint64_t id_ = new_per_thread_owner_id();
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<PerThread>> threads_;  // guarded by mu_; never shrinks
   std::vector<std::unique_ptr<Slot>> owned_;         // guarded by mu_; never shrinks

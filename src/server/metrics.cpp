@@ -30,17 +30,7 @@ std::size_t Metrics::slot(const std::string& policy_name) {
   return names_.size() - 1;
 }
 
-Metrics::PerThread& Metrics::local() {
-  // One PerThread per (thread, Metrics); a thread keeps a small cache of its own.
-  thread_local std::vector<std::pair<const Metrics*, PerThread*>> mine;
-  for (const auto& [owner, per] : mine) {
-    if (owner == this) return *per;
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  threads_.push_back(std::make_unique<PerThread>());
-  mine.emplace_back(this, threads_.back().get());
-  return *threads_.back();
-}
+Metrics::PerThread& Metrics::local() { return per_thread_entry(id_, mu_, threads_); }
 
 void Metrics::count(std::size_t slot, Result r) noexcept {
   if (slot >= kMaxPolicies) slot = 0;

@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "floodgate/clock.hpp"
+#include "server/per_thread.hpp"
 
 namespace floodgate::server {
 
@@ -53,6 +54,7 @@ class Metrics {
   };
   PerThread& local();
 
+  const std::uint64_t id_ = new_per_thread_owner_id();
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::size_t> slots_;  // guarded by mu_
   std::vector<std::string> names_;                       // guarded by mu_

@@ -1,5 +1,6 @@
 #include <atomic>
 #include <map>
+#include <new>
 #include <random>
 #include <thread>
 
@@ -139,6 +140,20 @@ TEST(LiveStats, SumsThreadsExactly) {
   ASSERT_FALSE(s.top_denied.empty());
   EXPECT_EQ(s.top_denied[0].key, "attacker");
   EXPECT_GE(s.top_denied[0].count, 250u);
+}
+
+// A thread that counted for a LiveStats that is gone must not find that one's entry when a new
+// LiveStats takes the same address (the service's objects come and go in tests and embedders).
+TEST(LiveStats, ANewObjectAtTheAddressOfADeadOneStartsEmpty) {
+  const Micros t0 = 2'000'000 * kS;
+  alignas(LiveStats) unsigned char storage[sizeof(LiveStats)];
+  auto* first = new (storage) LiveStats;
+  first->count(1, LiveStats::kAllowed, "k", t0);
+  first->~LiveStats();
+  auto* second = new (storage) LiveStats;
+  second->count(1, LiveStats::kAllowed, "k", t0);
+  EXPECT_EQ(second->read(1, t0, 1).per_second[LiveStats::kAllowed].back(), 1u);
+  second->~LiveStats();
 }
 
 // The dashboard reads while the I/O threads count (run under TSan with the concurrency label):
