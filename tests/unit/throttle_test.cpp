@@ -24,23 +24,28 @@ struct Sim {
       std::make_shared<Limiter>(std::make_shared<MemoryStorage>(), clock);
   Throttle throttle{limiter};
 
-  // Waits (real time, bounded) until `n` threads sleep in the clock, then a little longer so
-  // that a thread that returned from acquire has recorded it.
-  void settle(int n) const {
-    for (int i = 0; i < 2000 && clock->sleepers() != n; ++i) {
+  // Waits (real time, bounded) until `sleeping` callers sleep in the clock and `done` callers have
+  // returned from acquire: together they mark the state in which nothing moves until the clock
+  // does. Either count alone also holds for an instant in passing (a waiter woken for its turn is
+  // not counted until it sleeps again), which made a test see a state that then changed.
+  // Then a little longer, so that a caller wrongly admitted in that state would be counted.
+  bool settle(int sleeping, const std::atomic<int>& done, int want_done) const {
+    for (int i = 0; i < 10'000; ++i) {
+      if (clock->sleepers() == sleeping && done.load() == want_done) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (clock->sleepers() == sleeping && done.load() == want_done) return true;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    ASSERT_EQ(clock->sleepers(), n);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ADD_FAILURE() << "expected " << sleeping << " sleeping and " << want_done << " done, found "
+                  << clock->sleepers() << " and " << done.load();
+    return false;
   }
-};
 
-// Waits (real time, bounded) until `counter` reaches `want`.
-void wait_for(const std::atomic<int>& counter, int want) {
-  for (int i = 0; i < 2000 && counter.load() < want; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
+  // Lets every caller still waiting return (past its deadline), so that threads can be joined
+  // after a failed check instead of hanging the test.
+  void release_all() const { clock->set(kT0 + 100 * 3600 * kSec); }
+};
 
 // Seed 004: 3 per second, 10 requests at once. Returns the instants (µs after kT0) at which the
 // requests were admitted, checking at each step that none is admitted a microsecond early.
@@ -60,21 +65,17 @@ std::vector<Micros> run_seed_004(Strategy strategy, const std::vector<Micros>& i
       ++granted;
     });
   }
-  sim.settle(7);  // 3 got through at once, 7 wait
-  wait_for(granted, 3);
-  EXPECT_EQ(granted.load(), 3);
+  EXPECT_TRUE(sim.settle(7, granted, 3));  // 3 got through at once, 7 wait
   int expected = 3;
   for (Micros t : instants) {
     sim.clock->set(kT0 + t - 1);  // one microsecond early: nobody more
-    sim.settle(10 - expected);
-    EXPECT_EQ(granted.load(), expected) << "at " << t - 1;
+    EXPECT_TRUE(sim.settle(10 - expected, granted, expected)) << "at " << t - 1;
     sim.clock->set(kT0 + t);
     const int now_granted = std::min(10, expected + (strategy == Strategy::kMovingWindow ? 3 : 1));
-    sim.settle(10 - now_granted);
-    wait_for(granted, now_granted);
-    EXPECT_EQ(granted.load(), now_granted) << "at " << t;
+    EXPECT_TRUE(sim.settle(10 - now_granted, granted, now_granted)) << "at " << t;
     expected = now_granted;
   }
+  sim.release_all();
   for (auto& th : threads) th.join();
   std::sort(at.begin(), at.end());
   return at;
@@ -117,19 +118,22 @@ TEST(Throttle, FifoOrderOnOneKey) {
   ASSERT_TRUE(sim.throttle.acquire(p, "k", 1, 0).acquired());
   std::vector<int> order;
   std::mutex mu;
+  std::atomic<int> done{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < 5; ++i) {
     threads.emplace_back([&, i] {
-      ASSERT_TRUE(sim.throttle.acquire(p, "k", 1, 100 * kSec).acquired());
+      EXPECT_TRUE(sim.throttle.acquire(p, "k", 1, 100 * kSec).acquired());
       std::lock_guard<std::mutex> l(mu);
       order.push_back(i);
+      ++done;
     });
-    sim.settle(i + 1);  // thread i is in line before thread i+1 starts
+    EXPECT_TRUE(sim.settle(i + 1, done, 0));  // thread i is in line before thread i+1 starts
   }
   for (int k = 1; k <= 5; ++k) {
     sim.clock->set(kT0 + k * kSec);
-    sim.settle(5 - k);
+    EXPECT_TRUE(sim.settle(5 - k, done, k));
   }
+  sim.release_all();
   for (auto& th : threads) th.join();
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
 }
@@ -139,9 +143,11 @@ TEST(Throttle, ShutdownAndStopWakeWaitersPromptly) {
   const Policy p = Policy::make("api", Strategy::kGcra, "1/hour").value();
   ASSERT_TRUE(sim.throttle.acquire(p, "k", 1, 0).acquired());
   std::stop_source stop;
+  std::atomic<int> done{0};
   std::thread stopped([&] {
     const AcquireResult r = sim.throttle.acquire(p, "k", 1, 10 * 3600 * kSec, stop.get_token());
     EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled);
+    ++done;
   });
   std::vector<std::thread> waiting;
   for (int i = 0; i < 3; ++i) {
@@ -150,10 +156,10 @@ TEST(Throttle, ShutdownAndStopWakeWaitersPromptly) {
       EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled);
     });
   }
-  sim.settle(4);
+  EXPECT_TRUE(sim.settle(4, done, 0));
   stop.request_stop();
   stopped.join();
-  sim.settle(3);
+  EXPECT_TRUE(sim.settle(3, done, 1));
   sim.throttle.shutdown();
   for (auto& th : waiting) th.join();
   EXPECT_EQ(sim.throttle.acquire(p, "other", 1, 0).status.code(), absl::StatusCode::kCancelled);
@@ -172,16 +178,12 @@ TEST(Throttle, ShaperWaitsTheDelayForAConstantRate) {
       ++done;
     });
   }
-  sim.settle(2);  // one left at once; two wait their delay (200 ms and 400 ms)
-  wait_for(done, 1);
-  EXPECT_EQ(done.load(), 1);
+  // One left at once; two wait their delay (200 ms and 400 ms).
+  EXPECT_TRUE(sim.settle(2, done, 1));
   sim.clock->set(kT0 + 199'999);
-  sim.settle(2);
-  EXPECT_EQ(done.load(), 1);
+  EXPECT_TRUE(sim.settle(2, done, 1));
   sim.clock->set(kT0 + 200'000);
-  sim.settle(1);
-  wait_for(done, 2);
-  EXPECT_EQ(done.load(), 2);
+  EXPECT_TRUE(sim.settle(1, done, 2));
   sim.clock->set(kT0 + 400'000);
   for (auto& th : threads) th.join();
   EXPECT_EQ(done.load(), 3);
