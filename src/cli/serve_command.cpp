@@ -63,6 +63,15 @@ absl::StatusOr<server::Config> load(const ServeArgs& a) {
   return c;
 }
 
+// Whole or not at all: the file appears under its name only once the port is in it.
+void write_port_file(const std::string& path, unsigned short port) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << port << "\n";
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) spdlog::error("cannot write the port file {}: {}", path, ec.message());
+}
+
 std::int64_t mtime_of(const std::string& path) {
   struct stat st {};
   if (path.empty() || ::stat(path.c_str(), &st) != 0) return 0;
@@ -162,11 +171,12 @@ int run(const ServeArgs& args) {
   }
   spdlog::info("listening on {}:{} ({} policies, storage {})", installed->listen_host, http.port(),
                installed->policies.size(), redact_storage_url(installed->storage));
-  if (grpc && !args.grpc_port_file.empty()) std::ofstream(args.grpc_port_file) << grpc->port() << "\n";
-  if (!args.port_file.empty()) std::ofstream(args.port_file) << http.port() << "\n";
-
+  // The signals are ours before the port files say that we are up: a SIGHUP or SIGTERM sent by
+  // whoever waits for those files must not meet the default action (exit).
   boost::asio::io_context control;
   boost::asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
+  if (grpc && !args.grpc_port_file.empty()) write_port_file(args.grpc_port_file, grpc->port());
+  if (!args.port_file.empty()) write_port_file(args.port_file, http.port());
   boost::asio::steady_timer watch(control);
   std::int64_t seen = mtime_of(args.config_path);
   std::int64_t seen_rules = dir_stamp(installed->rls.config_dir);

@@ -22,11 +22,11 @@ storage="$4"
 if [[ "$storage" == redis-fixture ]]; then
   port="$(cat "${5:?REDIS_PORT_FILE}" 2>/dev/null || true)"
   [[ -n "$port" ]] || { echo "the Redis fixture is not running"; exit 1; }
-  storage="redis://127.0.0.1:$port"
+  storage="redis://127.0.0.1:$port?timeout_ms=2000"
 elif [[ "$storage" == redis-cluster-fixture ]]; then
   ports="$(cat "${5:?REDIS_PORTS_FILE}" 2>/dev/null || true)"
   [[ -n "$ports" ]] || { echo "the Redis Cluster fixture is not running"; exit 1; }
-  storage="redis-cluster://$(sed 's/\([0-9]*\)/127.0.0.1:\1/g' <<<"$ports")"
+  storage="redis-cluster://$(sed 's/\([0-9]*\)/127.0.0.1:\1/g' <<<"$ports")?timeout_ms=2000"
 fi
 work="$(mktemp -d)"
 cleanup() {

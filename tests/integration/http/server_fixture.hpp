@@ -71,7 +71,11 @@ class ServerProcess {
     std::filesystem::remove_all(dir_, ignored);
   }
 
-  void write_config(const std::string& yaml) const { std::ofstream(config_) << yaml; }
+  // Through a rename: the server's file watcher never reads a half-written file.
+  void write_config(const std::string& yaml) const {
+    std::ofstream(config_ + ".tmp") << yaml;
+    std::filesystem::rename(config_ + ".tmp", config_);
+  }
   [[nodiscard]] unsigned short port() const { return port_; }
   [[nodiscard]] pid_t pid() const { return pid_; }
   [[nodiscard]] std::string log_text() const {

@@ -47,7 +47,9 @@ TEST(RedisCluster, TenThousandKeysSpreadOverAllMastersWithoutCrossslot) {
   const std::string prefix = unique_prefix("spread");
   auto cluster = open_url(cluster_url("timeout_ms=2000&prefix=" + prefix));
   ASSERT_NE(cluster, nullptr);
-  auto p = Policy::make("spread", Strategy::kSlidingWindowCounter, "5/second; 100/hour").value();
+  // Per-minute and per-hour limits: every key lives a minute or more, so none expires before the
+  // count below, however slow the run (a per-second limit's keys lived 1-2 s).
+  auto p = Policy::make("spread", Strategy::kSlidingWindowCounter, "5/minute; 100/hour").value();
   std::vector<std::string> keys;
   for (int i = 0; i < 10'000; ++i) keys.push_back(fmt::format("user-{}", i));
   int allowed = 0;
