@@ -50,6 +50,8 @@ class Storage {
     std::string_view key;
     std::int64_t cost;
     Effect effect;
+    /// For apply_group only: a denial of this item does not stop the others (a shadow rule).
+    bool optional = false;
   };
 
   /// Applies many requests at `now`, in order, as if by `apply` one after another; `out` has one
@@ -62,6 +64,20 @@ class Storage {
       out[i] = apply(*items[i].policy, items[i].key, items[i].cost, items[i].effect, now);
     }
   }
+
+  /// Applies several requests as one, all or nothing: if no item that is not `optional` is
+  /// denied, every allowed kHit item is committed; otherwise none is. Each `out[i]` is item i's
+  /// decision; an item that was not committed reports its state as it is, with its own verdict
+  /// (as for Effect::kTest). Returns whether the hits were committed (false on any error).
+  /// The items' (policy, key) pairs must be distinct.
+  ///
+  /// Atomicity: this default tests every item, then hits them (two calls): a concurrent request
+  /// on the same keys may come between, so callers serialise groups themselves (the RLS service
+  /// holds striped locks across the call). RedisStorage overrides it with one script call, atomic
+  /// across processes, where the keys share a server (a single Redis; in a cluster, one slot).
+  /// Precondition: out.size() == items.size().
+  virtual bool apply_group(std::span<const BatchItem> items, Micros now,
+                           std::span<absl::StatusOr<Decision>> out);
 
   /// One server of a networked storage, as its client sees it now.
   struct ServerState {

@@ -220,24 +220,7 @@ grpc::Status RlsService::should_rate_limit(const rlsv3::RateLimitRequest& reques
                                            rlsv3::RateLimitResponse& response) {
   Prepared p;
   if (grpc::Status s = prepare(request, p); !s.ok()) return s;
-  if (limits_.batching) {
-    decide(p);
-  } else {
-    // The stripes of the request's keys, in ascending order (no two callers deadlock), held from
-    // the test to the charge.
-    std::vector<std::size_t> stripes;
-    stripes.reserve(p.batch.size());
-    for (const auto& b : p.batch) {
-      const std::size_t h = std::hash<std::string>{}(b.policy->fingerprint()) ^
-                            (std::hash<std::string_view>{}(b.key) * 0x9E3779B97F4A7C15ULL);
-      stripes.push_back(h % kStripes);
-    }
-    std::sort(stripes.begin(), stripes.end());
-    stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
-    for (std::size_t i : stripes) stripes_[i].lock();
-    decide(p);
-    for (auto it = stripes.rbegin(); it != stripes.rend(); ++it) stripes_[*it].unlock();
-  }
+  decide(p);
   respond(p, response);
   return grpc::Status::OK;
 }
@@ -331,29 +314,51 @@ namespace {
 bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
 }  // namespace
 
-// One storage call: atomic. Several: test all, then charge all if all pass.
+// One storage call: atomic. Several: one group call, all or nothing (shadow-mode rules never
+// block the others), under the striped locks of their keys so that two requests of this process
+// on the same keys do not interleave (a storage whose group call is not atomic by itself, such as
+// the in-memory store, needs that; for Redis the group script is atomic across processes).
 void RlsService::decide(Prepared& p) {
   p.now = clock_->now();
-  auto run = [&](Effect effect) {
-    for (auto& b : p.batch) b.effect = effect;
-    storage_->apply_batch(p.batch, p.now, p.results);
+  auto degrade_errors = [&] {
     for (std::size_t j = 0; j < p.batch.size(); ++j) {
       if (!p.results[j].ok()) p.results[j] = degraded_decision(*p.batch[j].policy);
     }
   };
   if (p.single_hit()) {
-    run(Effect::kHit);
+    storage_->apply_batch(p.batch, p.now, p.results);
+    degrade_errors();
     p.charged = true;
-  } else if (!p.batch.empty()) {
-    run(Effect::kTest);
-    for (const Item& it : p.items) {
-      if (it.policy != nullptr) p.over = p.over || blocks(it.shadow, *p.results[it.result]);
-    }
-    if (!p.over) {
-      run(Effect::kHit);
-      p.charged = true;
-    }
+    return;
   }
+  if (p.batch.empty()) return;
+  if (p.over) {  // a block-list rule denies: report the others' state, charge nothing
+    for (auto& b : p.batch) b.effect = Effect::kTest;
+    storage_->apply_batch(p.batch, p.now, p.results);
+    degrade_errors();
+    return;
+  }
+  for (const Item& it : p.items) {
+    if (it.policy != nullptr) p.batch[it.result].optional = it.shadow;
+  }
+  std::vector<std::size_t> stripes;
+  stripes.reserve(p.batch.size());
+  for (const auto& b : p.batch) {
+    const std::size_t h = std::hash<std::string>{}(b.policy->fingerprint()) ^
+                          (std::hash<std::string_view>{}(b.key) * 0x9E3779B97F4A7C15ULL);
+    stripes.push_back(h % kStripes);
+  }
+  std::sort(stripes.begin(), stripes.end());  // in ascending order: no two callers deadlock
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  for (std::size_t i : stripes) stripes_[i].lock();
+  p.charged = storage_->apply_group(p.batch, p.now, p.results);
+  for (auto it = stripes.rbegin(); it != stripes.rend(); ++it) stripes_[*it].unlock();
+  degrade_errors();
+  for (const Item& it : p.items) {
+    if (it.policy != nullptr) p.over = p.over || blocks(it.shadow, *p.results[it.result]);
+  }
+  // Not committed with no item blocking: a storage error (the fail mode decided above) or a
+  // request that came between a non-atomic group's calls; nothing more is charged either way.
 }
 
 void RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response) {
@@ -437,7 +442,7 @@ void RlsService::should_rate_limit_async(const rlsv3::RateLimitRequest& request,
 }
 
 // A storage thread: takes every queued request, decides the single-hit ones in one storage batch
-// (in queue order, as if one after another) and the others one by one (two phases), then answers.
+// (in queue order, as if one after another) and the others one group call each, then answers.
 // While it waits for the storage, the other thread gathers the next batch.
 void RlsService::batch_worker() {
   std::vector<Job> jobs;

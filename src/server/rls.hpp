@@ -80,8 +80,8 @@ class RlsMetrics {
 /// - a descriptor's `limit` override replaces the rule's limit (same algorithm, own state);
 /// - hits: the descriptor's hits_addend, else the request's; 0 means 1;
 /// - any descriptor over limit → OVER_LIMIT overall, and no descriptor is charged: one
-///   descriptor is one atomic storage call; several are tested first and charged only if all
-///   pass (a concurrent request may slip between the two phases: docs/envoy.md);
+///   descriptor is one atomic storage call; several are one Storage::apply_group, all or nothing,
+///   under striped locks of their keys (atomic across processes on Redis; docs/envoy.md);
 /// - shadow_mode rules answer OK but count as over limit (and shadow) in metrics;
 /// - `replaces`: a matched rule named in another matched rule's `replaces` is not applied;
 /// - limit_remaining saturates at 2^32−1; duration_until_reset is the decision's reset_after;

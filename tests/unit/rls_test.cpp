@@ -443,7 +443,7 @@ TEST_F(Rls, BatchedOnStorageThreadsWithExactTotals) {
        "  - key: g\n    rate_limit: {unit: minute, requests_per_unit: 30}\n",
        batched);
   // 4 threads × 40 calls: single-descriptor calls (batched together) and two-descriptor calls
-  // (two phases) on the same keys.
+  // (one group call each) on the same keys.
   std::atomic<int> ok{0}, over{0}, answered{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {

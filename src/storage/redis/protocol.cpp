@@ -330,6 +330,10 @@ void script_args(const Policy& policy, std::int64_t cost, bool hit, std::optiona
   out.push_back(hit ? "1" : "0");
   out.push_back(policy.shape() ? "1" : "0");
   out.push_back(std::to_string(ttl_slack_ms));
+  limit_args(policy, cost, out);
+}
+
+void limit_args(const Policy& policy, std::int64_t cost, std::vector<std::string>& out) {
   const bool bucket = uses_burst(policy.strategy());
   for (const Limit& l : policy.limits()) {
     out.push_back(std::to_string(l.amount));
@@ -354,16 +358,13 @@ void script_args(const Policy& policy, std::int64_t cost, bool hit, std::optiona
   }
 }
 
-absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
-  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
-    return absl::InternalError("unexpected reply from the floodgate script");
-  }
+namespace {
+// The decision in 7 integers of a reply, from element `at`; nullopt if one is not an integer.
+std::optional<Decision> decision_at(const redisReply* reply, std::size_t at) {
   long long v[7];
   for (std::size_t i = 0; i < 7; ++i) {
-    if (reply->element[i]->type != REDIS_REPLY_INTEGER) {
-      return absl::InternalError("unexpected reply from the floodgate script");
-    }
-    v[i] = reply->element[i]->integer;
+    if (reply->element[at + i]->type != REDIS_REPLY_INTEGER) return std::nullopt;
+    v[i] = reply->element[at + i]->integer;
   }
   Decision d;
   d.allowed = v[0] == 1;
@@ -374,6 +375,33 @@ absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
   d.retry_after = v[5] < 0 ? kNever : v[5];
   d.delay = v[6];
   return d;
+}
+}  // namespace
+
+absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
+    return absl::InternalError("unexpected reply from the floodgate script");
+  }
+  auto d = decision_at(reply, 0);
+  if (!d) return absl::InternalError("unexpected reply from the floodgate script");
+  return *d;
+}
+
+absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector<Decision>& out,
+                         bool& committed) {
+  const auto bad = absl::InternalError("unexpected reply from the floodgate group script");
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 1 + 7 * items ||
+      reply->element[0]->type != REDIS_REPLY_INTEGER) {
+    return bad;
+  }
+  committed = reply->element[0]->integer == 1;
+  out.clear();
+  for (std::size_t j = 0; j < items; ++j) {
+    auto d = decision_at(reply, 1 + 7 * j);
+    if (!d) return bad;
+    out.push_back(*d);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace floodgate::redis

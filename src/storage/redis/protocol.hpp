@@ -126,7 +126,14 @@ absl::Status check_policy(const Policy& policy);
 void script_args(const Policy& policy, std::int64_t cost, bool hit, std::optional<Micros> now,
                  std::int64_t ttl_slack_ms, std::vector<std::string>& out);
 
+/// The limits' arguments alone (the tail of script_args; the group script takes them per item).
+void limit_args(const Policy& policy, std::int64_t cost, std::vector<std::string>& out);
+
 /// The decision in a script's reply: an array of 7 integers. Errors: Internal.
 absl::StatusOr<Decision> parse_decision(const redisReply* reply);
+
+/// The group script's reply: {committed, then 7 integers per item}. Errors: Internal.
+absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector<Decision>& out,
+                         bool& committed);
 
 }  // namespace floodgate::redis

@@ -47,6 +47,10 @@ struct RedisStorage::Call {
   bool use_eval = false;                    // the server said NOSCRIPT: send the text
   bool done = false;
   absl::StatusOr<Decision> result{Decision{}};  // run() sets every call's result
+  // The group script: its per-item decisions and whether it committed (result: the call's status).
+  std::vector<Decision>* group = nullptr;
+  std::size_t group_items = 0;
+  bool committed = false;
 };
 
 RedisStorage::RedisStorage(RedisOptions options) : options_(std::move(options)) {
@@ -287,7 +291,12 @@ void RedisStorage::run(std::span<Call> calls) {
           c->done = true;
           continue;
         }
-        c->result = c->script != nullptr ? parse_decision(r.get()) : absl::StatusOr<Decision>(Decision{});
+        if (c->group != nullptr) {
+          const absl::Status s = parse_group(r.get(), c->group_items, *c->group, c->committed);
+          c->result = s.ok() ? absl::StatusOr<Decision>(Decision{}) : absl::StatusOr<Decision>(s);
+        } else {
+          c->result = c->script != nullptr ? parse_decision(r.get()) : absl::StatusOr<Decision>(Decision{});
+        }
         c->done = true;
       }
       flight.node->record(broken.ok());
@@ -354,6 +363,54 @@ void RedisStorage::apply_batch(std::span<const BatchItem> items, Micros now,
   }
   run(std::span<Call>(calls.data(), n));
   for (std::size_t j = 0; j < n; ++j) out[index[j]] = std::move(calls[j].result);
+}
+
+bool RedisStorage::apply_group(std::span<const BatchItem> items, Micros now,
+                               std::span<absl::StatusOr<Decision>> out) {
+  if (items.empty()) return true;
+  Call c;
+  c.script = &scripts::kGroup;
+  c.argv = {"EVALSHA", "", ""};  // the sha or the text (chosen when sent), then the key count
+  std::vector<std::string> args;
+  args.push_back(options_.client_clock ? std::to_string(now) : std::string());
+  args.push_back(std::to_string(items.size()));
+  args.emplace_back();
+  args.emplace_back();
+  args.push_back(std::to_string(options_.client_clock ? options_.client_ttl_slack.count() : 0));
+  for (const BatchItem& it : items) {
+    // A policy the scripts cannot run exactly: the default reports it per item.
+    if (!check_policy(*it.policy).ok()) return Storage::apply_group(items, now, out);
+    const std::uint64_t h = policy_hash(*it.policy);
+    const std::size_t k = it.policy->limits().size();
+    for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(options_.prefix, it.key, h, i));
+    args.push_back(std::to_string(static_cast<int>(script_for(*it.policy)) + 1));
+    args.push_back(std::to_string(k));
+    args.push_back(std::to_string(it.cost));
+    args.push_back(it.effect == Effect::kHit ? "1" : "0");
+    args.push_back(it.policy->shape() ? "1" : "0");
+    args.push_back(it.optional ? "1" : "0");
+    limit_args(*it.policy, it.cost, args);
+  }
+  const std::size_t keys = c.argv.size() - 3;
+  c.argv[2] = std::to_string(keys);
+  c.slot = key_slot(c.argv[3]);
+  for (std::size_t i = 3; i < c.argv.size(); ++i) {
+    for (std::size_t j = 3; j < i; ++j) {
+      if (c.argv[i] == c.argv[j]) return Storage::apply_group(items, now, out);  // a key twice
+    }
+    if (options_.cluster && key_slot(c.argv[i]) != c.slot) return Storage::apply_group(items, now, out);
+  }
+  c.argv.insert(c.argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  std::vector<Decision> decisions;
+  c.group = &decisions;
+  c.group_items = items.size();
+  run(std::span<Call>(&c, 1));
+  if (!c.result.ok()) {
+    for (auto& o : out) o = c.result.status();
+    return false;
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) out[i] = decisions[i];
+  return c.committed;
 }
 
 absl::Status RedisStorage::clear(const Policy& policy, std::string_view key) {

@@ -47,6 +47,11 @@ class RedisStorage final : public Storage {
   /// one round trip per server (plus one for any NOSCRIPT, MOVED or ASK).
   void apply_batch(std::span<const BatchItem> items, Micros now,
                    std::span<absl::StatusOr<Decision>> out) override;
+  /// One call of the group script: atomic across processes. In a cluster whose keys for the items
+  /// fall in different slots (different users' keys), or with a key used twice, it falls back to
+  /// Storage::apply_group's two calls.
+  bool apply_group(std::span<const BatchItem> items, Micros now,
+                   std::span<absl::StatusOr<Decision>> out) override;
 
   /// Every server known (the cluster's masters once the slot map is read), with its breaker.
   [[nodiscard]] std::vector<ServerState> servers() const override;

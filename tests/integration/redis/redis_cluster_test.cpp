@@ -73,6 +73,34 @@ TEST(RedisCluster, TenThousandKeysSpreadOverAllMastersWithoutCrossslot) {
   EXPECT_EQ(total, 20'000);  // two limits per user key
 }
 
+// A group whose keys share a slot (two policies of one user key) runs as the group script on
+// that slot's master; one whose keys do not (two users) as a test and then a charge. Either way a
+// group with a denied item charges nothing, and one without charges every hit.
+TEST(RedisCluster, GroupsInOneSlotAndAcrossSlotsAreAllOrNothing) {
+  auto cluster = open_url(cluster_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix("group")));
+  ASSERT_NE(cluster, nullptr);
+  const Policy tight = Policy::make("tight", Strategy::kGcra, "1/hour").value();
+  const Policy wide = Policy::make("wide", Strategy::kMovingWindow, "100/hour").value();
+  constexpr Micros kNow = 5'000'000;
+  for (const bool one_slot : {true, false}) {
+    const std::string a = one_slot ? "same-user" : "user-a";
+    const std::string b = one_slot ? "same-user" : "user-b";
+    const Storage::BatchItem items[] = {{&wide, a, 3, Effect::kHit}, {&tight, b, 1, Effect::kHit}};
+    std::vector<absl::StatusOr<Decision>> out(2);
+    EXPECT_TRUE(cluster->apply_group(items, kNow, out)) << one_slot;
+    ASSERT_TRUE(out[0].ok() && out[1].ok()) << out[0].status() << out[1].status();
+    EXPECT_EQ(out[0]->remaining, 97);
+    EXPECT_TRUE(out[1]->allowed);
+    EXPECT_FALSE(cluster->apply_group(items, kNow, out)) << "the tight limit is spent";
+    ASSERT_TRUE(out[0].ok() && out[1].ok());
+    EXPECT_TRUE(out[0]->allowed) << "the wide item alone would pass";
+    EXPECT_FALSE(out[1]->allowed);
+    const auto w = cluster->apply(wide, a, 0, Effect::kTest, kNow);
+    ASSERT_TRUE(w.ok());
+    EXPECT_EQ(w->remaining, 97) << "the refused group charged nothing (one slot: " << one_slot << ")";
+  }
+}
+
 TEST(RedisCluster, ScriptsLoadPerNodeAfterScriptFlushEverywhere) {
   auto cluster = open_url(cluster_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix("flush")));
   ASSERT_NE(cluster, nullptr);

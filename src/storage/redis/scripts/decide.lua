@@ -1,29 +1,5 @@
--- floodgate: the decision over all limits of a key (appended to every algorithm's script).
--- Mirrors `combine` (src/decision.cpp) and MemoryStorage's `decide`.
-
-local function combine(into, one)
-  if into == nil then return one end
-  if one.remaining < into.remaining then
-    into.limit = one.limit
-    into.period = one.period
-    into.remaining = one.remaining
-  end
-  -- retry_after: the maximum over the limits that deny (0 for the ones that allow); never wins.
-  if one.retry_after == NEVER or into.retry_after == NEVER then
-    into.retry_after = NEVER
-  elseif one.retry_after > into.retry_after then
-    into.retry_after = one.retry_after
-  end
-  if one.reset_after > into.reset_after then into.reset_after = one.reset_after end
-  if one.delay > into.delay then into.delay = one.delay end
-  into.allowed = into.allowed and one.allowed
-  return into
-end
-
-local function reply(d)
-  return {d.allowed and 1 or 0, d.limit, d.period, d.remaining, d.reset_after, d.retry_after,
-          d.delay}
-end
+-- floodgate: the decision over all limits of a key (appended to every algorithm's script, after
+-- combine.lua). Mirrors MemoryStorage's `decide`.
 
 local function main()
   local now = now_micros()
