@@ -166,10 +166,10 @@ class Session : public std::enable_shared_from_this<Session> {
       return write();
     }
     batcher_.waiting.push_back(shared_from_this());
-    if (batcher_.waiting.size() >= Batcher::kMax) return flush(batcher_, service);
+    if (batcher_.waiting.size() >= Batcher::kMax) return flush(batcher_);
     if (!batcher_.scheduled) {
       batcher_.scheduled = true;
-      asio::post(stream_.get_executor(), [this_batcher = &batcher_, &service] { flush(*this_batcher, service); });
+      asio::post(stream_.get_executor(), [this_batcher = &batcher_] { flush(*this_batcher); });
     }
   }
 
@@ -204,7 +204,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // I/O thread: hands the waiting requests to the storage thread, which decides them with its
   // next storage call; wakes it only if it is idle.
-  static void flush(Batcher& batcher, Service& service) {
+  static void flush(Batcher& batcher) {
     batcher.scheduled = false;
     if (batcher.waiting.empty()) return;
     bool wake = false;
@@ -220,7 +220,6 @@ class Session : public std::enable_shared_from_this<Session> {
       wake = batcher.idle;
     }
     if (wake) batcher.cv.notify_one();
-    (void)service;
   }
 
  public:
