@@ -238,11 +238,20 @@ grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, Prepare
   for (int i = 0; i < n && domain != nullptr; ++i) {
     const auto& d = request.descriptors(i);
     Item& it = items[static_cast<std::size_t>(i)];
-    // The most specific match: key+value before the key-only default, level by level.
+    // The most specific match: key+value, then a wildcard value, then the key-only default, level
+    // by level.
     const RlsNode* node = &domain->root;
     for (int j = 0; j < d.entries_size(); ++j) {
       const auto& e = d.entries(j);
       auto found = node->children.find(rls_child_key(e.key(), e.value()));
+      if (found == node->children.end()) {  // a wildcard value ("foo*"): the first prefix that fits
+        for (const RlsNode::Wildcard& w : node->wildcards) {
+          if (w.key == e.key() && std::string_view(e.value()).starts_with(w.prefix)) {
+            found = node->children.find(w.child);
+            break;
+          }
+        }
+      }
       if (found == node->children.end()) found = node->children.find(rls_default_key(e.key()));
       if (found == node->children.end()) {
         node = nullptr;

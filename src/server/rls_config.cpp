@@ -173,6 +173,9 @@ struct Parser {
         config.rule_domains.push_back(domain);
       }
       if (const YAML::Node& nested = d["descriptors"]) descriptors(nested, *node, path);
+      if (has_value && !value.empty() && value.back() == '*') {
+        parent.wildcards.push_back({key, value.substr(0, value.size() - 1), child});
+      }
       parent.children.emplace(child, std::move(node));
     }
   }

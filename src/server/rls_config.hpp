@@ -51,6 +51,15 @@ struct RlsRule {
 /// with a value) or by "key" + '\1' (a key-only node, the default for any value).
 struct RlsNode {
   absl::flat_hash_map<std::string, std::unique_ptr<RlsNode>> children;
+  /// Children whose value ends with '*' (envoyproxy's wildcard: any value with that prefix), in
+  /// file order: {key, prefix, the child's key in `children`}. Tried after an exact value and
+  /// before the key-only default; the first that matches wins.
+  struct Wildcard {
+    std::string key;
+    std::string prefix;
+    std::string child;
+  };
+  std::vector<Wildcard> wildcards;
   std::unique_ptr<RlsRule> rule;  ///< null: no rate_limit at this node
 };
 

@@ -249,6 +249,31 @@ TEST_F(Rls, Example2MostSpecificMatchAndEveryDescriptor) {
   EXPECT_EQ(call(request("messaging", {{{"to_number", "2069999999"}}})).statuses(0).limit_remaining(), 99u);
 }
 
+// envoyproxy's wildcard values: an exact value first, then the first wildcard in the file whose
+// prefix fits, then the key-only default; each value keeps its own counter.
+TEST_F(Rls, WildcardValuesMatchByPrefixAfterExactValues) {
+  load("domain: w\ndescriptors:\n"
+       "  - key: path\n    value: /api/exact\n    rate_limit: {unit: hour, requests_per_unit: 1}\n"
+       "  - key: path\n    value: /api/*\n    rate_limit: {unit: hour, requests_per_unit: 2}\n"
+       "  - key: path\n    value: /api/v2*\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"
+       "  - key: path\n    rate_limit: {unit: hour, requests_per_unit: 3}\n"
+       "  - key: user\n    value: \"*\"\n    descriptors:\n"
+       "      - key: plan\n        value: free*\n        rate_limit: {unit: hour, requests_per_unit: 4}\n");
+  auto path = [](const std::string& v) { return request("w", {{{"path", v}}}); };
+  EXPECT_EQ(admitted(path("/api/exact")), 1);
+  EXPECT_EQ(admitted(path("/api/users")), 2);
+  EXPECT_EQ(admitted(path("/api/orders")), 2) << "a value matched by a wildcard has its own counter";
+  EXPECT_EQ(admitted(path("/api/v2/items")), 2) << "the first wildcard in the file that fits wins";
+  EXPECT_EQ(call(path("/api/v2/items")).statuses(0).current_limit().requests_per_unit(), 2u);
+  EXPECT_EQ(admitted(path("/static/logo.png")), 3) << "no wildcard fits: the key-only default";
+  EXPECT_EQ(admitted(path("/api")), 3) << "the prefix is '/api/', with its slash";
+  // A lone "*" matches any value; wildcards work at every level.
+  EXPECT_EQ(admitted(request("w", {{{"user", "alice"}, {"plan", "free-trial"}}})), 4);
+  const Response paid = call(request("w", {{{"user", "alice"}, {"plan", "paid"}}}));
+  EXPECT_EQ(paid.overall_code(), Response::OK);
+  EXPECT_FALSE(paid.statuses(0).has_current_limit()) << "no rule for a paid plan";
+}
+
 TEST_F(Rls, Example3ValueBeatsDefaultBlockListAndUnlimited) {
   load_examples();
   EXPECT_EQ(admitted(request("edge_proxy_per_ip", {{{"remote_address", "10.0.0.1"}}})), 10);
