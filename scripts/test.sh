@@ -20,7 +20,7 @@ ctest --preset asan -j"$jobs" --output-on-failure
 
 step "TSan: concurrency tests"
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests
+cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests floodgate_rls_tests
 ctest --preset tsan --output-on-failure
 
 step "libFuzzer: rate parser, algorithm action traces, traffic specs"
