@@ -27,10 +27,12 @@ policies:
   - name: shadowed
     strategy: fixed-window
     limit: 1/hour
+    anchor: first-hit
     shadow: true
   - name: cached
     strategy: fixed-window
     limit: 2/hour
+    anchor: first-hit
     blocked_cache: 100
   - name: closed
     strategy: token-bucket

@@ -19,6 +19,7 @@ policies:
   - name: login
     strategy: fixed-window
     limit: 3/hour
+    anchor: first-hit
 http:
   max_body_bytes: 512
   max_simulate_body_bytes: 200000
@@ -157,7 +158,7 @@ TEST(Dashboard, LiveCountsDecisionsAndTheMostDeniedKeys) {
   ASSERT_GE(policies.size(), 1u);
   const auto& login = policies[0].as_object();
   EXPECT_EQ(login.at("name").as_string(), "login");
-  EXPECT_EQ(login.at("policy").as_string(), "fixed-window 3/hour");
+  EXPECT_EQ(login.at("policy").as_string(), "fixed-window 3/hour (first-hit windows)");
   EXPECT_EQ(login.at("state").as_string(), "ok");
   EXPECT_EQ(login.at("totals").as_object().at("allowed").as_int64(), 5);
   EXPECT_EQ(login.at("totals").as_object().at("denied").as_int64(), 3);
