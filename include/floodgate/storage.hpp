@@ -69,7 +69,9 @@ class Storage {
   /// denied, every allowed kHit item is committed; otherwise none is. Each `out[i]` is item i's
   /// decision; an item that was not committed reports its state as it is, with its own verdict
   /// (as for Effect::kTest). Returns whether the hits were committed (false on any error).
-  /// The items' (policy, key) pairs must be distinct.
+  /// Items that share a (policy, key) are tested each on its own, then charged one after another:
+  /// if together they do not fit, the later one is refused after the earlier was charged, and the
+  /// result is false (the caller denies; that one charge stays).
   ///
   /// Atomicity: this default tests every item, then hits them (two calls): a concurrent request
   /// on the same keys may come between, so callers serialise groups themselves (the RLS service
