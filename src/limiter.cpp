@@ -1,12 +1,14 @@
 #include "floodgate/limiter.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "util/key_locks.hpp"
 
 namespace floodgate {
 
@@ -42,7 +44,9 @@ struct Limiter::BlockedCaches {
 Limiter::Limiter(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> clock)
     : storage_(std::move(storage)),
       clock_(std::move(clock)),
-      blocked_(std::make_unique<BlockedCaches>()) {}
+      traits_(storage_->traits()),
+      blocked_(std::make_unique<BlockedCaches>()),
+      key_locks_(std::make_unique<detail::KeyLocks>()) {}
 
 Limiter::~Limiter() = default;
 
@@ -59,10 +63,11 @@ Limiter::BlockedKeys* Limiter::blocked_keys(const Policy& policy) {
   return slot.get();
 }
 
-std::optional<Decision> Limiter::blocked(const Policy& policy, std::string_view key,
-                                         std::int64_t cost, Micros now) {
+std::optional<Decision> Limiter::blocked(const Request& r, Micros now) {
+  const std::string_view key = r.key;
+  const std::int64_t cost = r.cost;
   if (cost <= 0) return std::nullopt;
-  BlockedKeys* cache = blocked_keys(policy);
+  BlockedKeys* cache = blocked_keys(*r.policy);
   if (cache == nullptr) return std::nullopt;
   std::lock_guard<std::mutex> lock(cache->mu);
   const auto it = cache->keys.find(absl::string_view(key.data(), key.size()));
@@ -82,13 +87,14 @@ std::optional<Decision> Limiter::blocked(const Policy& policy, std::string_view 
   return d;
 }
 
-void Limiter::remember(const Policy& policy, std::string_view key, std::int64_t cost,
-                       const Decision& decision, Micros now) {
+void Limiter::remember(const Request& r, const Decision& decision, Micros now) {
+  const std::string_view key = r.key;
+  const std::int64_t cost = r.cost;
   if (decision.allowed || decision.degraded || cost <= 0 || decision.retry_after <= 0 ||
       decision.retry_after == kNever) {
     return;
   }
-  BlockedKeys* cache = blocked_keys(policy);
+  BlockedKeys* cache = blocked_keys(*r.policy);
   if (cache == nullptr) return;
   std::lock_guard<std::mutex> lock(cache->mu);
   if (cache->keys.size() >= cache->max_size && !cache->keys.contains(absl::string_view(key.data(), key.size()))) {
@@ -123,33 +129,116 @@ Decision degraded_decision(const Policy& policy) noexcept {
   return d;
 }
 
-absl::StatusOr<Decision> Limiter::decide(const Policy& policy, std::string_view key,
-                                         std::int64_t cost, Effect effect) {
-  if (auto s = check_cost(cost); !s.ok()) return s;
-  const Micros now = clock_->now();
-  if (auto local = blocked(policy, key, cost, now)) return *local;
-  auto d = storage_->apply(policy, key, cost, effect, now);
-  if (d.ok()) {
-    remember(policy, key, cost, *d, now);
-    return d;
+void Limiter::settle(const Request& r, absl::StatusOr<Decision>& result, Micros now) {
+  if (result.ok()) {
+    remember(r, *result, now);
+  } else if (result.status().code() != absl::StatusCode::kInvalidArgument) {
+    degraded_.fetch_add(1, std::memory_order_relaxed);
+    result = degraded_decision(*r.policy);  // the policy's fail mode; never a plain "allowed"
   }
-  if (d.status().code() == absl::StatusCode::kInvalidArgument) return d;
-  degraded_.fetch_add(1, std::memory_order_relaxed);
-  return degraded_decision(policy);
+}
+
+template <class F>
+void Limiter::timed(F&& storage_call) {
+  if (!latency_) {
+    storage_call();
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  storage_call();
+  latency_(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
+               .count());
+}
+
+absl::StatusOr<Decision> Limiter::decide_one(const Request& r) {
+  if (auto s = check_cost(r.cost); !s.ok()) return s;
+  const Micros now = clock_->now();
+  if (auto local = blocked(r, now)) return *local;
+  absl::StatusOr<Decision> d;
+  timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
+  settle(r, d, now);
+  return d;
+}
+
+void Limiter::decide(std::span<const Request> requests, Micros now,
+                     std::span<absl::StatusOr<Decision>> out) {
+  std::vector<Request> ask;
+  std::vector<std::size_t> where;  // ask[j] answers out[where[j]]
+  ask.reserve(requests.size());
+  where.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (auto s = check_cost(requests[i].cost); !s.ok()) {
+      out[i] = s;
+    } else if (auto local = blocked(requests[i], now)) {
+      out[i] = *local;
+    } else {
+      ask.push_back(requests[i]);
+      where.push_back(i);
+    }
+  }
+  if (ask.empty()) return;
+  std::vector<absl::StatusOr<Decision>> results(ask.size());
+  timed([&] { storage_->apply_batch(ask, now, results); });
+  for (std::size_t j = 0; j < ask.size(); ++j) {
+    settle(ask[j], results[j], now);
+    out[where[j]] = std::move(results[j]);
+  }
+}
+
+bool Limiter::decide_group(std::span<const Request> requests, Micros now,
+                           std::span<absl::StatusOr<Decision>> out) {
+  std::vector<std::optional<Decision>> local(requests.size());
+  bool blocked_here = false;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (auto s = check_cost(requests[i].cost); !s.ok()) {
+      out[i] = s;  // nothing is asked of the storage for an invalid group
+      return false;
+    }
+    if (requests[i].effect == Effect::kHit && !requests[i].optional) local[i] = blocked(requests[i], now);
+    blocked_here = blocked_here || local[i].has_value();
+  }
+  if (blocked_here) {  // denied here: the others only report their state
+    std::vector<Request> tests;
+    std::vector<std::size_t> where;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (local[i]) {
+        out[i] = *local[i];
+      } else {
+        tests.push_back(requests[i]);
+        tests.back().effect = Effect::kTest;
+        where.push_back(i);
+      }
+    }
+    std::vector<absl::StatusOr<Decision>> results(tests.size());
+    decide(tests, now, results);
+    for (std::size_t j = 0; j < tests.size(); ++j) out[where[j]] = std::move(results[j]);
+    return false;
+  }
+  bool committed = false;
+  timed([&] {
+    if (traits_.atomic_groups) {
+      committed = storage_->apply_group(requests, now, out);
+    } else {
+      auto guard = key_locks_->lock(requests);
+      committed = storage_->apply_group(requests, now, out);
+    }
+  });
+  for (std::size_t i = 0; i < requests.size(); ++i) settle(requests[i], out[i], now);
+  return committed;
 }
 
 absl::StatusOr<Decision> Limiter::hit(const Policy& policy, std::string_view key,
                                       std::int64_t cost) {
-  return decide(policy, key, cost, Effect::kHit);
+  return decide_one(Request{&policy, key, cost, Effect::kHit});
 }
 
 absl::StatusOr<Decision> Limiter::test(const Policy& policy, std::string_view key,
                                        std::int64_t cost) {
-  return decide(policy, key, cost, Effect::kTest);
+  return decide_one(Request{&policy, key, cost, Effect::kTest});
 }
 
 absl::StatusOr<Decision> Limiter::stats(const Policy& policy, std::string_view key) {
-  return decide(policy, key, 0, Effect::kTest);
+  return decide_one(Request{&policy, key, 0, Effect::kTest});
 }
 
 absl::Status Limiter::clear(const Policy& policy, std::string_view key) {

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -15,26 +17,40 @@
 
 namespace floodgate {
 
-/// A limiter: a storage and a clock. The policy is passed with each call, so one limiter serves
-/// any number of policies.
+namespace detail {
+class KeyLocks;
+}  // namespace detail
+
+/// A limiter: a storage and a clock, and the one decision pipeline of the library. The policy is
+/// passed with each call, so one limiter serves any number of policies.
 ///
 ///     auto storage = std::make_shared<floodgate::MemoryStorage>();
 ///     floodgate::Limiter limiter(storage);
 ///     auto api = floodgate::Policy::make("api", floodgate::Strategy::kGcra, "10/second").value();
 ///     if (auto d = limiter.hit(api, "user-42"); d.ok() && !d->allowed) { /* 429 */ }
 ///
-/// Thread-safety: all methods are thread-safe (as thread-safe as the storage, which must be).
-/// Errors: InvalidArgument for a cost outside [0, kMaxAmount] or a request the storage rejects as
-/// invalid. Any other storage error is not returned: `hit` and `test` then decide by the policy's
-/// FailMode and mark the decision `degraded` (allowed for kOpen, denied for kClosed; remaining 0,
-/// reset_after 0, retry_after 1 s when denied: the state is unknown), and `degraded_count()`
-/// counts it.
+/// Every decision — `hit`, `test`, `stats`, and the batches of the HTTP and gRPC services through
+/// `decide` and `decide_group` — goes through the same steps, in this order:
+///   1. the cost is checked (InvalidArgument outside [0, kMaxAmount]);
+///   2. the blocked-key cache: a key this limiter denied until T is denied again until T without a
+///      storage call (only for policies with `blocked_cache` > 0; counted in blocked_cache_hits());
+///   3. the storage (Storage::apply_batch, or Storage::apply_group under per-key locks when the
+///      storage's groups are not atomic by themselves);
+///   4. the fail mode: any storage error but InvalidArgument becomes the policy's FailMode
+///      decision, marked `degraded` (allowed for kOpen, denied for kClosed; remaining 0,
+///      reset_after 0, retry_after 1 s when denied: the state is unknown), counted in
+///      degraded_count(). An error is never a plain "allowed";
+///   5. denials are remembered for step 2.
+/// This is the only code that turns a storage error into a decision.
 ///
-/// A policy with `blocked_cache` > 0 keeps a bounded local cache of keys it denied: until the
-/// denial's retry time, a request of at least the denied cost is denied here without a storage
-/// call (the decision is the cached one with its times counted down).
+/// Thread-safety: all methods are thread-safe (as thread-safe as the storage, which must be).
 class Limiter {
  public:
+  /// One request of a batch (the storage's own batch item).
+  using Request = Storage::BatchItem;
+  /// Called after each storage call with its duration in µs (for latency metrics).
+  using LatencyObserver = std::function<void(Micros)>;
+
   explicit Limiter(std::shared_ptr<Storage> storage,
                    std::shared_ptr<const Clock> clock = SystemClock::instance());
   ~Limiter();
@@ -47,25 +63,30 @@ class Limiter {
                                 std::int64_t cost = 1);
   /// The current state of `key`: `remaining` and `reset_after` (a test with cost 0).
   absl::StatusOr<Decision> stats(const Policy& policy, std::string_view key);
-  /// Forgets `key`'s state under `policy`.
+  /// Forgets `key`'s state under `policy` (and its entry in the blocked-key cache).
   absl::Status clear(const Policy& policy, std::string_view key);
+
+  /// Decides independent requests at `now`, in order, as if by `hit`/`test` one after another,
+  /// with one storage call for those the cache does not answer (a networked storage sends them
+  /// in one round trip). `out` has one slot per request: a decision, or InvalidArgument.
+  void decide(std::span<const Request> requests, Micros now,
+              std::span<absl::StatusOr<Decision>> out);
+
+  /// Decides requests as one, all or nothing (Storage::apply_group): if no request that is not
+  /// `optional` is denied, every allowed kHit is committed; otherwise none is. A request the
+  /// blocked-key cache denies makes the group uncommitted without a group call (the others are
+  /// tested). Returns whether the hits were committed; `out` as for `decide` (a storage error
+  /// becomes a degraded decision, and the group is not committed).
+  bool decide_group(std::span<const Request> requests, Micros now,
+                    std::span<absl::StatusOr<Decision>> out);
+
+  /// Sets the observer of storage call durations. Call before the limiter is shared.
+  void observe_storage_latency(LatencyObserver observer) { latency_ = std::move(observer); }
 
   /// Decisions made by a policy's FailMode because the storage failed, since construction.
   [[nodiscard]] std::uint64_t degraded_count() const noexcept {
     return degraded_.load(std::memory_order_relaxed);
   }
-
-  /// The blocked-key cache (PolicyOptions::blocked_cache), for callers that reach the storage
-  /// themselves (such as a service that batches): the local denial of `key` at `now` if it is
-  /// blocked for a request of `cost` (retry_after counts down to the end of the block, reset_after
-  /// likewise; never degraded), else nullopt. Always nullopt when the policy has no cache or cost
-  /// is 0. Counted in blocked_cache_hits().
-  std::optional<Decision> blocked(const Policy& policy, std::string_view key, std::int64_t cost,
-                                  Micros now);
-  /// Remembers a decision the storage made at `now` for (`policy`, `key`, `cost`): a denial with a
-  /// finite retry_after blocks the key until now + retry_after. Other decisions are ignored.
-  void remember(const Policy& policy, std::string_view key, std::int64_t cost,
-                const Decision& decision, Micros now);
   /// Decisions answered by the blocked-key cache without a storage call, since construction.
   [[nodiscard]] std::uint64_t blocked_cache_hits() const noexcept {
     return blocked_hits_.load(std::memory_order_relaxed);
@@ -75,18 +96,25 @@ class Limiter {
   [[nodiscard]] Storage& storage() const noexcept { return *storage_; }
 
  private:
-  absl::StatusOr<Decision> decide(const Policy& policy, std::string_view key, std::int64_t cost,
-                                  Effect effect);
-
   struct BlockedKeys;    // one policy's cache (limiter.cpp)
   struct BlockedCaches;  // all of them, by policy fingerprint
   BlockedKeys* blocked_keys(const Policy& policy);
+  std::optional<Decision> blocked(const Request& r, Micros now);
+  void remember(const Request& r, const Decision& decision, Micros now);
+  // Steps 4 and 5 for one storage result.
+  void settle(const Request& r, absl::StatusOr<Decision>& result, Micros now);
+  template <class F>
+  void timed(F&& storage_call);
+  absl::StatusOr<Decision> decide_one(const Request& r);
 
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<const Clock> clock_;
+  StorageTraits traits_;
+  LatencyObserver latency_;
   std::atomic<std::uint64_t> degraded_{0};
   std::atomic<std::uint64_t> blocked_hits_{0};
   std::unique_ptr<BlockedCaches> blocked_;
+  std::unique_ptr<detail::KeyLocks> key_locks_;
 };
 
 /// The decision a policy's FailMode gives when its storage fails (see Limiter).

@@ -45,6 +45,9 @@ class MemoryStorage final : public Storage {
                                  Effect effect, Micros now) override;
   absl::Status clear(const Policy& policy, std::string_view key) override;
 
+  /// floodgate_memory_evictions_total and floodgate_memory_reclaimed_total.
+  [[nodiscard]] std::vector<StorageCounter> counters() const override;
+
   /// Keys currently held for `policy` (including ones that are absent but not yet reclaimed).
   [[nodiscard]] std::size_t size(const Policy& policy) const;
   /// Entries evicted because a policy reached `max_keys`, over all policies.

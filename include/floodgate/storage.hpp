@@ -22,6 +22,23 @@ enum class Effect : std::uint8_t {
   kTest,  ///< only evaluate: the state is not changed
 };
 
+/// What a storage can do, for the layers above it (they never test its concrete type).
+struct StorageTraits {
+  /// Answers over a network: worth coalescing concurrent requests into one apply_batch (a round
+  /// trip); the in-memory store answers in nanoseconds and is called directly.
+  bool networked = false;
+  /// apply_group is atomic by itself, also against other processes. When false, Limiter holds
+  /// per-key locks of this process around a group call.
+  bool atomic_groups = false;
+};
+
+/// One counter of a storage's own, for /metrics (e.g. the memory store's evictions).
+struct StorageCounter {
+  std::string name;  ///< a Prometheus metric name, "floodgate_memory_evictions_total"
+  std::string help;
+  std::uint64_t value = 0;
+};
+
 /// A storage applies a policy's algorithm atomically to the state of one key: all the limits of
 /// the key at once. It decides nothing itself; the algorithms in algorithms.hpp do.
 ///
@@ -74,9 +91,10 @@ class Storage {
   /// result is false (the caller denies; that one charge stays).
   ///
   /// Atomicity: this default tests every item, then hits them (two calls): a concurrent request
-  /// on the same keys may come between, so callers serialise groups themselves (the RLS service
-  /// holds striped locks across the call). RedisStorage overrides it with one script call, atomic
-  /// across processes, where the keys share a server (a single Redis; in a cluster, one slot).
+  /// on the same keys may come between. A storage whose override is atomic says so in
+  /// traits().atomic_groups; for the others Limiter::decide_group holds per-key locks of this
+  /// process across the call. RedisStorage overrides it with one script call, atomic across
+  /// processes, where the keys share a server (a single Redis; in a cluster, one slot).
   /// Precondition: out.size() == items.size().
   virtual bool apply_group(std::span<const BatchItem> items, Micros now,
                            std::span<absl::StatusOr<Decision>> out);
@@ -88,6 +106,12 @@ class Storage {
     bool reconnecting = false;  ///< no connection, and the next attempt waits for its backoff
     std::size_t connections = 0;  ///< open connections in its pool (idle or lent)
   };
+
+  /// What this storage can do (see StorageTraits). Constant over the storage's life.
+  [[nodiscard]] virtual StorageTraits traits() const { return {}; }
+
+  /// Counters of the storage's own, for /metrics; none by default.
+  [[nodiscard]] virtual std::vector<StorageCounter> counters() const { return {}; }
 
   /// The servers this storage talks to (for the service's live view and /metrics); none for a
   /// storage that has no servers, such as the in-memory store.

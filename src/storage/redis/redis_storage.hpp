@@ -18,7 +18,9 @@
 
 #include <array>
 #include <atomic>
+#include <map>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -55,6 +57,11 @@ class RedisStorage final : public Storage {
 
   /// Every server known (the cluster's masters once the slot map is read), with its breaker.
   [[nodiscard]] std::vector<ServerState> servers() const override;
+  /// Networked; groups atomic on a single Redis (in a cluster a group whose keys span slots
+  /// falls back to two calls, so Limiter adds its per-key locks there).
+  [[nodiscard]] StorageTraits traits() const override {
+    return {.networked = true, .atomic_groups = !options_.cluster};
+  }
 
   /// Reads the cluster's slot map now (also done on MOVED, at most every 100 ms).
   absl::Status refresh_topology();
@@ -69,7 +76,13 @@ class RedisStorage final : public Storage {
  private:
   Node& node_for_slot(int slot);
   Node& node_named(const Endpoint& e);
+  struct Flight;  // one server's share of an attempt (redis_storage.cpp)
   void run(std::span<Call> calls);
+  std::map<Node*, std::vector<Call*>> by_node(std::span<Call> calls);
+  std::optional<Flight> send(Node& node, std::vector<Call*> calls);
+  bool receive(Flight& flight);
+  bool follow(Call& c, const NextStep& step, const redisReply* reply);
+  void remap_slot(int slot, const Node& target);
   absl::Status refresh_topology_locked_out(bool force);
 
   const RedisOptions options_;
