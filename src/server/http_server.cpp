@@ -1,5 +1,7 @@
 #include "server/http_server.hpp"
 
+#include "server/coalescer.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -26,25 +28,15 @@ class Session;
 }  // namespace
 
 // Requests of one I/O thread waiting for a decision from a networked storage: collected while the
-// thread handles the events that are ready, then decided with one round trip (apply_batch) on the
-// batcher's own storage thread, so that the I/O thread goes on reading requests (and filling the
-// next batch) while a batch is on the wire. The I/O thread hands over what it collected after each
-// round of events; the storage thread takes everything handed over since its last batch as the
-// next one, and under load goes from batch to batch without sleeping (a wake-up, a context switch,
-// is only paid when it was idle).
+// thread handles the events that are ready, then handed to its coalescer (coalescer.hpp), whose
+// storage thread decides everything handed over since its last batch with one round trip, so the
+// I/O thread goes on reading requests (and filling the next batch) while a batch is on the wire.
 struct Batcher {
   static constexpr std::size_t kMax = 256;
   asio::io_context* io = nullptr;
   std::vector<std::shared_ptr<Session>> waiting;  // I/O thread only
   bool scheduled = false;                         // I/O thread only
-
-  // The storage thread.
-  std::thread thread;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::shared_ptr<Session>> job;  // guarded by mu
-  bool idle = false;                          // guarded by mu: the storage thread waits on cv
-  bool stop = false;                          // guarded by mu
+  std::unique_ptr<Coalescer<std::shared_ptr<Session>>> coalescer;
 };
 
 struct HttpServer::Shared {
@@ -186,12 +178,9 @@ class Session : public std::enable_shared_from_this<Session> {
       shared_->simulating.fetch_sub(1);
       res_.version(parser_->get().version());
       res_.keep_alive(parser_->get().keep_alive());
-      res_.result(http::status::service_unavailable);
-      res_.set(http::field::content_type, "application/json");
+      respond_error(res_, http::status::service_unavailable,
+                    fmt::format("{} simulations are running or queued: try again", HttpServer::Shared::kMaxSimulations));
       res_.set(http::field::retry_after, "1");
-      res_.body() = fmt::format("{{\"error\": \"{} simulations are running or queued: try again\"}}\n",
-                                HttpServer::Shared::kMaxSimulations);
-      res_.prepare_payload();
       service.metrics().http_status(503);
       return write();
     }
@@ -202,52 +191,27 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  // I/O thread: hands the waiting requests to the storage thread, which decides them with its
-  // next storage call; wakes it only if it is idle.
+  // I/O thread: hands the waiting requests to the coalescer.
   static void flush(Batcher& batcher) {
     batcher.scheduled = false;
-    if (batcher.waiting.empty()) return;
-    bool wake = false;
-    {
-      std::lock_guard<std::mutex> lock(batcher.mu);
-      if (batcher.job.empty()) {
-        batcher.job.swap(batcher.waiting);
-      } else {
-        batcher.job.insert(batcher.job.end(), std::make_move_iterator(batcher.waiting.begin()),
-                           std::make_move_iterator(batcher.waiting.end()));
-        batcher.waiting.clear();
-      }
-      wake = batcher.idle;
-    }
-    if (wake) batcher.cv.notify_one();
+    batcher.coalescer->submit(batcher.waiting);
   }
 
  public:
-  // The storage thread of one batcher: decides each job with one round trip, then answers the
-  // requests back on the I/O thread.
-  static void storage_thread(Batcher& batcher, Service& service) {
-    for (;;) {
-      std::vector<std::shared_ptr<Session>> sessions;
-      {
-        std::unique_lock<std::mutex> lock(batcher.mu);
-        batcher.idle = true;
-        batcher.cv.wait(lock, [&] { return batcher.stop || !batcher.job.empty(); });
-        batcher.idle = false;
-        if (batcher.stop) return;
-        sessions.swap(batcher.job);
+  // On a storage thread: decides a batch with one round trip, then answers the requests back on
+  // their I/O thread.
+  static void decide_batch(Batcher& batcher, Service& service, std::vector<std::shared_ptr<Session>>& batch) {
+    std::vector<Service::Pending*> pending;
+    pending.reserve(batch.size());
+    for (auto& s : batch) pending.push_back(&s->pending_);
+    auto decisions = std::make_shared<std::vector<absl::StatusOr<Decision>>>(batch.size());
+    service.decide(pending, *decisions);
+    asio::post(*batcher.io, [&service, sessions = std::move(batch), decisions] {
+      for (std::size_t i = 0; i < sessions.size(); ++i) {
+        service.finish(sessions[i]->pending_, (*decisions)[i], sessions[i]->res_);
+        sessions[i]->write();
       }
-      std::vector<Service::Pending*> pending;
-      pending.reserve(sessions.size());
-      for (auto& s : sessions) pending.push_back(&s->pending_);
-      auto decisions = std::make_shared<std::vector<absl::StatusOr<Decision>>>(sessions.size());
-      service.decide(pending, *decisions);
-      asio::post(*batcher.io, [&service, sessions = std::move(sessions), decisions] {
-        for (std::size_t i = 0; i < sessions.size(); ++i) {
-          service.finish(sessions[i]->pending_, (*decisions)[i], sessions[i]->res_);
-          sessions[i]->write();
-        }
-      });
-    }
+    });
   }
 
  private:
@@ -256,11 +220,8 @@ class Session : public std::enable_shared_from_this<Session> {
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     res_ = {};
     res_.version(11);
-    res_.result(status);
-    res_.set(http::field::content_type, "application/json");
-    res_.body() = fmt::format("{{\"error\": \"{}\"}}\n", message);
     res_.keep_alive(false);
-    res_.prepare_payload();
+    respond_error(res_, status, message);
     shared_->service->metrics().http_status(static_cast<int>(status));
     write();
   }
@@ -368,7 +329,10 @@ absl::Status HttpServer::start() {
   for (unsigned i = 0; i < threads_; ++i) {
     if (service_.batches()) {
       Batcher& b = *shared_->batchers[i];
-      b.thread = std::thread([&b, &service = service_] { Session::storage_thread(b, service); });
+      b.coalescer = std::make_unique<Coalescer<std::shared_ptr<Session>>>(
+          1, [&b, &service = service_](std::vector<std::shared_ptr<Session>>& batch) {
+            Session::decide_batch(b, service, batch);
+          });
     }
     accept_loop(shared_, *shared_->acceptors[i], *shared_->batchers[i]);
     workers_.emplace_back([ctx = shared_->contexts[i].get()] {
@@ -401,15 +365,7 @@ void HttpServer::join() {
   workers_.clear();
   shared_->simulations.stop();  // a running simulation finishes; queued ones are dropped
   shared_->simulations.join();
-  for (auto& b : shared_->batchers) {
-    {
-      std::lock_guard<std::mutex> lock(b->mu);
-      b->stop = true;
-    }
-    b->cv.notify_all();
-    if (b->thread.joinable()) b->thread.join();
-    b->job.clear();
-  }
+  for (auto& b : shared_->batchers) b->coalescer.reset();  // decides what it holds, posts nothing that runs
   // Destroying the contexts destroys the sessions still waiting in them (they hold `shared_`).
   auto acceptors = std::move(shared_->acceptors);
   acceptors.clear();

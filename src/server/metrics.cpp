@@ -4,22 +4,6 @@
 
 namespace floodgate::server {
 
-std::string prometheus_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::size_t Metrics::slot(const std::string& policy_name) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = slots_.find(policy_name); it != slots_.end()) return it->second;
@@ -57,47 +41,41 @@ std::uint64_t Metrics::total(std::size_t slot, Result r) const {
   return n;
 }
 
-std::string Metrics::render(const std::string& extra) const {
+void Metrics::render(PromText& out) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string out;
-  out += "# HELP floodgate_decisions_total Decisions per policy and result.\n"
-         "# TYPE floodgate_decisions_total counter\n";
+  auto sum = [&](auto field) {
+    std::uint64_t n = 0;
+    for (const auto& t : threads_) n += field(*t).load(std::memory_order_relaxed);
+    return n;
+  };
+  out.family("floodgate_decisions_total", "counter", "Decisions per policy and result.");
   static constexpr const char* kResultNames[] = {"allowed", "denied", "shadow_denied", "degraded"};
   for (std::size_t s = 0; s < names_.size(); ++s) {
     for (std::size_t r = 0; r < kResults; ++r) {
-      std::uint64_t n = 0;
-      for (const auto& t : threads_) n += t->decisions[s][r].load(std::memory_order_relaxed);
-      out += fmt::format("floodgate_decisions_total{{policy=\"{}\",result=\"{}\"}} {}\n", prometheus_escape(names_[s]),
-                         kResultNames[r], n);
+      out.sample("floodgate_decisions_total", {{"policy", names_[s]}, {"result", kResultNames[r]}},
+                 sum([&](PerThread& t) -> auto& { return t.decisions[s][r]; }));
     }
   }
-  out += "# HELP floodgate_storage_latency_seconds Time the storage took per decision.\n"
-         "# TYPE floodgate_storage_latency_seconds histogram\n";
+  out.family("floodgate_storage_latency_seconds", "histogram", "Time the storage took per call.");
   std::uint64_t cumulative = 0;
-  std::uint64_t sum_us = 0;
   for (std::size_t b = 0; b <= kLatencyBuckets.size(); ++b) {
-    for (const auto& t : threads_) cumulative += t->latency[b].load(std::memory_order_relaxed);
+    cumulative += sum([&](PerThread& t) -> auto& { return t.latency[b]; });
     const std::string le = b < kLatencyBuckets.size()
                                ? fmt::format("{:g}", static_cast<double>(kLatencyBuckets[b]) / 1e6)
                                : "+Inf";
-    out += fmt::format("floodgate_storage_latency_seconds_bucket{{le=\"{}\"}} {}\n", le, cumulative);
+    out.sample("floodgate_storage_latency_seconds_bucket", {{"le", le}}, cumulative);
   }
-  for (const auto& t : threads_) sum_us += t->latency_sum_us.load(std::memory_order_relaxed);
-  out += fmt::format("floodgate_storage_latency_seconds_sum {:g}\n", static_cast<double>(sum_us) / 1e6);
-  out += fmt::format("floodgate_storage_latency_seconds_count {}\n", cumulative);
-  out += "# HELP floodgate_http_responses_total HTTP responses by status class.\n"
-         "# TYPE floodgate_http_responses_total counter\n";
+  const auto sum_us = sum([](PerThread& t) -> auto& { return t.latency_sum_us; });
+  out.sample("floodgate_storage_latency_seconds_sum", {}, static_cast<double>(sum_us) / 1e6);
+  out.sample("floodgate_storage_latency_seconds_count", {}, cumulative);
+  out.family("floodgate_http_responses_total", "counter", "HTTP responses by status class.");
   static constexpr const char* kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
   for (std::size_t c = 0; c < 6; ++c) {
-    std::uint64_t n = 0;
-    for (const auto& t : threads_) n += t->status_class[c].load(std::memory_order_relaxed);
-    out += fmt::format("floodgate_http_responses_total{{code=\"{}\"}} {}\n", kClasses[c], n);
+    out.sample("floodgate_http_responses_total", {{"code", kClasses[c]}},
+               sum([&](PerThread& t) -> auto& { return t.status_class[c]; }));
   }
-  out += "# HELP floodgate_http_connections Open client connections.\n"
-         "# TYPE floodgate_http_connections gauge\n";
-  out += fmt::format("floodgate_http_connections {}\n", connections_.load(std::memory_order_relaxed));
-  out += extra;
-  return out;
+  out.single("floodgate_http_connections", "gauge", "Open client connections.",
+             connections_.load(std::memory_order_relaxed));
 }
 
 }  // namespace floodgate::server

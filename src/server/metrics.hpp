@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "floodgate/clock.hpp"
 #include "server/per_thread.hpp"
+#include "server/prometheus.hpp"
 
 namespace floodgate::server {
 
@@ -42,8 +43,8 @@ class Metrics {
   /// Sum over threads of one counter (for tests and the live view).
   [[nodiscard]] std::uint64_t total(std::size_t slot, Result r) const;
 
-  /// The exposition text; `extra` is appended (gauges of the storage and the server).
-  [[nodiscard]] std::string render(const std::string& extra) const;
+  /// Writes the decision, latency and HTTP families.
+  void render(PromText& out) const;
 
  private:
   struct alignas(64) PerThread {
@@ -61,8 +62,5 @@ class Metrics {
   std::vector<std::unique_ptr<PerThread>> threads_;      // guarded by mu_; never shrinks
   std::atomic<std::int64_t> connections_{0};
 };
-
-/// A Prometheus label value: backslash, double quote and newline escaped.
-[[nodiscard]] std::string prometheus_escape(std::string_view s);
 
 }  // namespace floodgate::server

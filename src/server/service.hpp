@@ -2,33 +2,32 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
-
-#include <boost/beast/http.hpp>
 
 #include "absl/container/flat_hash_map.h"
 #include "floodgate/limiter.hpp"
 #include "server/config.hpp"
+#include "server/inline_policies.hpp"
 #include "server/live.hpp"
 #include "server/metrics.hpp"
+#include "server/published.hpp"
+#include "server/responses.hpp"
 
 namespace floodgate::server {
-
-namespace http = boost::beast::http;
-using Request = http::request<http::string_body>;
-using Response = http::response<http::string_body>;
 
 /// Routes and answers the API (docs/http-api.md):
 ///   POST /v1/hit, POST /v1/test, GET /v1/stats, DELETE /v1/keys, GET /v1/auth,
 ///   GET /metrics, GET /healthz, GET /readyz; the dashboard: GET / (the page), POST /v1/simulate
-///   (a trace through several strategies on a private store), GET /v1/live (per-second counts and
-///   the most-denied keys per policy).
+///   (playground.cpp), GET /v1/live (live_view.cpp). GET routes also answer HEAD.
+/// Every decision goes through the Limiter's pipeline (floodgate/limiter.hpp); this class only
+/// resolves the policy and key of a request, applies the allow list and counts per policy.
 ///
-/// Thread-safety: `handle` and `reload` may be called from any number of threads.
+/// Thread-safety: `handle`, `prepare`, `decide`, `finish` and `reload` may be called from any
+/// number of threads.
 class Service {
  public:
   Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> storage,
@@ -56,25 +55,24 @@ class Service {
   /// finished by `finish`); false when `res` is already complete (errors, metrics, health, …).
   bool prepare(const Request& req, Response& res, Pending& pending);
 
-  /// Decides many prepared requests with one storage round trip (Storage::apply_batch), applying
-  /// each policy's fail mode to storage errors. `out` has one slot per request.
+  /// Decides many prepared requests at one time with one storage round trip
+  /// (Limiter::decide). `out` has one slot per request.
   void decide(std::span<Pending* const> pending, std::span<absl::StatusOr<Decision>> out);
 
   /// Completes the response of a prepared request from its decision.
   void finish(const Pending& pending, const absl::StatusOr<Decision>& decision, Response& res);
 
-  /// Whether the storage is worth coalescing requests for (a networked one); the memory store
-  /// answers in nanoseconds and is called directly.
+  /// Whether requests are worth coalescing (a networked storage, unless `batching: off`).
   [[nodiscard]] bool batches() const noexcept { return batches_; }
 
   /// Installs a new configuration; requests that start afterwards use it. The storage, the listen
   /// address and the thread count are not changed by a reload.
   void reload(std::shared_ptr<const Config> config);
 
-  [[nodiscard]] std::shared_ptr<const Config> config() const;
+  [[nodiscard]] std::shared_ptr<const Config> config() const { return installed_.get()->config; }
 
-  /// Text appended to `/metrics` (e.g. the gRPC service's counters). Set before serving.
-  void set_extra_metrics(std::function<std::string()> extra) { extra_metrics_ = std::move(extra); }
+  /// Families appended to `/metrics` (e.g. the gRPC service's counters). Set before serving.
+  void set_extra_metrics(std::function<void(PromText&)> extra) { extra_metrics_ = std::move(extra); }
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
   [[nodiscard]] Limiter& limiter() noexcept { return limiter_; }
 
@@ -83,42 +81,40 @@ class Service {
     std::shared_ptr<const Config> config;
     absl::flat_hash_map<std::string, std::size_t> metric_slots;  // policy name → metrics slot
   };
-  struct Target;  // a resolved policy for one request
+  using Handler = bool (Service::*)(const Request&, Response&, Pending&, const Installed&);
+  struct Route {
+    std::string_view path;
+    http::verb verb;
+    Handler handler;
+  };
+  static const Route kRoutes[];
 
-  std::shared_ptr<const Installed> current();
-  bool prepare_hit_or_test(const Request& req, Response& res, Pending& p, const Installed& in);
-  const Policy* query_target(const Request& req, Response& res, const Installed& in, std::string& key);
-  void stats(const Request& req, Response& res, const Installed& in);
-  void clear(const Request& req, Response& res, const Installed& in);
-  bool prepare_auth(const Request& req, Response& res, Pending& p, const Installed& in);
-  void readyz(Response& res, const Installed& in);
-  void simulate(const Request& req, Response& res);
-  void live(Response& res, const Installed& in);
-  absl::StatusOr<std::shared_ptr<const Policy>> inline_policy(const Config& c, std::string_view limit,
-                                                              std::string_view strategy,
-                                                              std::int64_t burst);
+  bool route_hit(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_test(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_auth(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_stats(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_clear(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_metrics(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_simulate(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_live(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_healthz(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_readyz(const Request& req, Response& res, Pending& p, const Installed& in);
+
+  bool dispatch(const Request& req, Response& res, Pending& pending, const Installed& in);
+  bool prepare_body(const Request& req, Response& res, Pending& p, const Installed& in);
+  const Policy* key_query(const Request& req, Response& res, const Installed& in, std::string& key);
+  [[nodiscard]] bool storage_degraded_recently(Micros now) const;
   void count(const Pending& p, const Decision& d, Micros now);
 
   Limiter limiter_;
-  std::shared_ptr<Storage> storage_;
   bool batches_ = false;
   Metrics metrics_;
   LiveStats live_;
   std::size_t inline_slot_;
-
-  mutable std::mutex install_mu_;
-  std::shared_ptr<const Installed> installed_;  // guarded by install_mu_
-  std::atomic<std::uint64_t> version_{0};
-
-  std::mutex inline_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<const Policy>> inline_policies_;  // inline_mu_
-
+  Published<Installed> installed_;
+  InlinePolicies inline_policies_;
   std::atomic<Micros> last_degraded_{0};
-  std::function<std::string()> extra_metrics_;
+  std::function<void(PromText&)> extra_metrics_;
 };
-
-/// The value of query parameter `name` in a request target ("/v1/auth?policy=api&key=a%20b"),
-/// percent- and '+'-decoded; nullopt if absent.
-std::optional<std::string> query_param(std::string_view target, std::string_view name);
 
 }  // namespace floodgate::server

@@ -1,0 +1,32 @@
+// The cache of inline policies (see inline_policies.hpp).
+#include "server/inline_policies.hpp"
+
+#include <fmt/format.h>
+
+namespace floodgate::server {
+
+absl::StatusOr<std::shared_ptr<const Policy>> InlinePolicies::get(std::string_view limit,
+                                                                  std::string_view strategy,
+                                                                  std::int64_t burst, std::size_t max) {
+  const std::string id = fmt::format("{}|{}|{}", strategy, limit, burst);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = policies_.find(id); it != policies_.end()) return it->second;
+  auto s = parse_strategy(strategy);
+  if (!s.ok()) return s.status();
+  PolicyOptions o;
+  o.burst = burst;
+  auto limits = parse_limits(limit);
+  if (!limits.ok()) return limits.status();
+  std::string name = fmt::format("inline {} {}", to_string(*s), to_string(*limits));
+  auto p = Policy::make(std::move(name), *s, *std::move(limits), o);
+  if (!p.ok()) return p.status();
+  if (policies_.size() >= max) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "more than {} distinct inline limits are in use: configure a policy instead", max));
+  }
+  auto shared = std::make_shared<const Policy>(*std::move(p));
+  policies_.emplace(id, shared);
+  return shared;
+}
+
+}  // namespace floodgate::server

@@ -1,0 +1,65 @@
+// Parsing the HTTP API's requests: pure functions from text to values, with the message a client
+// gets in its 400 (tested in-process by service_test).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "floodgate/replay.hpp"
+#include "floodgate/simulate.hpp"
+
+namespace floodgate::server {
+
+/// The longest user key any endpoint accepts, in bytes.
+inline constexpr std::size_t kMaxKeyBytes = 1024;
+
+/// The path of a request target, without its query ("/v1/auth?policy=a" → "/v1/auth").
+[[nodiscard]] std::string_view path_of(std::string_view target);
+
+/// Percent- and '+'-decoding of a query component; a '%' not followed by two hex digits is kept.
+[[nodiscard]] std::string url_decode(std::string_view s);
+
+/// The decoded value of query parameter `name` in a target ("/v1/auth?policy=api&key=a%20b"),
+/// nullopt if absent.
+[[nodiscard]] std::optional<std::string> query_param(std::string_view target, std::string_view name);
+
+/// The body of POST /v1/hit and /v1/test.
+struct DecisionBody {
+  std::string key;
+  std::int64_t cost = 1;
+  std::optional<std::string> policy;  ///< a configured policy, or else:
+  std::string limit;                  ///< an inline limit ("10/minute")
+  std::string strategy = "gcra";      ///< its strategy
+  std::int64_t burst = 0;             ///< its burst (0: the amount)
+};
+/// Errors: InvalidArgument with the client's message (not JSON, missing or empty key, a key over
+/// kMaxKeyBytes, cost outside [0, 2^53], neither policy nor limit, wrong types).
+absl::StatusOr<DecisionBody> parse_decision_body(std::string_view body);
+
+/// `?policy=NAME&key=KEY` of GET /v1/stats and DELETE /v1/keys.
+struct KeyQuery {
+  std::string policy;
+  std::string key;
+};
+/// Errors: InvalidArgument (a missing or empty parameter, a key over kMaxKeyBytes).
+absl::StatusOr<KeyQuery> parse_key_query(std::string_view target);
+
+/// A key taken from a header or query parameter: non-empty and at most kMaxKeyBytes. `what` names
+/// where it came from in the error.
+absl::Status check_key(std::string_view key, std::string_view what);
+
+/// The body of POST /v1/simulate.
+struct SimulateBody {
+  SimulateOptions options;
+  std::vector<TraceEvent> trace;
+  std::size_t from = 0;  ///< decisions before this index are computed but not returned
+};
+/// Errors: InvalidArgument naming the field (and the trace index of a bad request).
+absl::StatusOr<SimulateBody> parse_simulate_body(std::string_view body);
+
+}  // namespace floodgate::server

@@ -1,0 +1,44 @@
+// Building the HTTP API's responses (see responses.hpp).
+#include "server/responses.hpp"
+
+#include "floodgate/headers.hpp"
+#include "server/json_out.hpp"
+
+namespace floodgate::server {
+
+void respond(Response& res, http::status status, std::string body, std::string_view content_type) {
+  res.result(status);
+  res.set(http::field::content_type, content_type);
+  res.body() = std::move(body);
+  res.prepare_payload();
+}
+
+void respond_error(Response& res, http::status status, std::string_view message) {
+  JsonOut j;
+  j.begin_object().key("error").str(message).end();
+  respond(res, status, j.take());
+}
+
+void respond_error(Response& res, http::status status, const absl::Status& error) {
+  respond_error(res, status, std::string_view(error.message().data(), error.message().size()));
+}
+
+std::string decision_json(const Policy& policy, const Decision& d, bool shadow_denied) {
+  JsonOut j;
+  j.begin_object();
+  j.key("allowed").boolean(d.allowed || shadow_denied);
+  j.key("limit").num(d.limit).key("remaining").num(d.remaining);
+  j.key("reset_after").seconds(d.reset_after).key("retry_after").seconds(d.retry_after);
+  j.key("delay").seconds(d.delay).key("policy").str(policy.name());
+  j.key("degraded").boolean(d.degraded).key("shadow_denied").boolean(shadow_denied);
+  return j.end().take();
+}
+
+void set_rate_limit_headers(Response& res, const Policy& policy, const Decision& d, bool shadow) {
+  for (auto& [name, value] : rate_limit_headers(policy, d)) {
+    if (shadow && name == "Retry-After") continue;
+    res.set(name, value);
+  }
+}
+
+}  // namespace floodgate::server

@@ -1,0 +1,35 @@
+// Building the HTTP API's responses: status, content type, JSON bodies and the rate-limit headers.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <boost/beast/http.hpp>
+
+#include "absl/status/status.h"
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+
+namespace floodgate::server {
+
+namespace http = boost::beast::http;
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+/// Sets status, Content-Type and body (and Content-Length).
+void respond(Response& res, http::status status, std::string body,
+             std::string_view content_type = "application/json");
+/// A JSON error body: {"error": "<message>"}.
+void respond_error(Response& res, http::status status, std::string_view message);
+/// The same with an error's message.
+void respond_error(Response& res, http::status status, const absl::Status& error);
+
+/// The JSON body of a decision (docs/http-api.md): allowed, limit, remaining, reset_after,
+/// retry_after, delay, policy, degraded, shadow_denied.
+[[nodiscard]] std::string decision_json(const Policy& policy, const Decision& d, bool shadow_denied);
+
+/// RateLimit-Policy, RateLimit, X-RateLimit-* and Retry-After (not for a shadow denial, which
+/// lets the request through).
+void set_rate_limit_headers(Response& res, const Policy& policy, const Decision& d, bool shadow);
+
+}  // namespace floodgate::server

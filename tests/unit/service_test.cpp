@@ -1,0 +1,148 @@
+// The HTTP service in process, without sockets: routes, request parsing, responses, and that every
+// decision (and every degraded one) is counted by the one pipeline.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "floodgate/memory_storage.hpp"
+#include "server/requests.hpp"
+#include "server/service.hpp"
+#include "support/switchable_storage.hpp"
+
+namespace floodgate::server {
+namespace {
+
+constexpr Micros kSec = kMicrosPerSecond;
+
+using floodgate::testing::SwitchableStorage;
+
+std::shared_ptr<const Config> config(const std::string& policies) {
+  auto c = parse_config("storage: memory\ninline_limits: true\npolicies:\n" + policies, "test.yaml");
+  EXPECT_TRUE(c.ok()) << c.status();
+  return std::make_shared<const Config>(*c);
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
+  std::shared_ptr<SwitchableStorage> storage = std::make_shared<SwitchableStorage>();
+  Service service{config("  - {name: api, strategy: fixed-window, limit: 2/hour}\n"
+                         "  - {name: login, strategy: gcra, limit: 1/hour, fail: closed}\n"
+                         "  - {name: web, strategy: fixed-window, limit: 1/hour, key: {query: user}}\n"),
+                  storage, clock};
+
+  Response call(http::verb verb, std::string target, std::string body = "") {
+    Request req{verb, target, 11};
+    req.body() = std::move(body);
+    req.prepare_payload();
+    Response res;
+    service.handle(req, res);
+    return res;
+  }
+  Response hit(std::string_view policy, std::string_view key) {
+    return call(http::verb::post, "/v1/hit",
+                boost::json::serialize(boost::json::object{{"policy", policy}, {"key", key}}));
+  }
+  std::string metrics() { return call(http::verb::get, "/metrics").body(); }
+  static std::uint64_t metric(const std::string& text, std::string_view line_start) {
+    const std::size_t at = text.find("\n" + std::string(line_start) + " ");
+    EXPECT_NE(at, std::string::npos) << line_start;
+    return at == std::string::npos ? 0 : std::stoull(text.substr(at + line_start.size() + 2));
+  }
+};
+
+TEST_F(ServiceTest, RoutesAnswerUnknownPathsWrongMethodsAndHead) {
+  EXPECT_EQ(call(http::verb::get, "/nope").result_int(), 404);
+  const Response wrong = call(http::verb::get, "/v1/hit");
+  EXPECT_EQ(wrong.result_int(), 405);
+  EXPECT_EQ(wrong[http::field::allow], "POST");
+  const Response head = call(http::verb::head, "/healthz");
+  EXPECT_EQ(head.result_int(), 200);
+  EXPECT_TRUE(head.body().empty());
+  EXPECT_EQ(head[http::field::content_length], "3");  // that of "ok\n"
+  EXPECT_EQ(call(http::verb::post, "/healthz").result_int(), 405);
+}
+
+TEST_F(ServiceTest, HitAnswersJsonAndHeadersThenTooManyRequests) {
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(hit("api", "u").result_int(), 200);
+  const Response denied = hit("api", "u");
+  EXPECT_EQ(denied.result_int(), 429);
+  const auto body = boost::json::parse(denied.body()).as_object();
+  EXPECT_FALSE(body.at("allowed").as_bool());
+  EXPECT_EQ(body.at("limit").as_int64(), 2);
+  EXPECT_EQ(body.at("policy").as_string(), "api");
+  EXPECT_FALSE(denied[http::field::retry_after].empty());
+}
+
+TEST_F(ServiceTest, RequestParsingGivesTheClientsMessage) {
+  EXPECT_EQ(parse_decision_body("[]").status().message(), "the body must be a JSON object");
+  EXPECT_EQ(parse_decision_body(R"({"key": ""})").status().message(), "\"key\" must be a non-empty string");
+  EXPECT_EQ(parse_decision_body(R"({"key": "k", "cost": -1, "policy": "a"})").status().message(),
+            "\"cost\" must be a whole number from 0 to 2^53");
+  EXPECT_NE(parse_decision_body(R"({"key": "k"})").status().message().find("inline \"limit\""),
+            absl::string_view::npos);
+  const auto inl = parse_decision_body(R"({"key": "k", "limit": "5/minute", "strategy": "token-bucket", "burst": 9})");
+  ASSERT_TRUE(inl.ok());
+  EXPECT_EQ(inl->limit, "5/minute");
+  EXPECT_EQ(inl->burst, 9);
+  EXPECT_EQ(query_param("/v1/auth?policy=a&key=a%20b+c", "key"), "a b c");
+  EXPECT_EQ(query_param("/v1/auth?policy=a", "key"), std::nullopt);
+}
+
+TEST_F(ServiceTest, EveryEndpointTakesKeysOfTheSameLength) {
+  const std::string longest(kMaxKeyBytes, 'k');
+  const std::string longer(kMaxKeyBytes + 1, 'k');
+  EXPECT_EQ(hit("api", longest).result_int(), 200);
+  EXPECT_EQ(hit("api", longer).result_int(), 400);
+  EXPECT_EQ(call(http::verb::get, "/v1/stats?policy=api&key=" + longest).result_int(), 200);
+  EXPECT_EQ(call(http::verb::get, "/v1/stats?policy=api&key=" + longer).result_int(), 400);
+  EXPECT_EQ(call(http::verb::delete_, "/v1/keys?policy=api&key=" + longer).result_int(), 400);
+}
+
+// Keys reach the live view from query strings (any bytes, percent-encoded) and are cut to
+// TopKeys::kMaxKeyBytes, possibly inside a character: the JSON stays valid UTF-8 either way.
+TEST_F(ServiceTest, TheLiveViewIsValidUtf8JsonWhateverBytesAKeyHas) {
+  for (int i = 0; i < 2; ++i) (void)call(http::verb::get, "/v1/auth?policy=web&user=caf%C3%FF%E2%82");
+  const std::string cut = std::string(TopKeys::kMaxKeyBytes - 1, 'a') + "\xC3\xA9";  // é across the cut
+  for (int i = 0; i < 3; ++i) (void)hit("api", cut);
+  const Response live = call(http::verb::get, "/v1/live");
+  ASSERT_EQ(live.result_int(), 200);
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(live.body(), ec);  // validates UTF-8
+  ASSERT_FALSE(ec) << ec.message() << "\n" << live.body();
+  const auto& policies = v.at("policies").as_array();
+  const auto& api_top = policies.at(0).at("top_denied").as_array();
+  ASSERT_EQ(api_top.size(), 1u);
+  EXPECT_EQ(api_top[0].at("key").as_string(), std::string(TopKeys::kMaxKeyBytes - 1, 'a') + "\xEF\xBF\xBD");
+  const auto& web_top = policies.at(2).at("top_denied").as_array();
+  ASSERT_EQ(web_top.size(), 1u);
+  EXPECT_EQ(web_top[0].at("key").as_string(), "caf\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a byte each
+}
+
+// Issue: the live view's degraded total counted only Limiter::hit calls, while the HTTP path
+// decided around it. Now every degraded decision is counted by the one pipeline.
+TEST_F(ServiceTest, DegradedTotalsAgreeBetweenTheLiveViewThePoliciesAndMetrics) {
+  (void)hit("api", "a");
+  storage->failure = absl::UnavailableError("storage down");
+  int denied = 0;
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_EQ(hit("api", "k" + std::to_string(i)).result_int(), 200);  // fail open
+    denied += hit("login", "k").result_int() == 429 ? 1 : 0;          // fail closed
+  }
+  EXPECT_EQ(denied, 7);
+  const auto live = boost::json::parse(call(http::verb::get, "/v1/live").body());
+  const std::uint64_t total = live.at("storage").at("degraded_total").to_number<std::uint64_t>();
+  std::uint64_t per_policy = 0;
+  for (const auto& p : live.at("policies").as_array()) per_policy += p.at("totals").at("degraded").to_number<std::uint64_t>();
+  const std::string text = metrics();
+  EXPECT_EQ(total, 14u);
+  EXPECT_EQ(per_policy, total);
+  EXPECT_EQ(metric(text, "floodgate_storage_degraded_total"), total);
+  EXPECT_EQ(metric(text, "floodgate_decisions_total{policy=\"api\",result=\"degraded\"}") +
+                metric(text, "floodgate_decisions_total{policy=\"login\",result=\"degraded\"}"),
+            total);
+  EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503);  // a fail-closed policy's store is down
+}
+
+}  // namespace
+}  // namespace floodgate::server
