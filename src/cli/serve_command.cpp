@@ -153,9 +153,9 @@ int run(const ServeArgs& args) {
     }
     server::RlsLimits limits = rls_limits(installed->rls);
     limits.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
-    rls = std::make_unique<server::RlsService>(*storage, SystemClock::instance(), limits);
+    rls = std::make_unique<server::RlsService>(service.limiter(), limits);  // one pipeline for both
     rls->reload(*rules);
-    service.set_extra_metrics([r = rls.get()] { return r->metrics().render(); });
+    service.set_extra_metrics([r = rls.get()](server::PromText& out) { r->metrics().render(out); });
     grpc = std::make_unique<server::GrpcServer>(*rls, installed->rls.listen_host, installed->rls.listen_port);
     if (auto s = grpc->start(); !s.ok()) {
       std::cerr << "floodgate serve: " << s.message() << "\n";

@@ -2,16 +2,11 @@
 // response message and a status out. The gRPC server (grpc_server.hpp) is a thin shell around it.
 #pragma once
 
-#include <array>
-#include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <grpcpp/support/status.h>
@@ -19,8 +14,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "floodgate/clock.hpp"
-#include "floodgate/storage.hpp"
+#include "floodgate/limiter.hpp"
+#include "server/coalescer.hpp"
+#include "server/published.hpp"
 #include "server/rls_config.hpp"
+#include "server/rls_metrics.hpp"
 
 namespace floodgate::server {
 
@@ -44,59 +42,35 @@ struct RlsLimits {
   unsigned batch_threads = 2;
 };
 
-/// Per-rule counters in envoyproxy/ratelimit's terms (hits, not requests), labelled by domain and
-/// rule (the descriptor key path), never by a request's values — except for rules with
-/// `detailed_metric`, whose values are part of the label up to kMaxSeries series in all; beyond
-/// that they count under their rule's own label.
-///
-/// Thread-safety: all methods are thread-safe.
-class RlsMetrics {
- public:
-  enum Counter : std::uint8_t { kTotalHits, kOverLimit, kNearLimit, kWithinLimit, kShadowMode, kDegraded, kCounters };
-  static constexpr std::size_t kMaxSeries = 1024;
-
-  /// The slot of (domain, rule), registered on first use; nullopt when the bound is reached.
-  std::optional<std::size_t> slot(const std::string& domain, const std::string& rule);
-  void add(std::size_t slot, Counter c, std::uint64_t n) noexcept {
-    counters_[slot][c].fetch_add(n, std::memory_order_relaxed);
-  }
-  [[nodiscard]] std::uint64_t get(std::size_t slot, Counter c) const noexcept {
-    return counters_[slot][c].load(std::memory_order_relaxed);
-  }
-  /// Prometheus text: floodgate_rls_<counter>_total{domain="…",rule="…"}.
-  [[nodiscard]] std::string render() const;
-
- private:
-  mutable std::mutex mu_;
-  absl::flat_hash_map<std::string, std::size_t> slots_;  // guarded by mu_; "domain\0rule"
-  std::vector<std::pair<std::string, std::string>> names_;  // guarded by mu_
-  std::array<std::array<std::atomic<std::uint64_t>, kCounters>, kMaxSeries> counters_{};
-};
-
 /// Answers ShouldRateLimit following envoyproxy/ratelimit's documented behaviour:
-/// - each descriptor's entries walk the domain's tree; at each level a key+value node wins over a
-///   key-only node (the default for any value); the rule is the last entry's node's rate_limit;
-///   no match (or an unknown domain) → OK with no current_limit;
+/// - each descriptor's entries walk the domain's tree (RlsDomain::match); at each level a
+///   key+value node wins over a wildcard value, which wins over a key-only node (the default for
+///   any value); the rule is the last entry's node's rate_limit; no match (or an unknown domain)
+///   → OK with no current_limit;
 /// - a descriptor's `limit` override replaces the rule's limit (same algorithm, own state);
 /// - hits: the descriptor's hits_addend, else the request's; 0 means 1;
 /// - any descriptor over limit → OVER_LIMIT overall, and no descriptor is charged: one
-///   descriptor is one atomic storage call; several are one Storage::apply_group, all or nothing,
-///   under striped locks of their keys (atomic across processes on Redis; docs/envoy.md);
+///   descriptor is one atomic storage call; several are one Limiter::decide_group, all or nothing
+///   (atomic across processes on a single Redis; docs/envoy.md);
 /// - shadow_mode rules answer OK but count as over limit (and shadow) in metrics;
 /// - `replaces`: a matched rule named in another matched rule's `replaces` is not applied;
 /// - limit_remaining saturates at 2^32−1; duration_until_reset is the decision's reset_after;
-/// - storage failure: the rule's fail mode (open: OK, closed: OVER_LIMIT).
+/// - storage failure: the rule's fail mode (open: OK, closed: OVER_LIMIT), decided by the Limiter.
 ///
 /// Thread-safety: `should_rate_limit` and `reload` may be called from any number of threads.
 class RlsService {
  public:
+  /// Decides through `limiter`, which must outlive the service (shared with the HTTP service,
+  /// so one pipeline decides and counts for both).
+  RlsService(Limiter& limiter, RlsLimits limits);
+  /// With a Limiter of its own over `storage`.
   RlsService(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> clock, RlsLimits limits);
   /// Finishes the queued requests (calling their `done`), then stops the storage threads.
   ~RlsService();
 
   /// Installs rules; requests that start afterwards use them.
   void reload(std::shared_ptr<const RlsConfig> config);
-  [[nodiscard]] std::shared_ptr<const RlsConfig> config() const;
+  [[nodiscard]] std::shared_ptr<const RlsConfig> config() const { return installed_.get()->config; }
 
   /// Fills `response`; a non-OK status (INVALID_ARGUMENT naming the problem) means `response` is
   /// not to be sent.
@@ -113,13 +87,14 @@ class RlsService {
   [[nodiscard]] const RlsLimits& limits() const noexcept { return limits_; }
   [[nodiscard]] RlsMetrics& metrics() noexcept { return metrics_; }
 
+  struct Item;      // one descriptor of a request (implementation detail: rls_items.hpp)
+  struct Prepared;  // a request between matching and deciding (likewise)
+
  private:
   struct Installed {
     std::shared_ptr<const RlsConfig> config;
     absl::flat_hash_map<const RlsRule*, std::size_t> slots;
   };
-  struct Item;      // one descriptor of a request (rls.cpp)
-  struct Prepared;  // a request between matching and deciding (rls.cpp)
   struct Job {
     std::unique_ptr<Prepared> prepared;
     rlsv3::RateLimitResponse* response;
@@ -128,32 +103,23 @@ class RlsService {
 
   grpc::Status validate(const rlsv3::RateLimitRequest& request) const;
   grpc::Status prepare(const rlsv3::RateLimitRequest& request, Prepared& p);
+  grpc::Status resolve(const rlsv3::RateLimitRequest& request, int i, const RlsDomain& domain,
+                       const Installed& in, Item& it);
   void decide(Prepared& p);
-  void respond(Prepared& p, rlsv3::RateLimitResponse& response);
-  void batch_worker();
-  std::shared_ptr<const Installed> current() const;
+  grpc::Status respond(Prepared& p, rlsv3::RateLimitResponse& response);
+  void decide_jobs(std::vector<Job>& jobs);
   std::shared_ptr<const Policy> override_policy(const RlsDomain& domain, const RlsRule* rule,
                                                 std::uint32_t requests_per_unit, RlsUnit unit);
   void count(const Item& item, const Decision& d, bool charged);
 
-  std::shared_ptr<Storage> storage_;
-  std::shared_ptr<const Clock> clock_;
+  std::unique_ptr<Limiter> own_limiter_;  // with the storage constructor only
+  Limiter& limiter_;
   RlsLimits limits_;
   RlsMetrics metrics_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const Installed> installed_;  // guarded by mu_
+  Published<Installed> installed_;
   std::mutex overrides_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const Policy>> overrides_;  // overrides_mu_
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::vector<Job> queue_;  // guarded by queue_mu_
-  bool stopping_ = false;   // guarded by queue_mu_
-  std::vector<std::thread> workers_;
-  // Without batching (the memory store), every decision holds the stripes of its keys, taken in
-  // order, from its test to its charge: a multi-descriptor request is then all-or-nothing against
-  // every other request of this process.
-  static constexpr std::size_t kStripes = 256;
-  std::array<std::mutex, kStripes> stripes_;
+  std::unique_ptr<Coalescer<Job>> coalescer_;  // with batching; last, so it is destroyed first
 };
 
 }  // namespace floodgate::server

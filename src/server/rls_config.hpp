@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -61,12 +62,29 @@ struct RlsNode {
   };
   std::vector<Wildcard> wildcards;
   std::unique_ptr<RlsRule> rule;  ///< null: no rate_limit at this node
+
+  /// The child an entry leads to: key+value, else the first wildcard whose prefix fits, else the
+  /// key-only default; null when none (rls_match.cpp).
+  [[nodiscard]] const RlsNode* child(std::string_view key, std::string_view value) const;
 };
 
 struct RlsDomain {
   std::string domain;
   std::string source;  ///< the file it came from
   RlsNode root;
+
+  /// The rule of a descriptor (a range of entries with key() and value()): its entries walk the
+  /// tree, the most specific child at each level (RlsNode::child); the rule is the last entry's
+  /// node's rate_limit. Null when an entry finds no child or that node has no rule.
+  template <class Entries>
+  [[nodiscard]] const RlsRule* match(const Entries& entries) const {
+    const RlsNode* node = &root;
+    for (const auto& e : entries) {
+      node = node->child(e.key(), e.value());
+      if (node == nullptr) return nullptr;
+    }
+    return node->rule.get();
+  }
 };
 
 /// All domains of an --rls-config directory. Immutable once loaded.

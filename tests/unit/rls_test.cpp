@@ -296,7 +296,9 @@ TEST_F(Rls, Example4ShadowModeAnswersOkAndCounts) {
   EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kOverLimit), 3u);
   EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kShadowMode), 3u);
   EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kNearLimit), 1u);  // remaining 0 of 5 (< 20 %)
-  EXPECT_NE(service_->metrics().render().find(
+  PromText text;
+  service_->metrics().render(text);
+  EXPECT_NE(text.take().find(
                 "floodgate_rls_shadow_mode_total{domain=\"example_shadow\",rule=\"key1_value1.subkey1\"} 3"),
             std::string::npos);
 }

@@ -1,0 +1,109 @@
+// Answering a decided gRPC rate-limit request: a status per descriptor, the overall code, the
+// per-rule counters and the optional rate-limit headers of the most constraining descriptor.
+#include <algorithm>
+#include <limits>
+
+#include "floodgate/headers.hpp"
+#include "server/rls_items.hpp"
+
+namespace floodgate::server {
+
+namespace {
+
+void set_duration(google::protobuf::Duration& out, Micros us) {
+  if (us < 0) us = 0;
+  out.set_seconds(us / kMicrosPerSecond);
+  out.set_nanos(static_cast<std::int32_t>((us % kMicrosPerSecond) * 1000));
+}
+
+bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
+
+// The decision of a block-list rule (requests_per_unit 0): always over, until the unit's end.
+Decision deny_all(RlsUnit unit, Micros now) {
+  const Micros period = rls_unit_period(unit);
+  Decision d;
+  d.allowed = false;
+  d.period = period;
+  d.reset_after = period - now % period;
+  d.retry_after = kNever;
+  return d;
+}
+
+void fill_status(const RlsService::Item& it, const Decision& d, bool denied, rlsv3::RateLimitResponse::DescriptorStatus& status);
+
+}  // namespace
+
+void RlsService::count(const Item& it, const Decision& d, bool charged) {
+  if (it.slot >= RlsMetrics::kMaxSeries) return;
+  const auto hits = static_cast<std::uint64_t>(it.hits);
+  metrics_.add(it.slot, RlsMetrics::kTotalHits, hits);
+  if (d.degraded) {
+    metrics_.add(it.slot, RlsMetrics::kDegraded, hits);
+  } else if (!d.allowed) {
+    metrics_.add(it.slot, RlsMetrics::kOverLimit, hits);
+    if (it.shadow) metrics_.add(it.slot, RlsMetrics::kShadowMode, hits);
+  } else if (charged) {
+    metrics_.add(it.slot, RlsMetrics::kWithinLimit, hits);
+    if (d.remaining * 5 < d.limit) metrics_.add(it.slot, RlsMetrics::kNearLimit, hits);
+  }
+}
+
+grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response) {
+  for (std::size_t i = 0; i < p.batch.size(); ++i) {
+    if (!p.results[i].ok()) {  // a request the storage refuses as invalid (never a storage failure)
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(p.results[i].status().message()));
+    }
+  }
+  const Item* constraining = nullptr;
+  bool overall_over = false;
+  for (Item& it : p.items) {
+    auto* status = response.add_statuses();
+    status->set_code(rlsv3::RateLimitResponse::OK);
+    if (it.rule == nullptr && it.policy == nullptr && !it.deny_all) continue;  // no match
+    if (it.rule != nullptr && it.rule->unlimited && it.policy == nullptr && !it.deny_all) {
+      status->set_limit_remaining(std::numeric_limits<std::uint32_t>::max());
+      continue;
+    }
+    it.decision = it.deny_all ? deny_all(it.unit, p.now) : *p.results[it.result];
+    count(it, it.decision, p.charged);
+    const bool denied = blocks(it.shadow, it.decision);
+    overall_over = overall_over || denied;
+    fill_status(it, it.decision, denied, *status);
+    if (it.policy == nullptr) continue;
+    const bool was_denied = constraining != nullptr && blocks(constraining->shadow, constraining->decision);
+    if (constraining == nullptr || (denied && !was_denied) ||
+        (denied == was_denied && it.decision.remaining < constraining->decision.remaining)) {
+      constraining = &it;
+    }
+  }
+  response.set_overall_code(overall_over ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
+  if (limits_.response_headers && constraining != nullptr) {
+    Decision d = constraining->decision;
+    if (constraining->shadow) d.allowed = true;
+    for (auto& [name, value] : rate_limit_headers(*constraining->policy, d)) {
+      auto* h = response.add_response_headers_to_add();
+      h->set_key(name);
+      h->set_value(value);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+namespace {
+
+void fill_status(const RlsService::Item& it, const Decision& d, bool denied,
+                 rlsv3::RateLimitResponse::DescriptorStatus& status) {
+  status.set_code(denied ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
+  auto* limit = status.mutable_current_limit();
+  if (it.rule != nullptr) limit->set_name(it.rule->name);
+  limit->set_requests_per_unit(it.requests_per_unit);
+  limit->set_unit(static_cast<rlsv3::RateLimitResponse::RateLimit::Unit>(it.unit));
+  const std::int64_t remaining = std::max<std::int64_t>(0, d.remaining);
+  status.set_limit_remaining(static_cast<std::uint32_t>(
+      std::min<std::int64_t>(remaining, std::numeric_limits<std::uint32_t>::max())));
+  set_duration(*status.mutable_duration_until_reset(), d.reset_after);
+}
+
+}  // namespace
+
+}  // namespace floodgate::server
