@@ -57,12 +57,12 @@ std::string Endpoint::name() const {
   return fmt::format("{}:{}", host, port);
 }
 
-std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& url) {
-  RedisOptions o;
+namespace {
+
+// The servers of a URL, by scheme: false for a scheme that is not Redis's.
+absl::StatusOr<bool> parse_servers(const StorageUrl& url, RedisOptions& o) {
   if (url.scheme == "redis") {
-    if (url.hosts.find(',') != std::string::npos) {
-      return bad(url, "one host expected (use redis-cluster:// for several)");
-    }
+    if (url.hosts.find(',') != std::string::npos) return bad(url, "one host expected (use redis-cluster:// for several)");
     auto e = parse_host_port(url, url.hosts, 6379);
     if (!e.ok()) return e.status();
     o.seeds.push_back(*e);
@@ -74,16 +74,13 @@ std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& ur
       o.db = static_cast<int>(db);
     }
   } else if (url.scheme == "redis+unix") {
-    if (!url.hosts.empty() || url.path.empty()) {
-      return bad(url, "expected redis+unix:///path/to/socket");
-    }
+    if (!url.hosts.empty() || url.path.empty()) return bad(url, "expected redis+unix:///path/to/socket");
     Endpoint e;
     e.unix_path = url.path;
     o.seeds.push_back(e);
   } else if (url.scheme == "redis-cluster") {
     o.cluster = true;
-    std::string_view rest = url.hosts;
-    while (true) {
+    for (std::string_view rest = url.hosts;;) {
       const std::size_t comma = rest.find(',');
       auto e = parse_host_port(url, rest.substr(0, comma), 6379);
       if (!e.ok()) return e.status();
@@ -91,79 +88,76 @@ std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& ur
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
     }
-    if (!url.path.empty() && url.path != "/") {
-      return bad(url, "a cluster has no databases (drop the path)");
-    }
+    if (!url.path.empty() && url.path != "/") return bad(url, "a cluster has no databases (drop the path)");
   } else {
-    return std::nullopt;
+    return false;
   }
+  return true;
+}
+
+using std::chrono::milliseconds;
+
+// The whole-number options: name, range, and where the value goes.
+struct NumericOption {
+  std::string_view name;
+  long long min;
+  long long max;
+  void (*set)(RedisOptions&, long long);
+};
+constexpr NumericOption kNumericOptions[] = {
+    {"connect_timeout_ms", 1, 600000, [](RedisOptions& o, long long n) { o.connect_timeout = milliseconds(n); }},
+    {"timeout_ms", 1, 600000, [](RedisOptions& o, long long n) { o.timeout = milliseconds(n); }},
+    {"pool", 1, 1024, [](RedisOptions& o, long long n) { o.pool = static_cast<std::size_t>(n); }},
+    {"breaker_failures", 1, 1000000, [](RedisOptions& o, long long n) { o.breaker_failures = static_cast<int>(n); }},
+    {"breaker_cooldown_ms", 1, 3600000, [](RedisOptions& o, long long n) { o.breaker_cooldown = milliseconds(n); }},
+    {"client_ttl_slack_ms", 0, 86400000, [](RedisOptions& o, long long n) { o.client_ttl_slack = milliseconds(n); }},
+    {"backoff_min_ms", 1, 3600000, [](RedisOptions& o, long long n) { o.backoff_min = milliseconds(n); }},
+    {"backoff_max_ms", 1, 3600000, [](RedisOptions& o, long long n) { o.backoff_max = milliseconds(n); }},
+};
+
+absl::Status parse_option(const StorageUrl& url, const std::string& name, const std::string& value,
+                          RedisOptions& o) {
+  for (const NumericOption& opt : kNumericOptions) {
+    if (opt.name != name) continue;
+    long long n = 0;
+    if (!to_int(value, n) || n < opt.min || n > opt.max) {
+      return bad(url, fmt::format("option {}={} must be a whole number from {} to {}", name, value, opt.min, opt.max));
+    }
+    opt.set(o, n);
+    return absl::OkStatus();
+  }
+  if (name == "prefix") {
+    if (value.find_first_of("{}") != std::string::npos) {
+      return bad(url, "option prefix may not contain '{' or '}' (they would change the hash tag)");
+    }
+    o.prefix = value;
+  } else if (name == "clock") {
+    if (value != "client" && value != "redis") return bad(url, fmt::format("option clock={} must be redis or client", value));
+    o.client_clock = value == "client";
+  } else {
+    return bad(url, fmt::format("unknown option \"{}\" (redis takes connect_timeout_ms, timeout_ms, pool, prefix, "
+                                "clock, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, "
+                                "backoff_min_ms, backoff_max_ms)",
+                                name));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& url) {
+  RedisOptions o;
+  auto known = parse_servers(url, o);
+  if (!known.ok()) return known.status();
+  if (!*known) return std::nullopt;
   o.user = url.user;
   o.password = url.password;
   if (!o.user.empty() && o.password.empty()) {
     o.password = o.user;  // redis://password@host, as redis-cli takes it
     o.user.clear();
   }
-  for (const auto& option : url.query) {
-    const std::string& name = option.first;  // (clang 14 cannot capture structured bindings)
-    const std::string& value = option.second;
-    long long n = 0;
-    const bool numeric = to_int(value, n);
-    auto positive = [&](long long max) -> absl::Status {
-      if (!numeric || n < 1 || n > max) {
-        return bad(url, fmt::format("option {}={} must be a whole number from 1 to {}", name,
-                                    value, max));
-      }
-      return absl::OkStatus();
-    };
-    absl::Status s;
-    if (name == "connect_timeout_ms") {
-      s = positive(600000);
-      o.connect_timeout = std::chrono::milliseconds(n);
-    } else if (name == "timeout_ms") {
-      s = positive(600000);
-      o.timeout = std::chrono::milliseconds(n);
-    } else if (name == "pool") {
-      s = positive(1024);
-      o.pool = static_cast<std::size_t>(n);
-    } else if (name == "breaker_failures") {
-      s = positive(1000000);
-      o.breaker_failures = static_cast<int>(n);
-    } else if (name == "breaker_cooldown_ms") {
-      s = positive(3600000);
-      o.breaker_cooldown = std::chrono::milliseconds(n);
-    } else if (name == "client_ttl_slack_ms") {
-      s = numeric && n >= 0 && n <= 86400000
-              ? absl::OkStatus()
-              : bad(url, fmt::format("option {}={} must be a whole number from 0 to 86400000",
-                                     name, value));
-      o.client_ttl_slack = std::chrono::milliseconds(n);
-    } else if (name == "backoff_min_ms") {
-      s = positive(3600000);
-      o.backoff_min = std::chrono::milliseconds(n);
-    } else if (name == "backoff_max_ms") {
-      s = positive(3600000);
-      o.backoff_max = std::chrono::milliseconds(n);
-    } else if (name == "prefix") {
-      if (value.find_first_of("{}") != std::string::npos) {
-        s = bad(url, "option prefix may not contain '{' or '}' (they would change the hash tag)");
-      }
-      o.prefix = value;
-    } else if (name == "clock") {
-      if (value == "client") {
-        o.client_clock = true;
-      } else if (value == "redis") {
-        o.client_clock = false;
-      } else {
-        s = bad(url, fmt::format("option clock={} must be redis or client", value));
-      }
-    } else {
-      s = bad(url, fmt::format(
-                       "unknown option \"{}\" (redis takes connect_timeout_ms, timeout_ms, pool, "
-                       "prefix, clock, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, backoff_min_ms, "
-                       "backoff_max_ms)",
-                       name));
-    }
-    if (!s.ok()) return s;
+  for (const auto& [name, value] : url.query) {
+    if (auto s = parse_option(url, name, value, o); !s.ok()) return s;
   }
   if (o.backoff_max < o.backoff_min) o.backoff_max = o.backoff_min;
   return o;
@@ -190,70 +184,6 @@ int key_slot(std::string_view key) noexcept {
     }
   }
   return crc16(key) & (kSlots - 1);
-}
-
-std::optional<Redirect> parse_redirect(std::string_view error) {
-  Redirect r;
-  if (error.starts_with("MOVED ")) {
-    error.remove_prefix(6);
-  } else if (error.starts_with("ASK ")) {
-    r.ask = true;
-    error.remove_prefix(4);
-  } else {
-    return std::nullopt;
-  }
-  const std::size_t space = error.find(' ');
-  long long slot = 0;
-  if (space == std::string_view::npos || !to_int(error.substr(0, space), slot) || slot < 0 ||
-      slot >= kSlots) {
-    return std::nullopt;
-  }
-  r.slot = static_cast<int>(slot);
-  const std::string_view where = error.substr(space + 1);
-  const std::size_t colon = where.rfind(':');
-  long long port = 0;
-  if (colon == std::string_view::npos || !to_int(where.substr(colon + 1), port) || port < 1 ||
-      port > 65535) {
-    return std::nullopt;
-  }
-  std::string_view host = where.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  r.target.host = std::string(host);
-  r.target.port = static_cast<int>(port);
-  return r;
-}
-
-absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* reply,
-                                                           std::string_view fallback_host) {
-  auto malformed = [] { return absl::InternalError("malformed CLUSTER SLOTS reply"); };
-  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) return malformed();
-  std::vector<SlotRange> out;
-  for (std::size_t i = 0; i < reply->elements; ++i) {
-    const redisReply* r = reply->element[i];
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return malformed();
-    const redisReply* first = r->element[0];
-    const redisReply* last = r->element[1];
-    const redisReply* master = r->element[2];
-    if (first->type != REDIS_REPLY_INTEGER || last->type != REDIS_REPLY_INTEGER ||
-        master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
-        master->element[0]->type != REDIS_REPLY_STRING ||
-        master->element[1]->type != REDIS_REPLY_INTEGER) {
-      return malformed();
-    }
-    SlotRange range;
-    range.first = static_cast<int>(first->integer);
-    range.last = static_cast<int>(last->integer);
-    if (range.first < 0 || range.last >= kSlots || range.first > range.last) return malformed();
-    range.master.host = std::string(master->element[0]->str, master->element[0]->len);
-    if (range.master.host.empty() || range.master.host == "?") {
-      range.master.host = std::string(fallback_host);
-    }
-    range.master.port = static_cast<int>(master->element[1]->integer);
-    out.push_back(std::move(range));
-  }
-  return out;
 }
 
 std::string state_key(std::string_view prefix, std::string_view key, std::uint64_t policy_hash,
@@ -356,52 +286,6 @@ void limit_args(const Policy& policy, std::int64_t cost, std::vector<std::string
     out.push_back(std::to_string(cost_w));
     out.push_back(std::to_string(cost_r));
   }
-}
-
-namespace {
-// The decision in 7 integers of a reply, from element `at`; nullopt if one is not an integer.
-std::optional<Decision> decision_at(const redisReply* reply, std::size_t at) {
-  long long v[7];
-  for (std::size_t i = 0; i < 7; ++i) {
-    if (reply->element[at + i]->type != REDIS_REPLY_INTEGER) return std::nullopt;
-    v[i] = reply->element[at + i]->integer;
-  }
-  Decision d;
-  d.allowed = v[0] == 1;
-  d.limit = v[1];
-  d.period = v[2];
-  d.remaining = v[3];
-  d.reset_after = v[4];
-  d.retry_after = v[5] < 0 ? kNever : v[5];
-  d.delay = v[6];
-  return d;
-}
-}  // namespace
-
-absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
-  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
-    return absl::InternalError("unexpected reply from the floodgate script");
-  }
-  auto d = decision_at(reply, 0);
-  if (!d) return absl::InternalError("unexpected reply from the floodgate script");
-  return *d;
-}
-
-absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector<Decision>& out,
-                         bool& committed) {
-  const auto bad = absl::InternalError("unexpected reply from the floodgate group script");
-  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 1 + 7 * items ||
-      reply->element[0]->type != REDIS_REPLY_INTEGER) {
-    return bad;
-  }
-  committed = reply->element[0]->integer == 1;
-  out.clear();
-  for (std::size_t j = 0; j < items; ++j) {
-    auto d = decision_at(reply, 1 + 7 * j);
-    if (!d) return bad;
-    out.push_back(*d);
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace floodgate::redis

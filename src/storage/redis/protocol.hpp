@@ -136,4 +136,24 @@ absl::StatusOr<Decision> parse_decision(const redisReply* reply);
 absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector<Decision>& out,
                          bool& committed);
 
+/// What the storage does after one reply to a call (replies.cpp).
+struct NextStep {
+  enum class Kind : std::uint8_t {
+    kDone,            ///< the reply is the call's answer: parse it
+    kResendWithEval,  ///< NOSCRIPT: send the script's text with EVAL on the next attempt
+    kMoved,           ///< MOVED (cluster): the slot's owner changed; update the map, retry there
+    kAsk,             ///< ASK (cluster): retry once at `redirect.target`, after ASKING
+    kFail,            ///< any other error reply: the call fails with `error` (Internal)
+  };
+  Kind kind = Kind::kDone;
+  Redirect redirect;
+  absl::Status error;
+};
+
+/// Classifies a reply: `error_reply` and its `text` (for an error), whether the call ran a
+/// script, whether the storage is a cluster (MOVED/ASK are only followed there; elsewhere they
+/// fail), and the server's name for the error message.
+NextStep next_step(bool error_reply, std::string_view text, bool script, bool cluster,
+                   std::string_view server);
+
 }  // namespace floodgate::redis

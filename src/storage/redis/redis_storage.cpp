@@ -8,13 +8,16 @@
 
 #include <fmt/format.h>
 
+#include "storage/redis/call.hpp"
 #include "storage/redis/scripts_gen.hpp"
 
 namespace floodgate::redis {
 
 namespace {
 
-constexpr int kMaxAttempts = 6;  // first try + NOSCRIPT / MOVED / ASK follow-ups
+using detail::io_error;
+using detail::ReplyPtr;
+
 constexpr std::int64_t kRefreshEveryMicros = 100'000;
 
 std::int64_t steady_micros() {
@@ -23,35 +26,7 @@ std::int64_t steady_micros() {
       .count();
 }
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-// What a failed read or write on a connection means for the call.
-absl::Status io_error(const Node& node, const redisContext* c, int saved_errno) {
-  if (c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK)) {
-    return absl::DeadlineExceededError(
-        fmt::format("redis {}: no reply within the command timeout", node.endpoint().name()));
-  }
-  return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), c->errstr));
-}
-
 }  // namespace
-
-struct RedisStorage::Call {
-  std::vector<std::string> argv;  // EVALSHA sha numkeys keys… args…, or DEL keys…
-  int slot = 0;
-  const scripts::Script* script = nullptr;  // null: a plain command (DEL)
-  Node* ask_target = nullptr;               // the next attempt goes there, after ASKING
-  bool use_eval = false;                    // the server said NOSCRIPT: send the text
-  bool done = false;
-  absl::StatusOr<Decision> result{Decision{}};  // run() sets every call's result
-  // The group script: its per-item decisions and whether it committed (result: the call's status).
-  std::vector<Decision>* group = nullptr;
-  std::size_t group_items = 0;
-  bool committed = false;
-};
 
 RedisStorage::RedisStorage(RedisOptions options) : options_(std::move(options)) {
   for (const Endpoint& e : options_.seeds) node_named(e);
@@ -171,146 +146,6 @@ absl::Status RedisStorage::refresh_topology_locked_out(bool force) {
     return absl::OkStatus();
   }
   return last;
-}
-
-void RedisStorage::run(std::span<Call> calls) {
-  struct Flight {
-    Node* node;
-    std::vector<Call*> calls;
-  };
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    std::map<Node*, std::vector<Call*>> groups;
-    for (Call& c : calls) {
-      if (c.done) continue;
-      Node* node = c.ask_target != nullptr ? c.ask_target : &node_for_slot(c.slot);
-      groups[node].push_back(&c);
-    }
-    if (groups.empty()) return;
-
-    // Write every server's commands first, then read: one round trip per server.
-    std::vector<Flight> flights;
-    std::vector<Lease> leases;
-    flights.reserve(groups.size());
-    leases.reserve(groups.size());
-    bool refresh = false;  // a cluster's map is read again after MOVED or a failed node
-    for (auto& [node, group] : groups) {
-      auto lease = node->acquire();
-      if (!lease.ok()) {
-        for (Call* c : group) {
-          c->result = lease.status();
-          c->done = true;
-        }
-        refresh = true;
-        continue;
-      }
-      redisContext* ctx = lease->get();
-      std::vector<const char*> argv;
-      std::vector<std::size_t> lens;
-      for (Call* c : group) {
-        if (c->ask_target != nullptr) redisAppendCommand(ctx, "ASKING");
-        argv.clear();
-        lens.clear();
-        for (std::size_t i = 0; i < c->argv.size(); ++i) {
-          std::string_view a = c->argv[i];
-          if (c->script != nullptr && i == 0) a = c->use_eval ? "EVAL" : "EVALSHA";
-          if (c->script != nullptr && i == 1) a = c->use_eval ? c->script->text : c->script->sha;
-          argv.push_back(a.data());
-          lens.push_back(a.size());
-        }
-        redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data());
-      }
-      int done = 0;
-      int rc = REDIS_OK;
-      while (rc == REDIS_OK && done == 0) rc = redisBufferWrite(ctx, &done);
-      if (rc != REDIS_OK) {
-        const absl::Status s = io_error(*node, ctx, errno);
-        lease->set_broken();
-        node->record(false);
-        for (Call* c : group) {
-          c->result = s;
-          c->done = true;
-        }
-        refresh = true;
-        continue;
-      }
-      flights.push_back(Flight{node, std::move(group)});
-      leases.push_back(*std::move(lease));
-    }
-
-    for (std::size_t f = 0; f < flights.size(); ++f) {
-      Flight& flight = flights[f];
-      redisContext* ctx = leases[f].get();
-      absl::Status broken;
-      for (Call* c : flight.calls) {
-        if (!broken.ok()) {
-          c->result = broken;
-          c->done = true;
-          continue;
-        }
-        const bool asked = c->ask_target != nullptr;
-        c->ask_target = nullptr;
-        void* raw = nullptr;
-        if (asked && redisGetReply(ctx, &raw) == REDIS_OK) {
-          freeReplyObject(raw);  // +OK to ASKING
-          raw = nullptr;
-        }
-        if (redisGetReply(ctx, &raw) != REDIS_OK || raw == nullptr) {
-          broken = io_error(*flight.node, ctx, errno);
-          leases[f].set_broken();
-          c->result = broken;
-          c->done = true;
-          continue;
-        }
-        ReplyPtr r(static_cast<redisReply*>(raw));
-        if (r->type == REDIS_REPLY_ERROR) {
-          const std::string_view text(r->str, r->len);
-          if (c->script != nullptr && text.starts_with("NOSCRIPT")) {
-            c->use_eval = true;
-            noscript_.fetch_add(1, std::memory_order_relaxed);
-            continue;
-          }
-          if (auto redirect = parse_redirect(text); redirect && options_.cluster) {
-            redirects_.fetch_add(1, std::memory_order_relaxed);
-            Node& target = node_named(redirect->target);
-            if (redirect->ask) {
-              c->ask_target = &target;
-            } else {
-              std::unique_lock<std::shared_mutex> lock(mu_);
-              for (std::size_t i = 0; i < nodes_.size(); ++i) {
-                if (nodes_[i].get() == &target) {
-                  slots_[static_cast<std::size_t>(redirect->slot)] =
-                      static_cast<std::uint16_t>(i + 1);
-                }
-              }
-              refresh = true;
-            }
-            continue;
-          }
-          c->result = absl::InternalError(
-              fmt::format("redis {}: {}", flight.node->endpoint().name(), text));
-          c->done = true;
-          continue;
-        }
-        if (c->group != nullptr) {
-          const absl::Status s = parse_group(r.get(), c->group_items, *c->group, c->committed);
-          c->result = s.ok() ? absl::StatusOr<Decision>(Decision{}) : absl::StatusOr<Decision>(s);
-        } else {
-          c->result = c->script != nullptr ? parse_decision(r.get()) : absl::StatusOr<Decision>(Decision{});
-        }
-        c->done = true;
-      }
-      flight.node->record(broken.ok());
-      if (!broken.ok()) refresh = true;
-    }
-    leases.clear();  // back to the pools before a refresh borrows one
-    if (refresh && options_.cluster) (void)refresh_topology_locked_out(false);
-  }
-  for (Call& c : calls) {
-    if (!c.done) {
-      c.result = absl::InternalError("redis: too many redirects (NOSCRIPT, MOVED, ASK)");
-      c.done = true;
-    }
-  }
 }
 
 namespace {

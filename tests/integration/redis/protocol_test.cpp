@@ -61,6 +61,28 @@ TEST(RedisRedirect, ParsesMovedAndAsk) {
   EXPECT_FALSE(parse_redirect("MOVED 1 1.2.3.4"));
 }
 
+// What follows a reply, without a socket (RedisStorage::run only acts on it).
+TEST(RedisNextStep, ClassifiesEveryKindOfReply) {
+  using K = NextStep::Kind;
+  EXPECT_EQ(next_step(false, "", true, true, "s:1").kind, K::kDone);
+  EXPECT_EQ(next_step(true, "NOSCRIPT No matching script", true, false, "s:1").kind, K::kResendWithEval);
+  // NOSCRIPT to a plain command is an error, not a resend.
+  EXPECT_EQ(next_step(true, "NOSCRIPT No matching script", false, false, "s:1").kind, K::kFail);
+  const NextStep moved = next_step(true, "MOVED 3999 127.0.0.1:6381", true, true, "s:1");
+  EXPECT_EQ(moved.kind, K::kMoved);
+  EXPECT_EQ(moved.redirect.slot, 3999);
+  EXPECT_EQ(moved.redirect.target.port, 6381);
+  const NextStep ask = next_step(true, "ASK 12 10.0.0.2:7000", false, true, "s:1");
+  EXPECT_EQ(ask.kind, K::kAsk);
+  EXPECT_EQ(ask.redirect.target.host, "10.0.0.2");
+  // A redirect from a server that is not a cluster is not followed: it fails the call.
+  EXPECT_EQ(next_step(true, "MOVED 3999 127.0.0.1:6381", true, false, "s:1").kind, K::kFail);
+  const NextStep err = next_step(true, "WRONGTYPE Operation against a key", true, true, "s:1");
+  EXPECT_EQ(err.kind, K::kFail);
+  EXPECT_EQ(err.error.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(err.error.message().find("redis s:1: WRONGTYPE"), absl::string_view::npos);
+}
+
 redisReply* read_resp(const std::string& resp) {
   redisReader* reader = redisReaderCreate();
   redisReaderFeed(reader, resp.data(), resp.size());

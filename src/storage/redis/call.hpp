@@ -1,0 +1,52 @@
+// What the Redis storage's files share: a call on its way and the reading of hiredis results
+// (redis_storage.cpp builds calls, run.cpp sends them).
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <cerrno>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "storage/redis/redis_storage.hpp"
+#include "storage/redis/scripts_gen.hpp"
+
+namespace floodgate::redis {
+
+struct RedisStorage::Call {
+  std::vector<std::string> argv;  // EVALSHA sha numkeys keys… args…, or DEL keys…
+  int slot = 0;
+  const scripts::Script* script = nullptr;  // null: a plain command (DEL)
+  Node* ask_target = nullptr;               // the next attempt goes there, after ASKING
+  bool use_eval = false;                    // the server said NOSCRIPT: send the text
+  bool done = false;
+  absl::StatusOr<Decision> result{Decision{}};  // run() sets every call's result
+  // The group script: its per-item decisions and whether it committed (result: the call's status).
+  std::vector<Decision>* group = nullptr;
+  std::size_t group_items = 0;
+  bool committed = false;
+};
+
+namespace detail {
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+// What a failed read or write on a connection means for the call.
+inline absl::Status io_error(const Node& node, const redisContext* c, int saved_errno) {
+  if (c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK)) {
+    return absl::DeadlineExceededError(
+        fmt::format("redis {}: no reply within the command timeout", node.endpoint().name()));
+  }
+  return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), c->errstr));
+}
+
+
+}  // namespace detail
+
+}  // namespace floodgate::redis

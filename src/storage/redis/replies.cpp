@@ -1,0 +1,148 @@
+// The Redis storage's reading of replies, free of sockets: MOVED/ASK, the CLUSTER SLOTS reply, the
+// scripts' decisions, and what to do next after a reply (see protocol.hpp).
+#include <hiredis/hiredis.h>
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "storage/redis/protocol.hpp"
+
+namespace floodgate::redis {
+
+namespace {
+bool to_int(std::string_view s, long long& out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+}  // namespace
+
+std::optional<Redirect> parse_redirect(std::string_view error) {
+  Redirect r;
+  if (error.starts_with("MOVED ")) {
+    error.remove_prefix(6);
+  } else if (error.starts_with("ASK ")) {
+    r.ask = true;
+    error.remove_prefix(4);
+  } else {
+    return std::nullopt;
+  }
+  const std::size_t space = error.find(' ');
+  long long slot = 0;
+  if (space == std::string_view::npos || !to_int(error.substr(0, space), slot) || slot < 0 ||
+      slot >= kSlots) {
+    return std::nullopt;
+  }
+  r.slot = static_cast<int>(slot);
+  const std::string_view where = error.substr(space + 1);
+  const std::size_t colon = where.rfind(':');
+  long long port = 0;
+  if (colon == std::string_view::npos || !to_int(where.substr(colon + 1), port) || port < 1 ||
+      port > 65535) {
+    return std::nullopt;
+  }
+  std::string_view host = where.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  r.target.host = std::string(host);
+  r.target.port = static_cast<int>(port);
+  return r;
+}
+
+absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* reply,
+                                                           std::string_view fallback_host) {
+  auto malformed = [] { return absl::InternalError("malformed CLUSTER SLOTS reply"); };
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) return malformed();
+  std::vector<SlotRange> out;
+  for (std::size_t i = 0; i < reply->elements; ++i) {
+    const redisReply* r = reply->element[i];
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return malformed();
+    const redisReply* first = r->element[0];
+    const redisReply* last = r->element[1];
+    const redisReply* master = r->element[2];
+    if (first->type != REDIS_REPLY_INTEGER || last->type != REDIS_REPLY_INTEGER ||
+        master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
+        master->element[0]->type != REDIS_REPLY_STRING ||
+        master->element[1]->type != REDIS_REPLY_INTEGER) {
+      return malformed();
+    }
+    SlotRange range;
+    range.first = static_cast<int>(first->integer);
+    range.last = static_cast<int>(last->integer);
+    if (range.first < 0 || range.last >= kSlots || range.first > range.last) return malformed();
+    range.master.host = std::string(master->element[0]->str, master->element[0]->len);
+    if (range.master.host.empty() || range.master.host == "?") {
+      range.master.host = std::string(fallback_host);
+    }
+    range.master.port = static_cast<int>(master->element[1]->integer);
+    out.push_back(std::move(range));
+  }
+  return out;
+}
+
+namespace {
+// The decision in 7 integers of a reply, from element `at`; nullopt if one is not an integer.
+std::optional<Decision> decision_at(const redisReply* reply, std::size_t at) {
+  long long v[7];
+  for (std::size_t i = 0; i < 7; ++i) {
+    if (reply->element[at + i]->type != REDIS_REPLY_INTEGER) return std::nullopt;
+    v[i] = reply->element[at + i]->integer;
+  }
+  Decision d;
+  d.allowed = v[0] == 1;
+  d.limit = v[1];
+  d.period = v[2];
+  d.remaining = v[3];
+  d.reset_after = v[4];
+  d.retry_after = v[5] < 0 ? kNever : v[5];
+  d.delay = v[6];
+  return d;
+}
+}  // namespace
+
+absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
+    return absl::InternalError("unexpected reply from the floodgate script");
+  }
+  auto d = decision_at(reply, 0);
+  if (!d) return absl::InternalError("unexpected reply from the floodgate script");
+  return *d;
+}
+
+absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector<Decision>& out,
+                         bool& committed) {
+  const auto bad = absl::InternalError("unexpected reply from the floodgate group script");
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 1 + 7 * items ||
+      reply->element[0]->type != REDIS_REPLY_INTEGER) {
+    return bad;
+  }
+  committed = reply->element[0]->integer == 1;
+  out.clear();
+  for (std::size_t j = 0; j < items; ++j) {
+    auto d = decision_at(reply, 1 + 7 * j);
+    if (!d) return bad;
+    out.push_back(*d);
+  }
+  return absl::OkStatus();
+}
+
+NextStep next_step(bool error_reply, std::string_view text, bool script, bool cluster,
+                   std::string_view server) {
+  NextStep step;
+  if (!error_reply) return step;  // kDone: the reply is the answer
+  if (script && text.starts_with("NOSCRIPT")) {
+    step.kind = NextStep::Kind::kResendWithEval;
+    return step;
+  }
+  if (auto redirect = parse_redirect(text); redirect && cluster) {
+    step.kind = redirect->ask ? NextStep::Kind::kAsk : NextStep::Kind::kMoved;
+    step.redirect = *std::move(redirect);
+    return step;
+  }
+  step.kind = NextStep::Kind::kFail;
+  step.error = absl::InternalError(fmt::format("redis {}: {}", server, text));
+  return step;
+}
+
+}  // namespace floodgate::redis

@@ -1,0 +1,177 @@
+// The Redis storage's write/read loop: every pending call goes to its server, the replies are read
+// in order, and next_step (replies.cpp) says what each one means.
+#include <map>
+
+#include "storage/redis/call.hpp"
+
+namespace floodgate::redis {
+
+namespace {
+constexpr int kMaxAttempts = 6;  // first try + NOSCRIPT / MOVED / ASK follow-ups
+using detail::io_error;
+using detail::ReplyPtr;
+}  // namespace
+
+// One server's share of an attempt: its calls, written on one leased connection.
+struct RedisStorage::Flight {
+  Node* node;
+  std::vector<Call*> calls;
+  Lease lease;
+};
+
+namespace {
+void finish_all(const std::vector<RedisStorage::Call*>& calls, const absl::Status& s);
+}  // namespace
+
+// Every call not done yet, by the server it goes to now (its ASK target, else its slot's owner).
+std::map<Node*, std::vector<RedisStorage::Call*>> RedisStorage::by_node(std::span<Call> calls) {
+  std::map<Node*, std::vector<Call*>> groups;
+  for (Call& c : calls) {
+    if (!c.done) groups[c.ask_target != nullptr ? c.ask_target : &node_for_slot(c.slot)].push_back(&c);
+  }
+  return groups;
+}
+
+// Writes a server's calls (ASKING first where asked); nullopt when it failed (calls finished).
+std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<Call*> calls) {
+  auto lease = node.acquire();
+  if (!lease.ok()) {
+    finish_all(calls, lease.status());
+    return std::nullopt;
+  }
+  redisContext* ctx = lease->get();
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (Call* c : calls) {
+    if (c->ask_target != nullptr) redisAppendCommand(ctx, "ASKING");
+    argv.clear();
+    lens.clear();
+    for (std::size_t i = 0; i < c->argv.size(); ++i) {
+      std::string_view a = c->argv[i];
+      if (c->script != nullptr && i == 0) a = c->use_eval ? "EVAL" : "EVALSHA";
+      if (c->script != nullptr && i == 1) a = c->use_eval ? c->script->text : c->script->sha;
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data());
+  }
+  int done = 0;
+  int rc = REDIS_OK;
+  while (rc == REDIS_OK && done == 0) rc = redisBufferWrite(ctx, &done);
+  if (rc != REDIS_OK) {
+    lease->set_broken();
+    node.record(false);
+    finish_all(calls, io_error(node, ctx, errno));
+    return std::nullopt;
+  }
+  return Flight{&node, std::move(calls), *std::move(lease)};
+}
+
+// Reads a flight's replies in order and acts on each (next_step). Returns whether the cluster's
+// slot map should be read again (MOVED, or a broken connection).
+bool RedisStorage::receive(Flight& flight) {
+  redisContext* ctx = flight.lease.get();
+  absl::Status broken;
+  bool refresh = false;
+  for (Call* c : flight.calls) {
+    if (!broken.ok()) {
+      finish_all({c}, broken);
+      continue;
+    }
+    const bool asked = c->ask_target != nullptr;
+    c->ask_target = nullptr;
+    void* raw = nullptr;
+    if (asked && redisGetReply(ctx, &raw) == REDIS_OK) freeReplyObject(raw);  // +OK to ASKING
+    raw = nullptr;
+    if (redisGetReply(ctx, &raw) != REDIS_OK || raw == nullptr) {
+      broken = io_error(*flight.node, ctx, errno);
+      flight.lease.set_broken();
+      finish_all({c}, broken);
+      continue;
+    }
+    ReplyPtr r(static_cast<redisReply*>(raw));
+    const bool error_reply = r->type == REDIS_REPLY_ERROR;
+    const NextStep step = next_step(error_reply, error_reply ? std::string_view(r->str, r->len) : "",
+                                    c->script != nullptr, options_.cluster, flight.node->endpoint().name());
+    refresh = follow(*c, step, r.get()) || refresh;
+  }
+  flight.node->record(broken.ok());
+  return refresh || !broken.ok();
+}
+
+// Applies what a reply says to its call; returns whether the slot map changed (MOVED).
+bool RedisStorage::follow(Call& c, const NextStep& step, const redisReply* reply) {
+  switch (step.kind) {
+    case NextStep::Kind::kResendWithEval:
+      c.use_eval = true;
+      noscript_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    case NextStep::Kind::kAsk:
+      redirects_.fetch_add(1, std::memory_order_relaxed);
+      c.ask_target = &node_named(step.redirect.target);
+      return false;
+    case NextStep::Kind::kMoved:
+      redirects_.fetch_add(1, std::memory_order_relaxed);
+      remap_slot(step.redirect.slot, node_named(step.redirect.target));
+      return true;
+    case NextStep::Kind::kFail:
+      c.result = step.error;
+      break;
+    case NextStep::Kind::kDone:
+      if (c.group != nullptr) {
+        const absl::Status s = parse_group(reply, c.group_items, *c.group, c.committed);
+        c.result = s.ok() ? absl::StatusOr<Decision>(Decision{}) : absl::StatusOr<Decision>(s);
+      } else {
+        c.result = c.script != nullptr ? parse_decision(reply) : absl::StatusOr<Decision>(Decision{});
+      }
+      break;
+  }
+  c.done = true;
+  return false;
+}
+
+void RedisStorage::remap_slot(int slot, const Node& target) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].get() == &target) slots_[static_cast<std::size_t>(slot)] = static_cast<std::uint16_t>(i + 1);
+  }
+}
+
+// Each attempt writes every pending call to its server, then reads the replies: one round trip
+// per server. NOSCRIPT, MOVED and ASK leave a call pending for the next attempt.
+void RedisStorage::run(std::span<Call> calls) {
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    auto groups = by_node(calls);
+    if (groups.empty()) return;
+    std::vector<Flight> flights;
+    flights.reserve(groups.size());
+    bool refresh = false;  // a cluster's map is read again after MOVED or a failed node
+    for (auto& [node, group] : groups) {
+      auto flight = send(*node, std::move(group));
+      if (flight) {
+        flights.push_back(*std::move(flight));
+      } else {
+        refresh = true;
+      }
+    }
+    for (Flight& f : flights) refresh = receive(f) || refresh;
+    flights.clear();  // back to the pools before a refresh borrows one
+    if (refresh && options_.cluster) (void)refresh_topology_locked_out(false);
+  }
+  std::vector<Call*> left;
+  for (Call& c : calls) {
+    if (!c.done) left.push_back(&c);
+  }
+  finish_all(left, absl::InternalError("redis: too many redirects (NOSCRIPT, MOVED, ASK)"));
+}
+
+namespace {
+void finish_all(const std::vector<RedisStorage::Call*>& calls, const absl::Status& s) {
+  for (RedisStorage::Call* c : calls) {
+    c->result = s;
+    c->done = true;
+  }
+}
+}  // namespace
+
+}  // namespace floodgate::redis
