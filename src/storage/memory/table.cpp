@@ -1,0 +1,387 @@
+// The in-memory storage: per policy, a sharded slab of records {key, state × limits} indexed by a
+// flat hash set of record numbers, each shard under its own mutex.
+//
+// Why a slab and not absl::flat_hash_map<std::string, State>: the map's 48-byte slots at a load
+// factor that halves on every growth cost 55–110 bytes per key; here a key costs its record (the
+// states, then a 32-byte RecordKey with the characters inline up to 24) plus a 4-byte index slot,
+// and the slab gives the incremental sweep (reclaiming absent entries) and the eviction sampler a
+// stable position to walk from. Locking: see locks.hpp.
+#include "storage/memory/table.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <new>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
+#include "floodgate/algorithms.hpp"
+#include "storage/memory/locks.hpp"
+
+namespace floodgate {
+
+// ---- the five algorithms behind one interface ----------------------------------------------
+namespace {
+
+template <class S, auto Evaluate, auto Commit, auto Expires>
+struct Algorithm {
+  using State = S;
+  static Decision evaluate(const S& s, const Limit& l, Micros now, std::int64_t cost, bool) {
+    return Evaluate(s, l, now, cost);
+  }
+  static void commit(S& s, const Limit& l, Micros now, std::int64_t cost) {
+    Commit(s, l, now, cost);
+  }
+  static Micros expires_at(const S& s, const Limit& l) { return Expires(s, l); }
+};
+
+using FixedClock = Algorithm<fixed_window::State, fixed_window::evaluate, fixed_window::commit,
+                             fixed_window::expires_at>;
+using FixedFirstHit =
+    Algorithm<fixed_window_first_hit::State, fixed_window_first_hit::evaluate,
+              fixed_window_first_hit::commit, fixed_window_first_hit::expires_at>;
+using Moving = Algorithm<moving_window::State, moving_window::evaluate, moving_window::commit,
+                         moving_window::expires_at>;
+using Sliding = Algorithm<sliding_window::State, sliding_window::evaluate,
+                          sliding_window::commit, sliding_window::expires_at>;
+
+struct Bucket {
+  using State = bucket::State;
+  static Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
+                           bool shape) {
+    return bucket::evaluate(s, l, now, cost, shape);
+  }
+  static void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
+    bucket::commit(s, l, now, cost);
+  }
+  static Micros expires_at(const State& s, const Limit& l) { return bucket::expires_at(s, l); }
+};
+
+constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+std::size_t hash_key(std::string_view key) { return absl::Hash<std::string_view>{}(key); }
+
+// A key with its hash, so that the shard choice and the index lookup share one hashing.
+struct HashedKey {
+  std::string_view key;
+  std::size_t hash;
+};
+
+}  // namespace
+
+namespace {
+
+// A key as a record holds it: its length, the record's lock word, and its characters inline when
+// they fit in 24 bytes (IPs, user ids, most API keys), else on the heap. 32 bytes.
+struct RecordKey {
+  static constexpr std::size_t kInline = 24;
+  std::uint32_t size;
+  std::atomic<std::uint32_t> lock;  // RecordLock: guards the record's states between readers
+  union {
+    char inline_chars[kInline];
+    char* heap_chars;
+  };
+
+  [[nodiscard]] std::string_view view() const noexcept {
+    return {size <= kInline ? inline_chars : heap_chars, size};
+  }
+};
+static_assert(sizeof(RecordKey) == 32);
+
+template <class A>
+class TableImpl final : public MemoryStorage::Table {
+  using S = typename A::State;
+  static constexpr std::uint32_t kChunkBits = 10;  // 1024 records per chunk
+  static constexpr std::uint32_t kChunk = 1u << kChunkBits;
+  static constexpr std::size_t kAlign = std::max(alignof(RecordKey), alignof(S));
+  static_assert(kAlign <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+
+ public:
+  TableImpl(const Policy& policy, const MemoryStorageOptions& options)
+      : limits_(policy.limits()),
+        k_(limits_.size()),
+        shape_(policy.shape()),
+        key_offset_(round_up(k_ * sizeof(S), alignof(RecordKey))),
+        stride_(round_up(key_offset_ + sizeof(RecordKey), kAlign)),
+        shard_bits_(static_cast<unsigned>(
+            std::countr_zero(std::bit_ceil(std::max<std::size_t>(1, options.shards))))),
+        shard_count_(std::size_t{1} << shard_bits_),
+        per_shard_cap_(std::max<std::size_t>(1, options.max_keys / shard_count_)),
+        shards_(std::make_unique<Shard[]>(shard_count_)) {
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      shards_[i].stride = stride_;
+      shards_[i].key_offset = key_offset_;
+    }
+  }
+
+  ~TableImpl() override {
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      Shard& sh = shards_[i];
+      for (std::uint32_t r = 0; r < sh.used; ++r) {
+        if (sh.is_live(r)) destroy(sh, r);
+      }
+    }
+  }
+
+  Decision apply(std::string_view key, std::int64_t cost, Effect effect, Micros now) override {
+    const HashedKey hk{key, hash_key(key)};
+    Shard& sh = shard_for(hk);
+    {
+      // Fast path: a known key, under the shard's shared mode and the record's own lock.
+      detail::SharedGuard shared(sh.lock);
+      const auto it = sh.index.find(hk);
+      if (it != sh.index.end()) {
+        std::atomic<std::uint32_t>& word = sh.key(*it).lock;
+        detail::RecordLock::lock(word);
+        const Decision d = decide(states(sh, *it), cost, effect, now);
+        detail::RecordLock::unlock(word);
+        return d;
+      }
+      if (effect != Effect::kHit || cost == 0) {
+        std::array<S, kMaxLimitsPerPolicy> fresh;  // default member initialisers: absent
+        return decide(fresh.data(), cost, effect, now);
+      }
+    }
+    // A new key: exclusive mode, look again (another thread may have added it), then add it.
+    std::lock_guard<detail::BigReaderLock> exclusive(sh.lock);
+    if (const auto it = sh.index.find(hk); it != sh.index.end()) {
+      return decide(states(sh, *it), cost, effect, now);
+    }
+    std::array<S, kMaxLimitsPerPolicy> fresh;
+    const Decision d = decide(fresh.data(), cost, effect, now);
+    if (d.allowed) {  // a denied request for an absent key stores nothing
+      const std::uint32_t r = allocate(sh, key, now);
+      S* st = states(sh, r);
+      for (std::size_t i = 0; i < k_; ++i) st[i] = std::move(fresh[i]);
+    }
+    return d;
+  }
+
+  void clear(std::string_view key) override {
+    const HashedKey hk{key, hash_key(key)};
+    Shard& sh = shard_for(hk);
+    std::lock_guard<detail::BigReaderLock> exclusive(sh.lock);
+    const auto it = sh.index.find(hk);
+    if (it != sh.index.end()) remove(sh, *it);
+  }
+
+  [[nodiscard]] std::size_t size() const override {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      detail::SharedGuard shared(shards_[i].lock);
+      n += shards_[i].index.size();
+    }
+    return n;
+  }
+
+ private:
+  struct Shard;
+
+  // Hash and equality of record numbers through their keys, and of keys whose hash is already
+  // known (heterogeneous lookup): a key is hashed once per call, for the shard and the index.
+  struct IndexHash {
+    using is_transparent = void;
+    const Shard* shard;
+    std::size_t operator()(std::uint32_t r) const { return hash_key(shard->key(r).view()); }
+    std::size_t operator()(const HashedKey& k) const { return k.hash; }
+  };
+  struct IndexEq {
+    using is_transparent = void;
+    const Shard* shard;
+    bool operator()(std::uint32_t a, std::uint32_t b) const { return a == b; }
+    bool operator()(std::uint32_t a, const HashedKey& b) const { return shard->key(a).view() == b.key; }
+    bool operator()(const HashedKey& a, std::uint32_t b) const { return a.key == shard->key(b).view(); }
+  };
+
+  // One shard. Shared mode (decisions on known keys) reads `index`, `chunks` and the records and
+  // writes only a record under its RecordLock; exclusive mode changes everything else.
+  struct alignas(64) Shard {
+    mutable detail::BigReaderLock lock;
+    std::size_t stride = 0;
+    std::size_t key_offset = 0;
+    std::vector<std::unique_ptr<std::byte[]>> chunks;
+    std::uint32_t used = 0;           // records ever made (live or free)
+    std::vector<std::uint32_t> free;  // removed records, reused first
+    std::vector<std::uint64_t> live;  // bitmap over records
+    std::uint32_t cursor = 0;         // where the sweep and the eviction sampler go on from
+    absl::flat_hash_set<std::uint32_t, IndexHash, IndexEq> index{0, IndexHash{this}, IndexEq{this}};
+
+    std::byte* record(std::uint32_t r) const {
+      return chunks[r >> kChunkBits].get() + (r & (kChunk - 1)) * stride;
+    }
+    RecordKey& key(std::uint32_t r) const {
+      return *std::launder(reinterpret_cast<RecordKey*>(record(r) + key_offset));
+    }
+    bool is_live(std::uint32_t r) const { return (live[r >> 6] >> (r & 63)) & 1u; }
+    void set_live(std::uint32_t r, bool on) {
+      const std::uint64_t bit = std::uint64_t{1} << (r & 63);
+      live[r >> 6] = on ? (live[r >> 6] | bit) : (live[r >> 6] & ~bit);
+    }
+  };
+
+  Shard& shard_for(const HashedKey& k) const {
+    return shards_[shard_bits_ == 0 ? 0 : (k.hash >> (64 - shard_bits_))];
+  }
+
+  S* states(const Shard& sh, std::uint32_t r) const {
+    return std::launder(reinterpret_cast<S*>(sh.record(r)));
+  }
+
+  // Evaluates every limit, commits to all of them if all allow and this is a hit.
+  Decision decide(S* st, std::int64_t cost, Effect effect, Micros now) const {
+    Decision out;
+    for (std::size_t i = 0; i < k_; ++i) {
+      combine(out, A::evaluate(st[i], limits_[i], now, cost, shape_), i == 0);
+    }
+    if (out.allowed && effect == Effect::kHit) {
+      for (std::size_t i = 0; i < k_; ++i) A::commit(st[i], limits_[i], now, cost);
+      return out;
+    }
+    if (!out.allowed) out.delay = 0;
+    if (!out.allowed && k_ == 1) return out;  // a lone denying limit already reports its state
+    // Nothing was consumed: report the state as it is, with the verdict for `cost`.
+    Decision as_is;
+    for (std::size_t i = 0; i < k_; ++i) {
+      combine(as_is, A::evaluate(st[i], limits_[i], now, 0, false), i == 0);
+    }
+    as_is.allowed = out.allowed;
+    as_is.retry_after = out.retry_after;
+    as_is.delay = out.delay;
+    return as_is;
+  }
+
+  // The time from which the whole record is absent: the sampler evicts the earliest.
+  [[nodiscard]] Micros absent_from(const Shard& sh, std::uint32_t r) const {
+    const S* st = states(sh, r);
+    Micros t = 0;
+    for (std::size_t i = 0; i < k_; ++i) t = std::max(t, A::expires_at(st[i], limits_[i]));
+    return t;
+  }
+
+  std::uint32_t next_position(Shard& sh) const {
+    sh.cursor = sh.cursor + 1 < sh.used ? sh.cursor + 1 : 0;
+    return sh.cursor;
+  }
+
+  // Exclusive mode. Examines up to `steps` records from the cursor and reclaims the absent ones.
+  void sweep(Shard& sh, Micros now, int steps) {
+    for (int i = 0; i < steps && sh.used > 0; ++i) {
+      const std::uint32_t r = next_position(sh);
+      if (sh.is_live(r) && absent_from(sh, r) <= now) {
+        remove(sh, r);
+        reclaimed.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // Exclusive mode, at the key bound: reclaim absent records near the cursor, else evict the
+  // record closest to absent among a sample of eight.
+  void make_room(Shard& sh, Micros now) {
+    sweep(sh, now, 16);
+    if (sh.index.size() < per_shard_cap_) return;
+    std::uint32_t victim = 0;
+    Micros victim_time = kNever;
+    int sampled = 0;
+    for (std::uint32_t seen = 0; seen < sh.used && sampled < 8; ++seen) {
+      const std::uint32_t r = next_position(sh);
+      if (!sh.is_live(r)) continue;
+      ++sampled;
+      const Micros t = absent_from(sh, r);
+      if (t < victim_time) {
+        victim_time = t;
+        victim = r;
+      }
+    }
+    if (sampled > 0) {
+      remove(sh, victim);
+      evictions.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // Exclusive mode: a new record for `key` with absent states.
+  std::uint32_t allocate(Shard& sh, std::string_view key, Micros now) {
+    if (sh.index.size() >= per_shard_cap_) {
+      make_room(sh, now);
+    } else {
+      sweep(sh, now, 2);
+    }
+    std::uint32_t r;
+    if (!sh.free.empty()) {
+      r = sh.free.back();
+      sh.free.pop_back();
+    } else {
+      r = sh.used;
+      if ((r >> kChunkBits) >= sh.chunks.size()) {
+        sh.chunks.push_back(std::make_unique<std::byte[]>(kChunk * stride_));
+      }
+      if ((r >> 6) >= sh.live.size()) sh.live.push_back(0);
+      ++sh.used;
+    }
+    std::byte* rec = sh.record(r);
+    S* st = reinterpret_cast<S*>(rec);
+    for (std::size_t i = 0; i < k_; ++i) new (st + i) S{};
+    auto* k = new (rec + key_offset_) RecordKey;
+    k->size = static_cast<std::uint32_t>(key.size());
+    k->lock.store(0, std::memory_order_relaxed);
+    char* chars = k->inline_chars;
+    if (key.size() > RecordKey::kInline) {
+      k->heap_chars = new char[key.size()];
+      chars = k->heap_chars;
+    }
+    std::copy(key.begin(), key.end(), chars);
+    sh.set_live(r, true);
+    sh.index.insert(r);
+    return r;
+  }
+
+  void destroy(Shard& sh, std::uint32_t r) {
+    S* st = states(sh, r);
+    for (std::size_t i = 0; i < k_; ++i) st[i].~S();
+    RecordKey& k = sh.key(r);
+    if (k.size > RecordKey::kInline) delete[] k.heap_chars;
+    k.~RecordKey();
+    sh.set_live(r, false);
+  }
+
+  // Exclusive mode.
+  void remove(Shard& sh, std::uint32_t r) {
+    sh.index.erase(r);  // hashes the key: before destroying it
+    destroy(sh, r);
+    sh.free.push_back(r);
+  }
+
+  const std::vector<Limit> limits_;
+  const std::size_t k_;
+  const bool shape_;
+  const std::size_t key_offset_;
+  const std::size_t stride_;
+  const unsigned shard_bits_;
+  const std::size_t shard_count_;
+  const std::size_t per_shard_cap_;
+  std::unique_ptr<Shard[]> shards_;
+};
+
+
+}  // namespace
+
+std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy,
+                                                 const MemoryStorageOptions& options) {
+  switch (policy.strategy()) {
+    case Strategy::kFixedWindow:
+      if (policy.anchor() == Anchor::kFirstHit) {
+        return std::make_unique<TableImpl<FixedFirstHit>>(policy, options);
+      }
+      return std::make_unique<TableImpl<FixedClock>>(policy, options);
+    case Strategy::kMovingWindow:
+      return std::make_unique<TableImpl<Moving>>(policy, options);
+    case Strategy::kSlidingWindowCounter:
+      return std::make_unique<TableImpl<Sliding>>(policy, options);
+    case Strategy::kTokenBucket:
+    case Strategy::kLeakyBucket:
+    case Strategy::kGcra:
+      return std::make_unique<TableImpl<Bucket>>(policy, options);
+  }
+  return nullptr;
+}
+
+}  // namespace floodgate

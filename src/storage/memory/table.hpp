@@ -1,0 +1,28 @@
+// The memory store's table: all keys of one policy (table.cpp has the sharded slab behind it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "floodgate/memory_storage.hpp"
+
+namespace floodgate {
+
+/// One policy's keys and states. Thread-safety: as MemoryStorage.
+class MemoryStorage::Table {
+ public:
+  virtual ~Table() = default;
+  virtual Decision apply(std::string_view key, std::int64_t cost, Effect effect, Micros now) = 0;
+  virtual void clear(std::string_view key) = 0;
+  [[nodiscard]] virtual std::size_t size() const = 0;
+
+  std::atomic<std::uint64_t> evictions{0};
+  std::atomic<std::uint64_t> reclaimed{0};
+};
+
+/// The table for a policy's strategy (and anchor).
+std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy, const MemoryStorageOptions& options);
+
+}  // namespace floodgate
