@@ -74,6 +74,49 @@ void Throttle::shutdown() {
   }
 }
 
+// One try of the head of the line, without mu_: admitted, finished (an error or a slot after the
+// deadline), or the time to retry at.
+Throttle::Attempt Throttle::attempt(const Policy& policy, std::string_view key, std::int64_t cost,
+                                    Micros deadline) {
+  const Clock& clock = limiter_->clock();
+  if (policy.shape()) {
+    // A shaper admits at once and says how long to wait: check that against the deadline before
+    // consuming (a concurrent process may still lengthen it between test and hit).
+    auto peek = limiter_->test(policy, key, cost);
+    if (peek.ok() && peek->allowed && peek->delay > deadline - clock.now()) {
+      return Attempt::finished(absl::DeadlineExceededError(fmt::format(
+                                      "the slot comes in {} µs, after the deadline", peek->delay)));
+    }
+  }
+  auto d = limiter_->hit(policy, key, cost);
+  if (!d.ok()) return Attempt::finished(d.status());
+  if (d->allowed) return Attempt{Attempt::kAdmitted, absl::OkStatus(), *d, 0};
+  if (!d->can_retry()) {
+    return Attempt::finished(absl::InvalidArgumentError(fmt::format(
+                                    "a cost of {} never fits policy \"{}\"", cost, policy.name())));
+  }
+  const Micros now = clock.now();
+  if (d->retry_after > deadline - now) {
+    return Attempt::finished(absl::DeadlineExceededError(fmt::format("the slot comes in {} µs, after the deadline ({} µs left)",
+                                                    d->retry_after, std::max<Micros>(0, deadline - now))));
+  }
+  return Attempt{Attempt::kRetry, absl::OkStatus(), Decision{}, now + d->retry_after};
+}
+
+// An admitted shaper's request waits its delay, so requests leave at the constant rate.
+absl::Status Throttle::leave_at_rate(const Decision& d, Micros deadline, std::stop_token stop) {
+  const Clock& clock = limiter_->clock();
+  if (d.delay <= 0) return absl::OkStatus();
+  if (d.delay > deadline - clock.now()) {
+    return absl::DeadlineExceededError(
+        fmt::format("the slot comes in {} µs, after the deadline (it was taken meanwhile)", d.delay));
+  }
+  if (!clock.wait_until(clock.now() + d.delay, stop)) {
+    return absl::CancelledError("cancelled while waiting for the shaper's delay");
+  }
+  return absl::OkStatus();
+}
+
 AcquireResult Throttle::acquire(const Policy& policy, std::string_view key, std::int64_t cost,
                                 Micros timeout, std::stop_token stop) {
   const Clock& clock = limiter_->clock();
@@ -97,51 +140,16 @@ AcquireResult Throttle::acquire(const Policy& policy, std::string_view key, std:
     Micros wait_until = deadline;  // not at the head: wait for the turn, at most until the deadline
     if (is_head(*me)) {
       lock.unlock();  // the decision may go over the network
-      if (policy.shape()) {
-        // A shaper admits at once and says how long to wait: check that against the deadline
-        // before consuming (a concurrent process may still lengthen it between test and hit).
-        auto peek = limiter_->test(policy, key, cost);
-        if (peek.ok() && peek->allowed && peek->delay > deadline - clock.now()) {
-          lock.lock();
-          remove(me);
-          return finish(absl::DeadlineExceededError(fmt::format(
-              "the slot comes in {} µs, after the deadline", peek->delay)));
-        }
-      }
-      auto d = limiter_->hit(policy, key, cost);
+      Attempt a = attempt(policy, key, cost, deadline);
       lock.lock();
-      if (!d.ok()) {
-        remove(me);
-        return finish(d.status());
-      }
-      if (d->allowed) {
-        remove(me);
+      if (a.kind != Attempt::kRetry) {
+        remove(me);  // the next in line may go on while this one waits its delay
         lock.unlock();
-        result.decision = *d;
-        if (d->delay > 0) {  // a shaper: leave at the constant rate
-          if (d->delay > deadline - clock.now()) {
-            return finish(absl::DeadlineExceededError(fmt::format(
-                "the slot comes in {} µs, after the deadline (it was taken meanwhile)", d->delay)));
-          }
-          if (!clock.wait_until(clock.now() + d->delay, stop)) {
-            return finish(absl::CancelledError("cancelled while waiting for the shaper's delay"));
-          }
-        }
-        return finish(absl::OkStatus());
+        if (a.kind == Attempt::kFinished) return finish(std::move(a.status));
+        result.decision = a.decision;
+        return finish(leave_at_rate(a.decision, deadline, stop));
       }
-      if (!d->can_retry()) {
-        remove(me);
-        return finish(absl::InvalidArgumentError(
-            fmt::format("a cost of {} never fits policy \"{}\"", cost, policy.name())));
-      }
-      const Micros now = clock.now();
-      if (d->retry_after > deadline - now) {
-        remove(me);
-        return finish(absl::DeadlineExceededError(fmt::format(
-            "the slot comes in {} µs, after the deadline ({} µs left)", d->retry_after,
-            std::max<Micros>(0, deadline - now))));
-      }
-      wait_until = now + d->retry_after;
+      wait_until = a.wait_until;
     } else if (clock.now() >= deadline) {
       remove(me);
       return finish(absl::DeadlineExceededError("the deadline passed while waiting in line"));

@@ -53,15 +53,10 @@ class Throttle {
   Throttle& operator=(const Throttle&) = delete;
 
   /// Blocks until `cost` units for `key` are admitted, or `timeout` (µs, ≥ 0) has passed, or
-  /// `stop` is requested.
+  /// `stop` is requested. When the slot cannot come before the deadline it returns at once (not
+  /// acquired), without waiting for the deadline.
   AcquireResult acquire(const Policy& policy, std::string_view key, std::int64_t cost,
                         Micros timeout, std::stop_token stop = {});
-
-  /// acquire with a timeout: returns at once (not acquired) if the slot cannot come in time.
-  AcquireResult try_acquire(const Policy& policy, std::string_view key, std::int64_t cost,
-                            Micros timeout) {
-    return acquire(policy, key, cost, timeout);
-  }
 
   /// The asynchronous form: never blocks the calling thread; `handler` runs on `executor` with
   /// the result. Waits use the executor's timers on the system clock (use the blocking form for
@@ -83,6 +78,15 @@ class Throttle {
   std::shared_ptr<Waiter> enqueue(const Policy& policy, std::string_view key);
   bool is_head(const Waiter& w) const;      // requires mu_
   void remove(const std::shared_ptr<Waiter>& w);  // requires mu_; wakes the next one
+  struct Attempt {
+    enum Kind : std::uint8_t { kAdmitted, kFinished, kRetry } kind;
+    absl::Status status;    // kFinished: why
+    Decision decision;      // kAdmitted
+    Micros wait_until = 0;  // kRetry: when to try again
+    static Attempt finished(absl::Status s) { return Attempt{kFinished, std::move(s), Decision{}, 0}; }
+  };
+  Attempt attempt(const Policy& policy, std::string_view key, std::int64_t cost, Micros deadline);
+  absl::Status leave_at_rate(const Decision& d, Micros deadline, std::stop_token stop);
 
   std::shared_ptr<Limiter> limiter_;
   mutable std::mutex mu_;

@@ -103,7 +103,7 @@ TEST(Throttle, TryAcquireReturnsAtOnceWhenTheSlotComesTooLate) {
   Sim sim;
   const Policy p = Policy::make("api", Strategy::kGcra, "1/second").value();
   ASSERT_TRUE(sim.throttle.acquire(p, "k", 1, 0).acquired());
-  const AcquireResult r = sim.throttle.try_acquire(p, "k", 1, 500'000);  // the slot is 1 s away
+  const AcquireResult r = sim.throttle.acquire(p, "k", 1, 500'000);  // the slot is 1 s away
   EXPECT_FALSE(r.acquired());
   EXPECT_EQ(r.status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(r.waited, 0);  // no sleep on the simulated clock
