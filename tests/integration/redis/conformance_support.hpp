@@ -1,80 +1,18 @@
-// The conformance cases of tests/conformance/ as policies and traces, for running them through
-// any storage.
+// The conformance cases of tests/conformance/ for the Redis suites: the one loader
+// (tests/support/conformance_cases.hpp) under the names these suites use.
 #pragma once
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <string>
-#include <vector>
-
-#include "floodgate/memory_storage.hpp"
-#include "floodgate/policy.hpp"
-#include "floodgate/replay.hpp"
+#include "support/conformance_cases.hpp"
 
 namespace floodgate::redis::testing {
 
-struct Case {
-  std::string name;
-  std::string strategy;
-  std::string limit;
-  std::string flags;
-};
+using Case = floodgate::testing::ConformanceCase;
+using floodgate::testing::lines_of;
 
-inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-
-inline std::vector<std::string> lines_of(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) out.push_back(line);
-  }
-  return out;
-}
-
-inline std::vector<Case> all_cases() {
-  std::vector<Case> cases;
-  for (const auto& entry : std::filesystem::directory_iterator(FLOODGATE_CONFORMANCE_DIR)) {
-    const std::string file = entry.path().filename().string();
-    const std::string suffix = ".args";
-    if (file.size() <= suffix.size() || !file.ends_with(suffix)) continue;
-    const auto args = lines_of(entry.path());
-    cases.push_back(Case{file.substr(0, file.size() - suffix.size()), args.at(0), args.at(1),
-                         args.size() > 2 ? args[2] : ""});
-  }
-  std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.name < b.name; });
-  return cases;
-}
-
-inline absl::StatusOr<Policy> policy_of(const Case& c) {
-  auto strategy = parse_strategy(c.strategy);
-  if (!strategy.ok()) return strategy.status();
-  PolicyOptions o;
-  std::istringstream flags(c.flags);
-  for (std::string flag; flags >> flag;) {
-    if (flag == "--anchor") {
-      std::string v;
-      flags >> v;
-      o.anchor = v == "first-hit" ? Anchor::kFirstHit : Anchor::kClock;
-    } else if (flag == "--burst") {
-      flags >> o.burst;
-    } else if (flag == "--shape") {
-      o.shape = true;
-    }
-  }
-  return Policy::make("conformance", *strategy, c.limit, o);
-}
-
-/// The replay output of a case through `storage`.
+inline std::vector<Case> all_cases() { return floodgate::testing::all_conformance_cases(); }
+inline absl::StatusOr<Policy> policy_of(const Case& c) { return floodgate::testing::conformance_policy(c); }
 inline std::string replay_through(const Case& c, Storage& storage) {
-  auto policy = policy_of(c);
-  if (!policy.ok()) return "policy: " + std::string(policy.status().message());
-  std::ifstream trace(std::filesystem::path(FLOODGATE_CONFORMANCE_DIR) / (c.name + ".trace.jsonl"));
-  std::ostringstream out;
-  const absl::Status s = replay(*policy, storage, trace, out);
-  if (!s.ok()) out << "error: " << s.message();
-  return out.str();
+  return floodgate::testing::replay_conformance_case(c, storage);
 }
 
 }  // namespace floodgate::redis::testing

@@ -1,0 +1,84 @@
+// The command line as a user runs it: `floodgate replay` and `floodgate pace` through the real
+// binary (FLOODGATE_BINARY); `floodgate simulate` has simulate_cli_test.cpp.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace floodgate {
+namespace {
+
+struct CliResult {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+CliResult cli(const std::string& args, const std::string& input) {
+  // One file per test: ctest runs tests in parallel processes.
+  const std::string in_path = ::testing::TempDir() + "/" +
+                              ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                              "." + std::to_string(getpid()) + ".jsonl";
+  std::ofstream(in_path) << input;
+  const std::string cmd = std::string(FLOODGATE_BINARY) + " " + args + " < " + in_path + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  std::remove(in_path.c_str());
+  return {WEXITSTATUS(status), out};
+}
+
+TEST(ReplayCli, BadArgumentsExitTwoWithAClearMessage) {
+  auto r = cli("replay --strategy lottery --limit 1/second", "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown strategy \"lottery\""), std::string::npos) << r.output;
+  r = cli("replay --strategy gcra --limit 10/fortnight", "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("\"fortnight\""), std::string::npos) << r.output;
+  r = cli("replay --strategy fixed-window --limit 1/second --burst 5", "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("burst applies to"), std::string::npos) << r.output;
+  r = cli("replay --strategy gcra --limit 1/second --storage carrier-pigeon://x", "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown storage"), std::string::npos) << r.output;
+}
+
+TEST(ReplayCli, MalformedLineExitsOneAfterAnsweringTheLinesBefore) {
+  const auto r = cli("replay --strategy gcra --limit 1/second",
+                     "{\"t\": 0, \"key\": \"a\"}\n{\"t\": 0, \"key\": \"a\"}\nnot json\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("line 3: not valid JSON"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("{\"allowed\": true"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("{\"allowed\": false"), std::string::npos) << r.output;
+}
+
+TEST(PaceCli, CopiesEveryLineInOrderNeverFasterThanTheRate) {
+  std::string input;
+  for (int i = 1; i <= 11; ++i) input += "line " + std::to_string(i) + "\n";
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = cli("pace --limit 100/second", input);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, input);
+  EXPECT_GE(took, std::chrono::milliseconds(100));  // 10 gaps of 10 ms: never early
+}
+
+TEST(PaceCli, ALineThatCannotGetASlotInTimeStopsTheRunWithAnError) {
+  const auto r = cli("pace --limit 1/hour --timeout 1", "first\nsecond\nthird\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("first\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("line 2 not written"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("third"), std::string::npos) << r.output;
+  const auto bad = cli("pace --limit 10/fortnight", "x\n");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("fortnight"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace floodgate
