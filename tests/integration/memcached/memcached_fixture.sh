@@ -31,8 +31,15 @@ run() {
   mkdir -p "$node_dir"
   printf '%s\n' "$@" >"$node_dir/args"
   echo "$port" >"$node_dir/port"
-  setsid memcached -l 127.0.0.1 -p "$port" -U 0 -u "$(id -un)" "$@" \
-    </dev/null >>"$node_dir/memcached.log" 2>&1 &
+  # The server outlives this script: it must not keep the descriptors it would inherit open (a
+  # `flock` around ctest would stay held by it until it is stopped).
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+    done
+    exec setsid memcached -l 127.0.0.1 -p "$port" -U 0 -u "$(id -un)" "$@"
+  ) </dev/null >>"$node_dir/memcached.log" 2>&1 &
   local pid=$!
   echo "$pid" >"$node_dir/pid"
   local i
