@@ -135,7 +135,7 @@ std::vector<Storage::ServerState> MemcachedStorage::servers() const {
   for (std::size_t i = 0; i < health_.size(); ++i) {
     std::lock_guard<std::mutex> lock(health_[i]->mu);
     out.push_back({options_.servers[i].name(), health_[i]->breaker.open(now),
-                   health_[i]->disconnected, options_.pool});
+                   health_[i]->disconnected, health_[i]->disconnected ? 0 : options_.pool});
   }
   return out;
 }
