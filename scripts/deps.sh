@@ -2,16 +2,17 @@
 # Installs the Debian 12 packages floodgate needs, only those that are missing.
 #   scripts/deps.sh          build and run
 #   scripts/deps.sh --test   also what the test suite needs (clang + libFuzzer runtime, servers,
-#                            chromium and Node.js for the dashboard's browser test, xmllint)
+#                            chromium and Node.js for the dashboard's browser test, xmllint;
+#                            pymemcache for bench/memcached's Python `limits` peer)
 set -euo pipefail
 
 packages=(g++ cmake make ccache pkg-config
           libboost1.81-dev libboost-json1.81-dev libabsl-dev libcli11-dev libfmt-dev
-          libspdlog-dev libyaml-cpp-dev libhiredis-dev
+          libspdlog-dev libyaml-cpp-dev libhiredis-dev libmemcached-dev libssl-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev redis-server redis-tools nginx wrk curl nodejs chromium fonts-dejavu-core libxml2-utils)
+  packages+=(clang libclang-rt-14-dev redis-server redis-tools memcached python3-pymemcache nginx wrk curl nodejs chromium fonts-dejavu-core libxml2-utils)
   # npm installs the gRPC end-to-end test's Node client and playwright-core (tests/integration/browser);
   # it is bundled with some nodejs builds.
   if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi

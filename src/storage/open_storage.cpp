@@ -41,10 +41,11 @@ absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text) {
   auto url = parse_storage_url(text);
   if (!url.ok()) return url.status();
   if (url->scheme == "memory") return open_memory(*url);
+  if (auto opened = open_memcached_storage(*url)) return *std::move(opened);
   if (auto opened = open_registered_storage(*url)) return *std::move(opened);
   return absl::InvalidArgumentError(fmt::format(
-      "unknown storage \"{}\": expected memory, redis://host:port, redis+unix:///path or "
-      "redis-cluster://host:port[,host:port…]",
+      "unknown storage \"{}\": expected memory, redis://host:port, redis+unix:///path, "
+      "redis-cluster://host:port[,host:port…] or memcached://host:port[,host:port…]",
       text));
 }
 

@@ -33,4 +33,8 @@ std::string redact_storage_url(std::string_view text);
 std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(
     const StorageUrl& url);
 
+/// The memcached storage (storage/memcached/): nullopt for a scheme other than memcached.
+std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_memcached_storage(
+    const StorageUrl& url);
+
 }  // namespace floodgate

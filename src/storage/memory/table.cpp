@@ -16,46 +16,19 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "floodgate/algorithms.hpp"
+#include "storage/decide.hpp"
 #include "storage/memory/locks.hpp"
 
 namespace floodgate {
 
-// ---- the five algorithms behind one interface ----------------------------------------------
+// ---- the algorithms: storage/decide.hpp ------------------------------------------------------
 namespace {
 
-template <class S, auto Evaluate, auto Commit, auto Expires>
-struct Algorithm {
-  using State = S;
-  static Decision evaluate(const S& s, const Limit& l, Micros now, std::int64_t cost, bool) {
-    return Evaluate(s, l, now, cost);
-  }
-  static void commit(S& s, const Limit& l, Micros now, std::int64_t cost) {
-    Commit(s, l, now, cost);
-  }
-  static Micros expires_at(const S& s, const Limit& l) { return Expires(s, l); }
-};
-
-using FixedClock = Algorithm<fixed_window::State, fixed_window::evaluate, fixed_window::commit,
-                             fixed_window::expires_at>;
-using FixedFirstHit =
-    Algorithm<fixed_window_first_hit::State, fixed_window_first_hit::evaluate,
-              fixed_window_first_hit::commit, fixed_window_first_hit::expires_at>;
-using Moving = Algorithm<moving_window::State, moving_window::evaluate, moving_window::commit,
-                         moving_window::expires_at>;
-using Sliding = Algorithm<sliding_window::State, sliding_window::evaluate,
-                          sliding_window::commit, sliding_window::expires_at>;
-
-struct Bucket {
-  using State = bucket::State;
-  static Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
-                           bool shape) {
-    return bucket::evaluate(s, l, now, cost, shape);
-  }
-  static void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
-    bucket::commit(s, l, now, cost);
-  }
-  static Micros expires_at(const State& s, const Limit& l) { return bucket::expires_at(s, l); }
-};
+using detail::Bucket;
+using detail::FixedClock;
+using detail::FixedFirstHit;
+using detail::Moving;
+using detail::Sliding;
 
 constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
@@ -229,25 +202,7 @@ class TableImpl final : public MemoryStorage::Table {
 
   // Evaluates every limit, commits to all of them if all allow and this is a hit.
   Decision decide(S* st, std::int64_t cost, Effect effect, Micros now) const {
-    Decision out;
-    for (std::size_t i = 0; i < k_; ++i) {
-      combine(out, A::evaluate(st[i], limits_[i], now, cost, shape_), i == 0);
-    }
-    if (out.allowed && effect == Effect::kHit) {
-      for (std::size_t i = 0; i < k_; ++i) A::commit(st[i], limits_[i], now, cost);
-      return out;
-    }
-    if (!out.allowed) out.delay = 0;
-    if (!out.allowed && k_ == 1) return out;  // a lone denying limit already reports its state
-    // Nothing was consumed: report the state as it is, with the verdict for `cost`.
-    Decision as_is;
-    for (std::size_t i = 0; i < k_; ++i) {
-      combine(as_is, A::evaluate(st[i], limits_[i], now, 0, false), i == 0);
-    }
-    as_is.allowed = out.allowed;
-    as_is.retry_after = out.retry_after;
-    as_is.delay = out.delay;
-    return as_is;
+    return detail::decide<A>(st, limits_, shape_, cost, effect, now);
   }
 
   // The time from which the whole record is absent: the sampler evicts the earliest.
@@ -366,22 +321,9 @@ class TableImpl final : public MemoryStorage::Table {
 
 std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy,
                                                  const MemoryStorageOptions& options) {
-  switch (policy.strategy()) {
-    case Strategy::kFixedWindow:
-      if (policy.anchor() == Anchor::kFirstHit) {
-        return std::make_unique<TableImpl<FixedFirstHit>>(policy, options);
-      }
-      return std::make_unique<TableImpl<FixedClock>>(policy, options);
-    case Strategy::kMovingWindow:
-      return std::make_unique<TableImpl<Moving>>(policy, options);
-    case Strategy::kSlidingWindowCounter:
-      return std::make_unique<TableImpl<Sliding>>(policy, options);
-    case Strategy::kTokenBucket:
-    case Strategy::kLeakyBucket:
-    case Strategy::kGcra:
-      return std::make_unique<TableImpl<Bucket>>(policy, options);
-  }
-  return nullptr;
+  return detail::with_algorithm(policy, [&](auto a) -> std::unique_ptr<MemoryStorage::Table> {
+    return std::make_unique<TableImpl<decltype(a)>>(policy, options);
+  });
 }
 
 }  // namespace floodgate

@@ -25,19 +25,6 @@ namespace {
 
 using namespace floodgate::redis::testing;
 
-std::string describe(const Decision& d) {
-  return fmt::format("allowed={} limit={} period={} remaining={} reset_after={} retry_after={} "
-                     "delay={}",
-                     d.allowed, d.limit, d.period, d.remaining, d.reset_after, d.retry_after,
-                     d.delay);
-}
-
-bool same(const Decision& a, const Decision& b) {
-  return a.allowed == b.allowed && a.limit == b.limit && a.period == b.period &&
-         a.remaining == b.remaining && a.reset_after == b.reset_after &&
-         a.retry_after == b.retry_after && a.delay == b.delay && a.degraded == b.degraded;
-}
-
 // ---- conformance: memory and Redis give byte-identical replay output -------------------------
 class RedisConformance : public ::testing::TestWithParam<Case> {};
 
@@ -55,17 +42,7 @@ TEST_P(RedisConformance, BinaryReplayThroughRedisMatchesMemory) {
   MemoryStorage memory;
   const std::string expected = replay_through(c, memory);
   const std::string url = single_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix(c.name + "-cli"));
-  const std::string cmd = std::string(FLOODGATE_BINARY) + " replay --strategy '" + c.strategy +
-                          "' --limit '" + c.limit + "' " + c.flags + " --name conformance" +
-                          " --storage '" + url + "' < '" + FLOODGATE_CONFORMANCE_DIR + "/" +
-                          c.name + ".trace.jsonl'";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  ASSERT_EQ(pclose(pipe), 0) << cmd;
-  EXPECT_EQ(out, expected);
+  EXPECT_EQ(replay_cli(c, url), expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, RedisConformance, ::testing::ValuesIn(all_cases()),

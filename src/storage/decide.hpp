@@ -1,0 +1,99 @@
+// The algorithms of algorithms.hpp behind one compile-time interface, and the one rule that turns
+// a key's per-limit states into a decision (all limits at once). Shared by the storages that run
+// the C++ functions themselves (memory, memcached); the Redis scripts mirror the same rule.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "floodgate/algorithms.hpp"
+#include "floodgate/policy.hpp"
+#include "floodgate/storage.hpp"
+
+namespace floodgate::detail {
+
+/// One algorithm: its State and evaluate/commit/expires_at with a common signature (`shape` is
+/// used by the buckets only).
+template <class S, auto Evaluate, auto Commit, auto Expires>
+struct Algorithm {
+  using State = S;
+  static Decision evaluate(const S& s, const Limit& l, Micros now, std::int64_t cost, bool) {
+    return Evaluate(s, l, now, cost);
+  }
+  static void commit(S& s, const Limit& l, Micros now, std::int64_t cost) {
+    Commit(s, l, now, cost);
+  }
+  static Micros expires_at(const S& s, const Limit& l) { return Expires(s, l); }
+};
+
+using FixedClock = Algorithm<fixed_window::State, fixed_window::evaluate, fixed_window::commit,
+                             fixed_window::expires_at>;
+using FixedFirstHit =
+    Algorithm<fixed_window_first_hit::State, fixed_window_first_hit::evaluate,
+              fixed_window_first_hit::commit, fixed_window_first_hit::expires_at>;
+using Moving = Algorithm<moving_window::State, moving_window::evaluate, moving_window::commit,
+                         moving_window::expires_at>;
+using Sliding = Algorithm<sliding_window::State, sliding_window::evaluate,
+                          sliding_window::commit, sliding_window::expires_at>;
+
+struct Bucket {
+  using State = bucket::State;
+  static Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
+                           bool shape) {
+    return bucket::evaluate(s, l, now, cost, shape);
+  }
+  static void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
+    bucket::commit(s, l, now, cost);
+  }
+  static Micros expires_at(const State& s, const Limit& l) { return bucket::expires_at(s, l); }
+};
+
+/// Calls `f(A{})` with the algorithm that runs `policy`; returns what `f` returns.
+template <class F>
+decltype(auto) with_algorithm(const Policy& policy, F&& f) {
+  switch (policy.strategy()) {
+    case Strategy::kFixedWindow:
+      if (policy.anchor() == Anchor::kFirstHit) return f(FixedFirstHit{});
+      return f(FixedClock{});
+    case Strategy::kMovingWindow:
+      return f(Moving{});
+    case Strategy::kSlidingWindowCounter:
+      return f(Sliding{});
+    case Strategy::kTokenBucket:
+    case Strategy::kLeakyBucket:
+    case Strategy::kGcra:
+      break;
+  }
+  return f(Bucket{});
+}
+
+/// Evaluates every limit on `st` (one state per limit) and, if all allow and this is a hit,
+/// commits to all of them. A request that consumed nothing reports the state as it is, with its
+/// own verdict (`allowed`, `retry_after`, `delay`).
+template <class A>
+Decision decide(typename A::State* st, std::span<const Limit> limits, bool shape,
+                std::int64_t cost, Effect effect, Micros now) {
+  const std::size_t k = limits.size();
+  Decision out;
+  for (std::size_t i = 0; i < k; ++i) {
+    combine(out, A::evaluate(st[i], limits[i], now, cost, shape), i == 0);
+  }
+  if (out.allowed && effect == Effect::kHit) {
+    for (std::size_t i = 0; i < k; ++i) A::commit(st[i], limits[i], now, cost);
+    return out;
+  }
+  if (!out.allowed) out.delay = 0;
+  if (!out.allowed && k == 1) return out;  // a lone denying limit already reports its state
+  // Nothing was consumed: report the state as it is, with the verdict for `cost`.
+  Decision as_is;
+  for (std::size_t i = 0; i < k; ++i) {
+    combine(as_is, A::evaluate(st[i], limits[i], now, 0, false), i == 0);
+  }
+  as_is.allowed = out.allowed;
+  as_is.retry_after = out.retry_after;
+  as_is.delay = out.delay;
+  return as_is;
+}
+
+}  // namespace floodgate::detail
