@@ -28,8 +28,17 @@ std::string clock_label(Micros t, bool with_date) {
   std::tm tm{};
   gmtime_r(&s, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, with_date ? "%Y-%m-%d %H:%M" : "%H:%M:%S", &tm);
+  std::strftime(buf, sizeof buf, with_date ? "%Y-%m-%d %H:%M" : tm.tm_sec ? "%H:%M:%S" : "%H:%M", &tm);
   return buf;
+}
+
+// A step of the wall clock giving at most ~10 ticks: 1, 2, 5, 10, 15, 30 s or min, 1, 2, 3, 6, 12 h, days.
+double clock_step(double span_s) {
+  for (double s : {1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0,
+                   7200.0, 10800.0, 21600.0, 43200.0, 86400.0}) {
+    if (span_s / s <= 10) return s;
+  }
+  return 86400.0 * std::ceil(span_s / 86400.0 / 10);
 }
 
 std::string axis(const StreamResult& r, double plot, double y) {
@@ -37,9 +46,12 @@ std::string axis(const StreamResult& r, double plot, double y) {
       "<g class=\"axis\" fill=\"#333\"><line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n",
       kLeft, kLeft + plot, y);
   const double span_s = std::max(1e-3, static_cast<double>(r.bin_width) * static_cast<double>(r.bins) / 1e6);
-  const double step = std::max(sim::tick_step(span_s), 1e-3);
   const bool wall = r.first >= kWallClockFrom;
-  for (double t = 0; t <= span_s + 1e-9; t += step) {
+  const double step = wall ? clock_step(span_s) : std::max(sim::tick_step(span_s), 1e-3);
+  // On the wall clock, ticks fall on whole multiples of the step (14:00, 14:15, …).
+  const double first_s = static_cast<double>(r.first) / 1e6;
+  const double start = wall ? std::ceil(first_s / step) * step - first_s : 0;
+  for (double t = start; t <= span_s + 1e-9; t += step) {
     const double px = kLeft + t / span_s * plot;
     const Micros at = r.first + static_cast<Micros>(std::llround(t * 1e6));
     const std::string label = wall ? clock_label(at, false) : fmt::format("{:g}s", std::round(t * 1000) / 1000);
@@ -55,7 +67,8 @@ std::string axis(const StreamResult& r, double plot, double y) {
 }
 
 // One row: its label, and per bin an allowed bar up from the middle line and a blocked bar down.
-std::string row_svg(const StreamRow& row, std::size_t i, double plot, double col, double scale) {
+std::string row_svg(const StreamRow& row, std::size_t i, double plot, double col, double up_scale,
+                    double down_scale) {
   const double y0 = kTop + kRowHeight * static_cast<double>(i);
   const double mid = y0 + 8 + kBarSpace;
   std::string out = fmt::format("<g class=\"lane\" data-lane=\"{}\" data-limit=\"{}\">\n",
@@ -73,10 +86,10 @@ std::string row_svg(const StreamRow& row, std::size_t i, double plot, double col
   for (std::size_t b = 0; b < row.bins.size(); ++b) {
     const double x = kLeft + (static_cast<double>(b) + 0.5) * col;
     if (row.bins[b].allowed > 0) {
-      up += fmt::format("M{:.1f} {:.1f}v-{:.1f}", x, mid, std::max(0.5, static_cast<double>(row.bins[b].allowed) * scale));
+      up += fmt::format("M{:.1f} {:.1f}v-{:.1f}", x, mid, std::max(0.5, static_cast<double>(row.bins[b].allowed) * up_scale));
     }
     if (row.bins[b].blocked > 0) {
-      down += fmt::format("M{:.1f} {:.1f}v{:.1f}", x, mid, std::max(0.5, static_cast<double>(row.bins[b].blocked) * scale));
+      down += fmt::format("M{:.1f} {:.1f}v{:.1f}", x, mid, std::max(0.5, static_cast<double>(row.bins[b].blocked) * down_scale));
     }
   }
   const double stroke = std::max(0.6, col * 0.9);
@@ -96,11 +109,15 @@ std::string row_svg(const StreamRow& row, std::size_t i, double plot, double col
 std::string render_bins_svg(const StreamResult& r, std::string_view title) {
   const double plot = kWidth - kLeft - kRight;
   const double height = kTop + kRowHeight * static_cast<double>(r.rows.size()) + 50;
-  std::int64_t peak = 1;
+  // Allowed and blocked have a scale each (blocked requests are often a few percent of all), the
+  // same in every row so that rows compare.
+  std::int64_t peak_allowed = 1, peak_blocked = 1;
   for (const StreamRow& row : r.rows) {
-    for (const BinCount& b : row.bins) peak = std::max({peak, b.allowed, b.blocked});
+    for (const BinCount& b : row.bins) {
+      peak_allowed = std::max(peak_allowed, b.allowed);
+      peak_blocked = std::max(peak_blocked, b.blocked);
+    }
   }
-  const double scale = kBarSpace / static_cast<double>(peak);
   const double col = plot / static_cast<double>(std::max<std::size_t>(1, r.bins));
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bins-chart\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
@@ -109,10 +126,13 @@ std::string render_bins_svg(const StreamResult& r, std::string_view title) {
       "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{2}</text>\n",
       kWidth, height, sim::xml_escape(title));
   out += fmt::format(
-      "<text x=\"10\" y=\"40\">per {} bin: <tspan fill=\"#00664a\">▲ allowed</tspan> above the line, "
-      "<tspan fill=\"#a33d00\">▼ blocked</tspan> below; the tallest bar is {} requests</text>\n",
-      format_bin(r.bin_width), peak);
-  for (std::size_t i = 0; i < r.rows.size(); ++i) out += row_svg(r.rows[i], i, plot, col, scale);
+      "<text x=\"10\" y=\"40\">requests per {} bin: <tspan fill=\"#00664a\">▲ allowed</tspan> above the line "
+      "(full height {}), <tspan fill=\"#a33d00\">▼ blocked</tspan> below it (full height {})</text>\n",
+      format_bin(r.bin_width), peak_allowed, peak_blocked);
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    out += row_svg(r.rows[i], i, plot, col, kBarSpace / static_cast<double>(peak_allowed),
+                   kBarSpace / static_cast<double>(peak_blocked));
+  }
   out += axis(r, plot, kTop + kRowHeight * static_cast<double>(r.rows.size()) + 2);
   return out + "</svg>\n";
 }
