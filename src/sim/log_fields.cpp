@@ -127,29 +127,28 @@ std::optional<Micros> epoch_number(std::string_view s) {
   return static_cast<Micros>(std::llround(us));
 }
 
+// Keeps the first `bits` bits of the address in buf[0, n) and writes it as "address/bits".
+std::string mask_bytes(int family, unsigned char* buf, int n, int bits) {
+  for (int i = 0; i < n; ++i) {
+    const int keep = std::clamp(bits - 8 * i, 0, 8);
+    buf[i] &= static_cast<unsigned char>(0xFF00 >> keep);
+  }
+  char out[INET6_ADDRSTRLEN];
+  inet_ntop(family, buf, out, sizeof out);
+  return fmt::format("{}/{}", out, bits);
+}
+
 // Masks the address text `a` to `bits`; nullopt when it is not an address.
 std::optional<std::string> masked(std::string_view a, int bits) {
   const std::string s(a);
   unsigned char buf[16];
   if (inet_pton(AF_INET, s.c_str(), buf) == 1) {
     if (bits < 0 || bits > 32) return s;
-    for (int i = 0; i < 4; ++i) {
-      const int keep = std::clamp(bits - 8 * i, 0, 8);
-      buf[i] &= static_cast<unsigned char>(0xFF00 >> keep);
-    }
-    char out[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, buf, out, sizeof out);
-    return fmt::format("{}/{}", out, bits);
+    return mask_bytes(AF_INET, buf, 4, bits);
   }
   if (inet_pton(AF_INET6, s.c_str(), buf) == 1) {
     if (bits < 0) return s;
-    for (int i = 0; i < 16; ++i) {
-      const int keep = std::clamp(bits - 8 * i, 0, 8);
-      buf[i] &= static_cast<unsigned char>(0xFF00 >> keep);
-    }
-    char out[INET6_ADDRSTRLEN];
-    inet_ntop(AF_INET6, buf, out, sizeof out);
-    return fmt::format("{}/{}", out, bits);
+    return mask_bytes(AF_INET6, buf, 16, bits);
   }
   return std::nullopt;
 }

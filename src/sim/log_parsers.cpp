@@ -42,6 +42,16 @@ std::size_t envoy_end(std::string_view s, std::size_t i) {
   return std::string_view::npos;
 }
 
+// The value of field `name` in a line split into columns (names[i] names values[i]).
+template <typename Value>
+std::optional<std::string_view> named(const std::vector<std::string>& names,
+                                      const std::vector<Value>& values, std::string_view name) {
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    if (names[i] == name) return std::string_view(values[i]);
+  }
+  return std::nullopt;
+}
+
 // The shared half: a format fills the line's values; the request is taken from them.
 class FieldsParser : public LineParser {
  public:
@@ -104,7 +114,6 @@ class FieldsParser : public LineParser {
       } else {
         return bad("no key: no \"key\" field and no client address (choose one with --key)");
       }
-      return absl::OkStatus();
     }
     for (std::size_t i = 0; i < options_.key.parts.size(); ++i) {
       const KeyPart& p = options_.key.parts[i];
@@ -185,10 +194,7 @@ class LayoutParser final : public FieldsParser {
   }
 
   std::optional<std::string_view> value(std::string_view name) const override {
-    for (std::size_t i = 0; i < names_.size(); ++i) {
-      if (names_[i] == name) return values_[i];
-    }
-    return std::nullopt;
+    return named(names_, values_, name);
   }
 
  private:
@@ -299,10 +305,7 @@ class CsvParser final : public FieldsParser {
   }
 
   std::optional<std::string_view> value(std::string_view name) const override {
-    for (std::size_t i = 0; i < names_.size(); ++i) {
-      if (names_[i] == name) return values_[i];
-    }
-    return std::nullopt;
+    return named(names_, values_, name);
   }
 
  private:

@@ -135,6 +135,7 @@ TEST(Jsonl, TheReplayTraceAndErrors) {
   EXPECT_FALSE(p->parse(R"({"key": "x"})").ok());  // no time
   EXPECT_FALSE(p->parse(R"({"t": 1})").ok());      // no key, no address
   EXPECT_FALSE(p->parse("[1, 2]").ok());
+  EXPECT_FALSE(p->parse(R"({"t": 1, "key": ")" + std::string(2000, 'k') + "\"}").ok());  // keys ≤ 1024 bytes
   auto broken = p->parse(R"({"t": 1, "key")");
   ASSERT_FALSE(broken.ok());
   EXPECT_NE(broken.status().message().find("not valid JSON"), std::string::npos);
