@@ -23,9 +23,9 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests floodgate_rls_tests
 ctest --preset tsan --output-on-failure
 
-step "libFuzzer: rate parser, algorithm action traces, traffic specs"
+step "libFuzzer: rate parser, algorithm action traces, traffic specs, access-log lines"
 cmake --preset fuzz -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
-cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz traffic_fuzz
+cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz traffic_fuzz log_line_fuzz
 ctest --preset fuzz --output-on-failure
 
 step "Release: benchmarks (smoke), install, example against the installed package"

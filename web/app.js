@@ -43,6 +43,7 @@ const pg = {
   inflight: false,
   stream: null,     // {timer, rate, next}
   dirty: true,
+  file: null,       // a loaded trace file: {name, focus, origin, period, keys, bad, examples}
 };
 
 function now() { return pg.trace.length ? (performance.now() - pg.start) / 1000 : 0; }
@@ -59,8 +60,8 @@ function buildLanes() {
       '<div class="lane-policy"></div><div class="counts">allowed <span class="a allowed-count">0</span>' +
       ' · blocked <span class="b blocked-count">0</span></div></div>' +
       `<svg class="plot" role="img" aria-label="${name}: requests over time">` +
-      '<path class="level-fill"/><path class="level"/><path class="dots-allowed dot-allowed"/>' +
-      '<path class="dots-blocked x-blocked"/></svg>';
+      '<path class="seeds"/><path class="level-fill"/><path class="level"/><path class="dots-allowed dot-allowed"/>' +
+      '<path class="dots-blocked x-blocked"/><path class="bars-a"/><path class="bars-b"/></svg>';
     box.appendChild(lane);
     pg.lanes.set(name, {
       decisions: [], allowed: 0, blocked: 0, el: lane,
@@ -68,6 +69,7 @@ function buildLanes() {
       a: lane.querySelector('.allowed-count'), b: lane.querySelector('.blocked-count'),
       levelFill: lane.querySelector('.level-fill'), level: lane.querySelector('path.level'),
       dotsA: lane.querySelector('.dots-allowed'), dotsB: lane.querySelector('.dots-blocked'),
+      seeds: lane.querySelector('.seeds'), barsA: lane.querySelector('.bars-a'), barsB: lane.querySelector('.bars-b'),
     });
   }
 }
@@ -79,6 +81,7 @@ function showError(text) {
 }
 
 function addRequests(n) {
+  if (pg.file) leaveFile();
   if (pg.trace.length === 0) {
     pg.start = performance.now();
     pg.origin = Date.now() / 1000;
@@ -188,6 +191,8 @@ function firstAtOrAfter(t) {
 }
 
 function render() {
+  if (pg.file) { renderFile(); return; }
+  for (const lane of pg.lanes.values()) ['seeds', 'barsA', 'barsB'].forEach((k) => lane[k].setAttribute('d', ''));
   const end = Math.max(VIEW_SECONDS, pg.stream || pg.inflight ? now() : (pg.trace.length ? pg.trace[pg.trace.length - 1].t : 0) + 1);
   const begin = end - VIEW_SECONDS;
   const plot = pg.lanes.get(LANES[0]).plot;
@@ -235,13 +240,14 @@ function render() {
     (pg.stream ? ` · streaming ${pg.stream.rate}/s` : '');
 }
 
-function drawAxis(begin, end, width) {
+function drawAxis(begin, end, width, view = VIEW_SECONDS) {
   const axis = $('axis');
-  const step = VIEW_SECONDS / 6;
+  const raw = view / 6, p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw);
   let html = '';
   for (let t = Math.ceil(begin / step) * step; t <= end + 1e-9; t += step) {
     if (t < 0) continue;
-    const px = ((t - begin) / VIEW_SECONDS * (width - 8) + 4).toFixed(1);
+    const px = ((t - begin) / view * (width - 8) + 4).toFixed(1);
     const anchor = px < 20 ? 'start' : px > width - 20 ? 'end' : 'middle';
     html += `<line x1="${px}" x2="${px}" y1="0" y2="5"/><text x="${px}" y="17" text-anchor="${anchor}">${t.toFixed(0)} s</text>`;
   }
@@ -266,6 +272,7 @@ function applySettings(ev) {
   const burst = Math.max(0, Math.floor(Number($('burst').value) || 0));
   const key = $('key').value.trim() || 'a';
   pg.settings = { limit, burst, key };
+  if (pg.file) pg.file.period = window.floodgateTrace.firstPeriod(limit);
   resetDecisions();  // the same traffic, decided again under the new settings
   showError('');
   if (pg.trace.length) sync(); else validate();
@@ -287,8 +294,10 @@ function initPlayground() {
   $('hit').addEventListener('click', () => addRequests(1));
   $('burst-send').addEventListener('click', () => addRequests(Math.max(1, Math.min(1000, Number($('burst-n').value) || 1))));
   $('stream').addEventListener('click', () => (pg.stream ? stopStream() : startStream()));
+  $('trace-file').addEventListener('change', loadTraceFile);
   $('reset').addEventListener('click', () => {
     stopStream();
+    leaveFile();
     pg.trace = [];
     resetDecisions();
     showError('');

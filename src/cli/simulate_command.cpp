@@ -1,4 +1,5 @@
-// floodgate simulate: one trace through several strategies; a summary table and a chart.
+// floodgate simulate: traffic (generated, or an access log of any size) through several strategies
+// and policies side by side; a summary table and a chart or an HTML report.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -6,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "floodgate/access_log.hpp"
 #include "floodgate/replay.hpp"
+#include "floodgate/sim_stream.hpp"
 #include "floodgate/simulate.hpp"
 
 namespace floodgate::cli {
@@ -14,92 +17,131 @@ namespace floodgate::cli {
 namespace {
 
 struct SimulateArgs {
-  std::string limit;
+  std::vector<std::string> limits;
   std::int64_t burst = 0;
   std::string strategies = "all";
   std::string traffic;
+  std::string format = "auto";
+  std::string key = "auto";
+  std::string layout;
+  std::string time_field;
+  std::string focus;
+  std::size_t columns = 600;
   std::uint64_t seed = 1;
   std::string out;
 };
 
-std::string html_page(std::string_view title, std::string_view svg) {
-  return fmt::format(
-      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-      "<title>{0}</title><style>body{{font-family:sans-serif;margin:1rem}}"
-      "svg{{max-width:100%;height:auto}}</style></head>\n<body>\n<h1>{0}</h1>\n{1}</body></html>\n",
-      title, svg);
+int fail(std::string_view message, int code = 2) {
+  std::cerr << "floodgate simulate: " << message << "\n";
+  return code;
+}
+
+bool generated(std::string_view traffic) {
+  return traffic.starts_with("poisson:") || traffic.starts_with("burst:");
+}
+
+absl::Status feed_generated(const SimulateArgs& a, StreamingSimulation& sim) {
+  auto trace = make_traffic(a.traffic, a.seed);
+  if (!trace.ok()) return trace.status();
+  for (const TraceEvent& e : *trace) {
+    if (absl::Status s = sim.add(e.t, e.key, e.cost); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Streams the log into the simulation; `notes` says what was read and what was skipped.
+absl::Status feed_log(const SimulateArgs& a, StreamingSimulation& sim, std::vector<std::string>& notes) {
+  LogReaderOptions o;
+  auto format = parse_log_format(a.format);
+  if (!format.ok()) return format.status();
+  auto key = KeySpec::parse(a.key);
+  if (!key.ok()) return key.status();
+  o.format = *format;
+  o.key = *key;
+  o.layout = a.layout;
+  o.time_field = a.time_field.empty() ? "" : canonical_field(a.time_field);
+  auto reader = LogReader::open(a.traffic, o);
+  if (!reader.ok()) return reader.status();
+  while (auto r = (*reader)->next()) {
+    if (absl::Status s = sim.add(r->time, r->key, r->cost); !s.ok()) return s;
+  }
+  if (!(*reader)->status().ok()) return (*reader)->status();
+  const LogStats& st = (*reader)->stats();
+  notes.push_back(fmt::format("{}: {} log, key {}; {} lines, {} requests", a.traffic,
+                              format_name((*reader)->format()), a.key, st.lines, st.records));
+  if (st.bad > 0) {
+    notes.push_back(fmt::format("{} line{} skipped (did not parse):", st.bad, st.bad == 1 ? "" : "s"));
+    for (const std::string& e : st.examples) notes.push_back("  " + e);
+  }
+  if (st.reordered > 0) {
+    notes.push_back(fmt::format("{} requests were logged before earlier ones; each is taken at the latest time seen",
+                                st.reordered));
+  }
+  if (st.records == 0) {
+    std::string message = fmt::format("{}: no request could be read", a.traffic);
+    for (const std::string& n : notes) message += "\n  " + n;
+    return absl::InvalidArgumentError(message);
+  }
+  return absl::OkStatus();
+}
+
+void print_table(const StreamResult& r, std::string_view traffic) {
+  const Micros span = r.requests ? r.last - r.first : 0;
+  std::cout << fmt::format("{} requests over {} s ({}), {} keys\n", r.requests, format_seconds(span), traffic, r.keys);
+  std::string limit;
+  for (const StreamRow& row : r.rows) {
+    if (row.limit != limit || &row == &r.rows.front()) {
+      limit = row.limit;
+      const LaneSummary& s = row.summary;
+      std::cout << fmt::format("limit {}\n{:<24} {:>9} {:>9} {:>16} {:>20} {:>14}\n", limit, "strategy", "allowed", "blocked",
+                               fmt::format("max in {}s", format_seconds(s.period)),
+                               fmt::format("worst burst ({}s)", format_seconds(s.burst_span)), "keys blocked");
+    }
+    std::cout << fmt::format("{:<24} {:>9} {:>9} {:>16} {:>20} {:>14}\n", row.lane, row.summary.allowed, row.summary.blocked,
+                             row.summary.max_in_period, row.summary.worst_burst, row.keys_blocked);
+  }
+}
+
+int write_output(const SimulateArgs& a, const StreamResult& r, const std::vector<std::string>& notes) {
+  std::string limits;
+  for (const std::string& l : a.limits) limits += (limits.empty() ? "" : " | ") + l;
+  const std::string title = fmt::format("floodgate simulate: {} — {}", limits, a.traffic);
+  std::string page;
+  if (a.out.ends_with(".svg")) {
+    page = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
+           (r.all_marked ? render_svg(marked_lanes(r), r.marked, title) : render_bins_svg(r, title));
+  } else {
+    page = render_report_html(r, title, notes);
+  }
+  std::ofstream file(a.out, std::ios::binary);
+  file << page;
+  file.close();
+  if (!file) return fail("cannot write " + a.out, 1);
+  std::cout << "wrote " << a.out << " (" << page.size() << " bytes)\n";
+  return 0;
 }
 
 int run(const SimulateArgs& a) {
-  const bool svg = a.out.ends_with(".svg");
-  const bool html = a.out.ends_with(".html") || a.out.ends_with(".htm");
-  if (!a.out.empty() && !svg && !html) {
-    std::cerr << "floodgate simulate: --out \"" << a.out << "\" must end in .svg or .html\n";
-    return 2;
+  if (!a.out.empty() && !a.out.ends_with(".svg") && !a.out.ends_with(".html") && !a.out.ends_with(".htm")) {
+    return fail("--out \"" + a.out + "\" must end in .svg or .html");
   }
   auto lanes = parse_lanes(a.strategies);
-  if (!lanes.ok()) {
-    std::cerr << "floodgate simulate: " << lanes.status().message() << "\n";
-    return 2;
-  }
-  auto limits = parse_limits(a.limit);
-  if (!limits.ok()) {
-    std::cerr << "floodgate simulate: " << limits.status().message() << "\n";
-    return 2;
-  }
-  auto trace = make_traffic(a.traffic, a.seed);
-  if (!trace.ok()) {
-    std::cerr << "floodgate simulate: " << trace.status().message() << "\n";
-    return 2;
-  }
-  SimulateOptions o;
-  o.limit = a.limit;
+  if (!lanes.ok()) return fail(std::string(lanes.status().message()));
+  StreamOptions o;
+  o.limits = a.limits;
   o.burst = a.burst;
   o.lanes = *lanes;
-  auto result = simulate(o, *trace);
-  if (!result.ok()) {
-    std::cerr << "floodgate simulate: " << result.status().message() << "\n";
-    return 2;
-  }
-  const Limit& first = limits->front();
-  const Micros span = trace->empty() ? 0 : trace->back().t;
-  std::cout << fmt::format("{} requests over {} s ({}), limit {}{}\n", trace->size(),
-                           format_seconds(span), a.traffic, a.limit,
-                           a.burst > 0 ? fmt::format(", burst {}", a.burst) : "");
-  const LaneSummary probe = summarize(result->front(), *trace, first.amount, first.period);
-  const std::string period_col = fmt::format("max in {}s", format_seconds(probe.period));
-  const std::string burst_col = fmt::format("worst burst ({}s)", format_seconds(probe.burst_span));
-  std::cout << fmt::format("{:<24} {:>9} {:>9} {:>16} {:>20}\n", "strategy", "allowed", "blocked",
-                           period_col, burst_col);
-  for (const SimLane& lane : *result) {
-    const LaneSummary s = summarize(lane, *trace, first.amount, first.period);
-    std::cout << fmt::format("{:<24} {:>9} {:>9} {:>16} {:>20}\n", lane.name, s.allowed, s.blocked,
-                             s.max_in_period, s.worst_burst);
-  }
-  if (!a.out.empty()) {
-    const std::string title = fmt::format("floodgate simulate: {} — {}", a.limit, a.traffic);
-    const std::string chart = render_svg(*result, *trace, title);
-    std::ofstream file(a.out, std::ios::binary);
-    if (!file) {
-      std::cerr << "floodgate simulate: cannot write " << a.out << "\n";
-      return 1;
-    }
-    if (svg) {
-      file << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" << chart;
-    } else {
-      std::string escaped;
-      for (char c : title) escaped += c == '<' ? std::string("&lt;") : c == '&' ? std::string("&amp;") : std::string(1, c);
-      file << html_page(escaped, chart);
-    }
-    file.close();
-    if (!file) {
-      std::cerr << "floodgate simulate: cannot write " << a.out << "\n";
-      return 1;
-    }
-    std::cout << "wrote " << a.out << "\n";
-  }
-  return 0;
+  o.focus = a.focus;
+  o.columns = a.columns;
+  auto sim = StreamingSimulation::make(o);
+  if (!sim.ok()) return fail(std::string(sim.status().message()));
+  std::vector<std::string> notes;
+  const absl::Status fed = generated(a.traffic) ? feed_generated(a, **sim) : feed_log(a, **sim, notes);
+  if (!fed.ok()) return fail(std::string(fed.message()));
+  for (std::size_t i = 1; i < notes.size(); ++i) std::cerr << "floodgate simulate: " << notes[i] << "\n";
+  const StreamResult r = (*sim)->result();
+  print_table(r, a.traffic);
+  return a.out.empty() ? 0 : write_output(a, r, notes);
 }
 
 }  // namespace
@@ -107,18 +149,29 @@ int run(const SimulateArgs& a) {
 std::function<int()> add_simulate(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "simulate", "Run traffic through several strategies side by side: a summary table and a "
-                  "chart of allowed and blocked requests per strategy.");
-  cmd->add_option("--limit,-l", args->limit, "e.g. \"3/minute\" or \"2/second; 10/minute\"")->required();
+      "simulate", "Run traffic or an access log through several strategies and limits side by side: "
+                  "a summary table, and a chart or an HTML report.");
+  cmd->add_option("--limit,-l", args->limits,
+                  "e.g. \"3/minute\" or \"2/second; 10/minute\"; repeat to compare policies")->required();
   cmd->add_option("--burst", args->burst, "bucket capacity of token-bucket, leaky-bucket and gcra");
   cmd->add_option("--strategies,-s", args->strategies,
                   "all (default) or a comma-separated list: fixed-window, fixed-window-first-hit, "
                   "moving-window, sliding-window-counter, token-bucket, leaky-bucket, gcra");
   cmd->add_option("--traffic,-t", args->traffic,
-                  "poisson:rate=2/s,duration=60s | burst:n=20,at=30s (join with +) | a JSONL trace file")
-      ->required();
+                  "poisson:rate=2/s,duration=60s | burst:n=20,at=30s (join with +) | a log file "
+                  "(plain or .gz)")->required();
+  cmd->add_option("--format,-f", args->format, "log format: auto (default), jsonl, combined, envoy, csv");
+  cmd->add_option("--key,-k", args->key,
+                  "the key of a request: auto (default), ip, ip/64, a field ($http_x_api_key, "
+                  "%REQ(X-API-KEY)%, a JSON or CSV name), or several joined by +");
+  cmd->add_option("--log-format", args->layout,
+                  "the nginx log_format or Envoy format string the log was written with "
+                  "(default: combined, or Envoy's default)");
+  cmd->add_option("--time-field", args->time_field, "the field holding the time (default: the format's)");
+  cmd->add_option("--focus", args->focus, "a key whose requests are drawn one by one in the report");
+  cmd->add_option("--columns", args->columns, "time bins of the chart (default 600)");
   cmd->add_option("--seed", args->seed, "seed of the Poisson generator (default 1)");
-  cmd->add_option("--out,-o", args->out, "write the chart: FILE.svg or FILE.html");
+  cmd->add_option("--out,-o", args->out, "write FILE.svg (the chart) or FILE.html (the report)");
   return [args] { return run(*args); };
 }
 

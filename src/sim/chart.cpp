@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "floodgate/simulate.hpp"
+#include "sim/lanes.hpp"
 
 namespace floodgate {
 
@@ -20,6 +21,10 @@ constexpr double kLeft = 200;
 constexpr double kRight = 20;
 constexpr double kTop = 56;
 constexpr double kLaneHeight = 76;
+
+}  // namespace
+
+namespace sim {
 
 std::string xml_escape(std::string_view s) {
   std::string out;
@@ -45,7 +50,10 @@ double tick_step(double span_s) {
   return 10 * p;
 }
 
-}  // namespace
+}  // namespace sim
+
+using sim::tick_step;
+using sim::xml_escape;
 
 std::string render_svg(const std::vector<SimLane>& lanes, std::span<const TraceEvent> trace,
                        std::string_view title) {

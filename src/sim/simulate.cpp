@@ -10,6 +10,7 @@
 
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
+#include "sim/lanes.hpp"
 #include "util/text.hpp"
 
 namespace floodgate {
@@ -20,7 +21,9 @@ constexpr std::array<std::string_view, 7> kLanes{
     "fixed-window",  "fixed-window-first-hit", "moving-window", "sliding-window-counter",
     "token-bucket", "leaky-bucket",           "gcra"};
 
-constexpr std::size_t kMaxKeyBytes = 1024;
+}  // namespace
+
+namespace sim {
 
 absl::StatusOr<Policy> lane_policy(std::string_view lane, const std::vector<Limit>& limits,
                                    std::int64_t burst) {
@@ -36,17 +39,49 @@ absl::StatusOr<Policy> lane_policy(std::string_view lane, const std::vector<Limi
   return Policy::make(std::string(lane), *strategy, limits, o);
 }
 
-// The capacity of the limit a decision names (the most constraining one).
-std::int64_t capacity_of(const Policy& p, const Decision& d) {
-  for (const Limit& l : p.limits()) {
-    if (l.amount == d.limit && l.period == d.period) {
-      return uses_burst(p.strategy()) ? l.capacity() : l.amount;
-    }
+std::string describe_lane(const Policy& p) {
+  std::string s = p.describe();
+  if (const std::size_t colon = s.find(": "); colon != std::string::npos) {
+    s.erase(0, colon + 2);  // "gcra: gcra 3/minute burst 3" → "gcra 3/minute burst 3"
   }
-  return d.limit;
+  return s;
 }
 
-}  // namespace
+SimStep step_of(const Policy& p, const Decision& d) {
+  SimStep s;
+  s.allowed = d.allowed;
+  s.remaining = d.remaining;
+  s.retry_after = d.retry_after;
+  s.reset_after = d.reset_after;
+  s.capacity = d.limit;
+  for (const Limit& l : p.limits()) {  // the capacity of the most constraining limit
+    if (l.amount == d.limit && l.period == d.period) {
+      s.capacity = uses_burst(p.strategy()) ? l.capacity() : l.amount;
+      break;
+    }
+  }
+  s.level = std::max<std::int64_t>(0, s.capacity - d.remaining);
+  return s;
+}
+
+absl::Status check_event(std::size_t i, Micros t, Micros previous, Micros origin,
+                         std::int64_t cost, std::string_view key) {
+  if (t < 0 || t > (Micros{1} << 62) - origin) {
+    return absl::InvalidArgumentError(fmt::format("event {}: \"t\" is out of range", i));
+  }
+  if (t < previous) return absl::InvalidArgumentError(fmt::format("event {}: \"t\" goes backwards", i));
+  if (cost < 0 || cost > kMaxAmount) {
+    return absl::InvalidArgumentError(
+        fmt::format("event {}: \"cost\" must be a whole number from 0 to 2^53", i));
+  }
+  if (key.empty() || key.size() > kMaxKeyBytes) {
+    return absl::InvalidArgumentError(fmt::format(
+        "event {}: \"key\" must be a non-empty string of at most {} bytes", i, kMaxKeyBytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sim
 
 std::span<const std::string_view> simulation_lanes() noexcept { return kLanes; }
 
@@ -96,21 +131,8 @@ absl::StatusOr<std::vector<SimLane>> simulate(const SimulateOptions& options,
   if (!limits.ok()) return limits.status();
   for (std::size_t i = 0; i < trace.size(); ++i) {
     const TraceEvent& e = trace[i];
-    if (e.t < 0 || e.t > (Micros{1} << 62) - options.origin) {
-      return absl::InvalidArgumentError(fmt::format("event {}: \"t\" is out of range", i));
-    }
-    if (i > 0 && e.t < trace[i - 1].t) {
-      return absl::InvalidArgumentError(fmt::format("event {}: \"t\" goes backwards", i));
-    }
-    if (e.cost < 0 || e.cost > kMaxAmount) {
-      return absl::InvalidArgumentError(
-          fmt::format("event {}: \"cost\" must be a whole number from 0 to 2^53", i));
-    }
-    if (e.key.empty() || e.key.size() > kMaxKeyBytes) {
-      return absl::InvalidArgumentError(
-          fmt::format("event {}: \"key\" must be a non-empty string of at most {} bytes", i,
-                      kMaxKeyBytes));
-    }
+    const Micros previous = i > 0 ? trace[i - 1].t : 0;
+    if (absl::Status st = sim::check_event(i, e.t, previous, options.origin, e.cost, e.key); !st.ok()) return st;
   }
   std::vector<std::string> lanes = options.lanes;
   if (lanes.empty()) lanes.assign(kLanes.begin(), kLanes.end());
@@ -118,28 +140,19 @@ absl::StatusOr<std::vector<SimLane>> simulate(const SimulateOptions& options,
   std::vector<SimLane> out;
   out.reserve(lanes.size());
   for (const std::string& name : lanes) {
-    auto policy = lane_policy(name, *limits, options.burst);
+    auto policy = sim::lane_policy(name, *limits, options.burst);
     if (!policy.ok()) return policy.status();
     auto clock = std::make_shared<ManualClock>(options.origin);
     Limiter limiter(std::make_shared<MemoryStorage>(), clock);
     SimLane lane;
     lane.name = name;
-    lane.policy = policy->describe();
-    if (const std::size_t colon = lane.policy.find(": "); colon != std::string::npos) {
-      lane.policy.erase(0, colon + 2);  // "gcra: gcra 3/minute burst 3" → "gcra 3/minute burst 3"
-    }
+    lane.policy = sim::describe_lane(*policy);
     lane.steps.reserve(trace.size());
     for (const TraceEvent& e : trace) {
       clock->set(options.origin + e.t);
       auto d = limiter.hit(*policy, e.key, e.cost);
       if (!d.ok()) return d.status();  // the private memory store does not fail
-      SimStep s;
-      s.allowed = d->allowed;
-      s.remaining = d->remaining;
-      s.retry_after = d->retry_after;
-      s.reset_after = d->reset_after;
-      s.capacity = capacity_of(*policy, *d);
-      s.level = std::max<std::int64_t>(0, s.capacity - d->remaining);
+      const SimStep s = sim::step_of(*policy, *d);
       (d->allowed ? lane.allowed : lane.blocked) += 1;
       lane.steps.push_back(s);
     }

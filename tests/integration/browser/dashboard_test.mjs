@@ -219,6 +219,48 @@ try {
   await page.waitForTimeout(300);
   await page.screenshot({ path: path.join(artifacts, 'playground.png'), fullPage: true });
 
+  // ---- a trace file ------------------------------------------------------------------------------
+  // 500 requests of key a (5 a second for 100 s) and 100 of key b (1 a second) against 5 per 10 s:
+  // more than the plot has room for one by one, so every lane draws bars per column, and the seeds'
+  // pictures for key a (the busiest): bands of the fixed windows, the moving window's span at each
+  // blocked request, the sliding counter's weighted previous window, the buckets' level.
+  await page.goto(`${base}/`, { waitUntil: 'load' });
+  await until('the lanes described (file)', () => page.$eval('[data-lane="gcra"] .lane-policy', (e) => e.textContent));
+  const start = 1795737600;  // seconds since the epoch: clock-aligned windows follow the file's times
+  const lines = [];
+  for (let i = 0; i < 500; i++) lines.push(JSON.stringify({ t: start + i * 0.2, key: 'a' }));
+  for (let i = 0; i < 100; i++) lines.push(JSON.stringify({ t: start + i + 0.1, key: 'b' }));
+  lines.sort((p, q) => JSON.parse(p).t - JSON.parse(q).t);
+  lines.splice(7, 0, 'not a request');
+  await page.setInputFiles('#trace-file', { name: 'trace.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(lines.join('\n')) });
+  const fileView = await until('the file decided', async () => {
+    const v = await page.evaluate((lanes) => Object.fromEntries(lanes.map((l) => {
+      const el = document.querySelector(`[data-lane="${l}"]`);
+      const d = (c) => el.querySelector(c).getAttribute('d') || '';
+      return [l, { n: Number(el.querySelector('.allowed-count').textContent) + Number(el.querySelector('.blocked-count').textContent),
+        b: Number(el.querySelector('.blocked-count').textContent), barsA: d('.bars-a').length, barsB: d('.bars-b').length,
+        bands: (d('.seeds').match(/Z/g) || []).length, ramps: (d('.seeds').match(/L/g) || []).length,
+        steps: (d('path.level').match(/V/g) || []).length, dots: d('.dots-allowed').length }];
+    })), LANES);
+    return LANES.every((l) => v[l].n === 600) ? v : null;
+  });
+  const status = await page.$eval('#status', (e) => e.textContent);
+  check(/trace\.jsonl: 600 requests from 2 keys/.test(status) && /1 lines skipped \(line 8/.test(status) && /key a/.test(status),
+    `the status names the file, the skipped line and the focus key: ${status}`);
+  for (const l of LANES) {
+    const v = fileView[l];
+    check(v.barsA > 0 && v.barsB > 0 && v.dots === 0 && v.b > 0, `${l}: bars per column for 600 requests (${v.n} decided, ${v.b} blocked)`);
+    check(v.steps >= 400, `${l}: the level of key a is drawn (${v.steps} steps)`);
+  }
+  for (const l of ['fixed-window', 'fixed-window-first-hit', 'sliding-window-counter']) {
+    check(fileView[l].bands >= 4, `${l}: the windows are drawn as bands (${fileView[l].bands})`);
+  }
+  check(fileView['sliding-window-counter'].ramps >= 4, `sliding-window-counter: the weighted previous window (${fileView['sliding-window-counter'].ramps} ramps)`);
+  check(fileView['moving-window'].bands >= 5 && fileView['moving-window'].ramps === 0, `moving-window: the span at blocked requests (${fileView['moving-window'].bands})`);
+  check(fileView['gcra'].bands === 0, 'gcra: no windows drawn for a bucket');
+  await page.screenshot({ path: path.join(artifacts, 'playground-trace.png'), fullPage: true });
+  await page.click('#reset');
+
   // ---- the live view ------------------------------------------------------------------------------
   await page.goto(`${base}/#live`, { waitUntil: 'load' });
   await until('the live cards', () => page.$('[data-policy="login"] .total-allowed'));

@@ -16,44 +16,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
-  || echo $((20000 + RANDOM % 20000)); }
+source "$here/lib.sh"
 
 "$floodgate" serve --config "$examples/floodgate.yaml" --listen 127.0.0.1:0 \
   --port-file "$prefix/floodgate.port" --threads 1 2>"$prefix/floodgate.log" &
 echo $! >"$prefix/floodgate.pid"
 for _ in $(seq 100); do [[ -s "$prefix/floodgate.port" ]] && break; sleep 0.05; done
 floodgate_port="$(cat "$prefix/floodgate.port")"
-# nginx takes fixed ports from its config: pick free ones, and if another process took one between
-# the pick and nginx's bind (other tests start servers in parallel), pick again. nginx is up when
-# its upstream server answers with our text and nginx is still running.
-nginx_up=0
-for attempt in 1 2 3 4 5; do
-  nginx_port="$(free_port)"
-  upstream_port="$(free_port)"
-  while [[ "$upstream_port" == "$nginx_port" ]]; do upstream_port="$(free_port)"; done
-  sed -e "s|@PREFIX@|$prefix|g" -e "s|@FLOODGATE_PORT@|$floodgate_port|g" \
-      -e "s|@NGINX_PORT@|$nginx_port|g" -e "s|@UPSTREAM_PORT@|$upstream_port|g" \
-      "$examples/nginx.conf" >"$prefix/nginx.conf"
-  : >"$prefix/error.log"
-  "$nginx_bin" -p "$prefix" -c "$prefix/nginx.conf" 2>>"$prefix/nginx.stderr" &
-  nginx_pid=$!
-  for _ in $(seq 100); do
-    kill -0 "$nginx_pid" 2>/dev/null || break
-    if curl -s --max-time 2 "http://127.0.0.1:$upstream_port/" 2>/dev/null | grep -q "hello from the upstream" \
-       && curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$nginx_port/_floodgate" 2>/dev/null; then
-      nginx_up=1
-      break
-    fi
-    sleep 0.05
-  done
-  [[ "$nginx_up" == 1 ]] && break
-  echo "nginx did not come up on ports $nginx_port/$upstream_port (attempt $attempt):"
-  cat "$prefix/error.log" "$prefix/nginx.stderr" 2>/dev/null || true
-  kill "$nginx_pid" 2>/dev/null || true
-  wait "$nginx_pid" 2>/dev/null || true
-done
-if [[ "$nginx_up" != 1 ]]; then echo "0 passed, 1 failed"; exit 1; fi
+if ! start_nginx "$examples/nginx.conf" -e "s|@FLOODGATE_PORT@|$floodgate_port|g"; then
+  echo "0 passed, 1 failed"; exit 1
+fi
 
 upstream=0; limited=0; with_headers=0
 for i in $(seq 30); do

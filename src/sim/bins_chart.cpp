@@ -1,0 +1,147 @@
+// The aggregated chart of a StreamResult: bars per time bin, whatever the number of requests.
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "floodgate/sim_stream.hpp"
+#include "sim/lanes.hpp"
+
+namespace floodgate {
+
+namespace {
+
+constexpr const char* kAllowed = "#009E73";  // Okabe–Ito, as the per-request chart
+constexpr const char* kBlocked = "#D55E00";
+constexpr double kWidth = 1000;
+constexpr double kLeft = 220;
+constexpr double kRight = 20;
+constexpr double kTop = 50;
+constexpr double kRowHeight = 84;
+constexpr double kBarSpace = 34;  // the tallest bar, up (allowed) or down (blocked)
+// Times past this are since the epoch (2001-09-09): the axis shows the wall clock.
+constexpr Micros kWallClockFrom = Micros{1'000'000'000} * kMicrosPerSecond;
+
+std::string clock_label(Micros t, bool with_date) {
+  const std::time_t s = static_cast<std::time_t>(t / kMicrosPerSecond);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, with_date ? "%Y-%m-%d %H:%M" : tm.tm_sec ? "%H:%M:%S" : "%H:%M", &tm);
+  return buf;
+}
+
+// A step of the wall clock giving at most ~10 ticks: 1, 2, 5, 10, 15, 30 s or min, 1, 2, 3, 6, 12 h, days.
+double clock_step(double span_s) {
+  for (double s : {1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0,
+                   7200.0, 10800.0, 21600.0, 43200.0, 86400.0}) {
+    if (span_s / s <= 10) return s;
+  }
+  return 86400.0 * std::ceil(span_s / 86400.0 / 10);
+}
+
+std::string axis(const StreamResult& r, double plot, double y) {
+  std::string out = fmt::format(
+      "<g class=\"axis\" fill=\"#333\"><line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n",
+      kLeft, kLeft + plot, y);
+  const double span_s = std::max(1e-3, static_cast<double>(r.bin_width) * static_cast<double>(r.bins) / 1e6);
+  const bool wall = r.first >= kWallClockFrom;
+  const double step = wall ? clock_step(span_s) : std::max(sim::tick_step(span_s), 1e-3);
+  // On the wall clock, ticks fall on whole multiples of the step (14:00, 14:15, …).
+  const double first_s = static_cast<double>(r.first) / 1e6;
+  const double start = wall ? std::ceil(first_s / step) * step - first_s : 0;
+  for (double t = start; t <= span_s + 1e-9; t += step) {
+    const double px = kLeft + t / span_s * plot;
+    const Micros at = r.first + static_cast<Micros>(std::llround(t * 1e6));
+    const std::string label = wall ? clock_label(at, false) : fmt::format("{:g}s", std::round(t * 1000) / 1000);
+    out += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
+                       "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
+                       px, y, y + 5, y + 18, label);
+  }
+  if (wall) {
+    out += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\">UTC, from {}</text>\n", kLeft, y + 34,
+                       clock_label(r.first, true));
+  }
+  return out + "</g>\n";
+}
+
+// One row: its label, and per bin an allowed bar up from the middle line and a blocked bar down.
+std::string row_svg(const StreamRow& row, std::size_t i, double plot, double col, double up_scale,
+                    double down_scale) {
+  const double y0 = kTop + kRowHeight * static_cast<double>(i);
+  const double mid = y0 + 8 + kBarSpace;
+  std::string out = fmt::format("<g class=\"lane\" data-lane=\"{}\" data-limit=\"{}\">\n",
+                                sim::xml_escape(row.lane), sim::xml_escape(row.limit));
+  out += fmt::format(
+      "<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/>\n"
+      "<text x=\"10\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n"
+      "<text x=\"10\" y=\"{:.1f}\" fill=\"#444\">{}</text>\n"
+      "<text x=\"10\" y=\"{:.1f}\"><tspan fill=\"#00664a\">allowed {}</tspan>  "
+      "<tspan fill=\"#a33d00\">blocked {}</tspan></text>\n",
+      kLeft, y0 + 4, plot, kRowHeight - 6, i % 2 == 0 ? "#f4f4f4" : "#fafafa", y0 + 24,
+      sim::xml_escape(row.lane), y0 + 40, sim::xml_escape(row.policy), y0 + 56, row.summary.allowed,
+      row.summary.blocked);
+  std::string up, down;
+  for (std::size_t b = 0; b < row.bins.size(); ++b) {
+    const double x = kLeft + (static_cast<double>(b) + 0.5) * col;
+    if (row.bins[b].allowed > 0) {
+      up += fmt::format("M{:.1f} {:.1f}v-{:.1f}", x, mid, std::max(0.5, static_cast<double>(row.bins[b].allowed) * up_scale));
+    }
+    if (row.bins[b].blocked > 0) {
+      down += fmt::format("M{:.1f} {:.1f}v{:.1f}", x, mid, std::max(0.5, static_cast<double>(row.bins[b].blocked) * down_scale));
+    }
+  }
+  const double stroke = std::max(0.6, col * 0.9);
+  if (!up.empty()) {
+    out += fmt::format("<path class=\"bins-allowed\" d=\"{}\" stroke=\"{}\" stroke-width=\"{:.2f}\"/>\n", up, kAllowed, stroke);
+  }
+  if (!down.empty()) {
+    out += fmt::format("<path class=\"bins-blocked\" d=\"{}\" stroke=\"{}\" stroke-width=\"{:.2f}\"/>\n", down, kBlocked, stroke);
+  }
+  out += fmt::format("<line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#999\" stroke-width=\"0.5\"/>\n</g>\n",
+                     kLeft, kLeft + plot, mid);
+  return out;
+}
+
+}  // namespace
+
+std::string render_bins_svg(const StreamResult& r, std::string_view title) {
+  const double plot = kWidth - kLeft - kRight;
+  const double height = kTop + kRowHeight * static_cast<double>(r.rows.size()) + 50;
+  // Allowed and blocked have a scale each (blocked requests are often a few percent of all), the
+  // same in every row so that rows compare.
+  std::int64_t peak_allowed = 1, peak_blocked = 1;
+  for (const StreamRow& row : r.rows) {
+    for (const BinCount& b : row.bins) {
+      peak_allowed = std::max(peak_allowed, b.allowed);
+      peak_blocked = std::max(peak_blocked, b.blocked);
+    }
+  }
+  const double col = plot / static_cast<double>(std::max<std::size_t>(1, r.bins));
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bins-chart\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
+      "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<title>{2}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
+      "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{2}</text>\n",
+      kWidth, height, sim::xml_escape(title));
+  out += fmt::format(
+      "<text x=\"10\" y=\"40\">requests per {} bin: <tspan fill=\"#00664a\">▲ allowed</tspan> above the line "
+      "(full height {}), <tspan fill=\"#a33d00\">▼ blocked</tspan> below it (full height {})</text>\n",
+      format_bin(r.bin_width), peak_allowed, peak_blocked);
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    out += row_svg(r.rows[i], i, plot, col, kBarSpace / static_cast<double>(peak_allowed),
+                   kBarSpace / static_cast<double>(peak_blocked));
+  }
+  out += axis(r, plot, kTop + kRowHeight * static_cast<double>(r.rows.size()) + 2);
+  return out + "</svg>\n";
+}
+
+std::string format_bin(Micros width) {
+  if (width >= 3600 * kMicrosPerSecond) return fmt::format("{:.3g} h", static_cast<double>(width) / 3.6e9);
+  if (width >= 60 * kMicrosPerSecond) return fmt::format("{:.3g} min", static_cast<double>(width) / 6e7);
+  if (width >= kMicrosPerSecond) return fmt::format("{:.3g} s", static_cast<double>(width) / 1e6);
+  return fmt::format("{:.3g} ms", static_cast<double>(width) / 1e3);
+}
+
+}  // namespace floodgate

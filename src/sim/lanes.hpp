@@ -1,0 +1,39 @@
+// What simulate() and StreamingSimulation share: the policy a lane runs, the capacity a decision
+// names, the checks on one request, and turning a Decision into a SimStep.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+#include "floodgate/simulate.hpp"
+
+namespace floodgate::sim {
+
+inline constexpr std::size_t kMaxKeyBytes = 1024;
+
+/// The policy of lane `lane` ("fixed-window-first-hit" is the fixed window anchored at the first
+/// hit) with `limits`; `burst` applies to the bucket strategies only.
+absl::StatusOr<Policy> lane_policy(std::string_view lane, const std::vector<Limit>& limits,
+                                   std::int64_t burst);
+
+/// Policy::describe() without the name: "gcra 3/minute burst 3".
+std::string describe_lane(const Policy& p);
+
+/// The decision as the lanes draw it (level and capacity of the most constraining limit).
+SimStep step_of(const Policy& p, const Decision& d);
+
+/// Checks one request (`index` names it in the message): t in [0, 2^62 − origin] and not before
+/// `previous`, cost in [0, 2^53], key non-empty and at most kMaxKeyBytes.
+absl::Status check_event(std::size_t index, Micros t, Micros previous, Micros origin,
+                         std::int64_t cost, std::string_view key);
+
+/// Text for SVG and HTML: < > & " escaped.
+std::string xml_escape(std::string_view s);
+
+/// A tick step of 1, 2 or 5 × 10^k seconds giving about 10 ticks over `span_s` seconds.
+double tick_step(double span_s);
+
+}  // namespace floodgate::sim
