@@ -55,14 +55,16 @@ double tick_step(double span_s) {
 using sim::tick_step;
 using sim::xml_escape;
 
-std::string render_svg(const std::vector<SimLane>& lanes, std::span<const TraceEvent> trace,
-                       std::string_view title) {
-  const Micros end = trace.empty() ? 0 : trace.back().t;
-  const double span_s = std::max(1.0, static_cast<double>(end) / 1e6 * 1.02);
-  const double plot = kWidth - kLeft - kRight;
-  auto x = [&](Micros t) { return kLeft + static_cast<double>(t) / 1e6 / span_s * plot; };
-  const double height = kTop + kLaneHeight * static_cast<double>(lanes.size()) + 40;
+namespace {
 
+// Scales seconds of the trace to the plot's x.
+struct XScale {
+  double span_s;
+  double plot;
+  [[nodiscard]] double operator()(Micros t) const { return kLeft + static_cast<double>(t) / 1e6 / span_s * plot; }
+};
+
+std::string svg_head(double height, std::string_view title) {
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
       "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
@@ -77,73 +79,92 @@ std::string render_svg(const std::vector<SimLane>& lanes, std::span<const TraceE
       "<path d=\"M160 42 h8 v-6 h8\" fill=\"none\" stroke=\"{2}\" stroke-width=\"1.5\"/>"
       "<text x=\"182\" y=\"42\">level: units in use of the limit after each request (0 to capacity)</text></g>\n",
       kAllowed, kBlocked, kLevel);
+  return out;
+}
 
-  for (std::size_t i = 0; i < lanes.size(); ++i) {
-    const SimLane& lane = lanes[i];
-    const double y0 = kTop + kLaneHeight * static_cast<double>(i);
-    const double allowed_y = y0 + 14;
-    const double blocked_y = y0 + 30;
-    const double level_top = y0 + 40;
-    const double level_bottom = y0 + 66;
-    out += fmt::format("<g class=\"lane\" data-lane=\"{}\">\n", xml_escape(lane.name));
-    out += fmt::format(
-        "<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/>\n", kLeft,
-        y0 + 2, plot, kLaneHeight - 4, i % 2 == 0 ? "#f4f4f4" : "#fafafa");
-    out += fmt::format(
-        "<text x=\"10\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n"
-        "<text x=\"10\" y=\"{:.1f}\" fill=\"#444\">{}</text>\n"
-        "<text x=\"10\" y=\"{:.1f}\"><tspan fill=\"#00664a\">allowed {}</tspan>  "
-        "<tspan fill=\"#a33d00\">blocked {}</tspan></text>\n",
-        y0 + 18, xml_escape(lane.name), y0 + 34, xml_escape(lane.policy), y0 + 50, lane.allowed,
-        lane.blocked);
-
-    std::string allowed_path;
-    std::string blocked_path;
-    std::string level_path = fmt::format("M{:.1f} {:.1f}", kLeft, level_bottom);
-    // Requests at the same instant (a burst) are spread 3 px apart so that each one shows.
-    double spread = 0;
-    for (std::size_t k = 0; k < lane.steps.size() && k < trace.size(); ++k) {
-      const SimStep& s = lane.steps[k];
-      spread = k > 0 && trace[k].t == trace[k - 1].t ? std::min(spread + 3, 60.0) : 0;
-      const double px = x(trace[k].t) + spread;
-      if (s.allowed) {
-        allowed_path += fmt::format("M{:.1f} {:.1f}a3 3 0 1 0 6 0a3 3 0 1 0 -6 0", px - 3, allowed_y);
-      } else {
-        blocked_path += fmt::format("M{:.1f} {:.1f}l6 6m0 -6l-6 6", px - 3, blocked_y - 3);
-      }
-      const double fill = s.capacity > 0 ? std::min(1.0, static_cast<double>(s.level) /
-                                                             static_cast<double>(s.capacity))
-                                         : 0.0;
-      level_path += fmt::format("H{:.1f}V{:.1f}", px, level_bottom - fill * (level_bottom - level_top));
+// A lane's marks: a dot per admitted request, a cross per blocked one, and the level as a step
+// line. Requests at the same instant (a burst) are spread 3 px apart so that each one shows.
+std::string lane_marks(const SimLane& lane, std::span<const TraceEvent> trace, const XScale& x, double y0) {
+  const double allowed_y = y0 + 14;
+  const double blocked_y = y0 + 30;
+  const double level_top = y0 + 40;
+  const double level_bottom = y0 + 66;
+  std::string allowed_path;
+  std::string blocked_path;
+  std::string level_path = fmt::format("M{:.1f} {:.1f}", kLeft, level_bottom);
+  double spread = 0;
+  for (std::size_t k = 0; k < lane.steps.size() && k < trace.size(); ++k) {
+    const SimStep& s = lane.steps[k];
+    spread = k > 0 && trace[k].t == trace[k - 1].t ? std::min(spread + 3, 60.0) : 0;
+    const double px = x(trace[k].t) + spread;
+    if (s.allowed) {
+      allowed_path += fmt::format("M{:.1f} {:.1f}a3 3 0 1 0 6 0a3 3 0 1 0 -6 0", px - 3, allowed_y);
+    } else {
+      blocked_path += fmt::format("M{:.1f} {:.1f}l6 6m0 -6l-6 6", px - 3, blocked_y - 3);
     }
-    level_path += fmt::format("H{:.1f}", kLeft + plot);
-    out += fmt::format(
-        "<line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#ccc\"/>\n",
-        kLeft, kLeft + plot, level_bottom);
-    out += fmt::format("<path class=\"level\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>\n",
-                       level_path, kLevel);
-    if (!allowed_path.empty()) {
-      out += fmt::format("<path class=\"allowed\" d=\"{}\" fill=\"{}\"/>\n", allowed_path, kAllowed);
-    }
-    if (!blocked_path.empty()) {
-      out += fmt::format("<path class=\"blocked\" d=\"{}\" stroke=\"{}\" stroke-width=\"2\" fill=\"none\"/>\n",
-                         blocked_path, kBlocked);
-    }
-    out += "</g>\n";
+    const double fill =
+        s.capacity > 0 ? std::min(1.0, static_cast<double>(s.level) / static_cast<double>(s.capacity)) : 0.0;
+    level_path += fmt::format("H{:.1f}V{:.1f}", px, level_bottom - fill * (level_bottom - level_top));
   }
+  level_path += fmt::format("H{:.1f}", kLeft + x.plot);
+  std::string out = fmt::format(
+      "<line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#ccc\"/>\n", kLeft,
+      kLeft + x.plot, level_bottom);
+  out += fmt::format("<path class=\"level\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>\n",
+                     level_path, kLevel);
+  if (!allowed_path.empty()) {
+    out += fmt::format("<path class=\"allowed\" d=\"{}\" fill=\"{}\"/>\n", allowed_path, kAllowed);
+  }
+  if (!blocked_path.empty()) {
+    out += fmt::format("<path class=\"blocked\" d=\"{}\" stroke=\"{}\" stroke-width=\"2\" fill=\"none\"/>\n",
+                       blocked_path, kBlocked);
+  }
+  return out;
+}
 
-  const double axis_y = kTop + kLaneHeight * static_cast<double>(lanes.size()) + 4;
-  out += fmt::format("<g class=\"axis\" fill=\"#333\"><line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" "
-                     "y2=\"{2:.1f}\" stroke=\"#333\"/>\n",
-                     kLeft, kLeft + plot, axis_y);
-  const double step = tick_step(span_s);
-  for (double t = 0; t <= span_s + 1e-9; t += step) {
-    const double px = kLeft + t / span_s * plot;
+std::string lane_group(const SimLane& lane, std::size_t i, std::span<const TraceEvent> trace, const XScale& x) {
+  const double y0 = kTop + kLaneHeight * static_cast<double>(i);
+  std::string out = fmt::format("<g class=\"lane\" data-lane=\"{}\">\n", xml_escape(lane.name));
+  out += fmt::format("<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/>\n", kLeft,
+                     y0 + 2, x.plot, kLaneHeight - 4, i % 2 == 0 ? "#f4f4f4" : "#fafafa");
+  out += fmt::format(
+      "<text x=\"10\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n"
+      "<text x=\"10\" y=\"{:.1f}\" fill=\"#444\">{}</text>\n"
+      "<text x=\"10\" y=\"{:.1f}\"><tspan fill=\"#00664a\">allowed {}</tspan>  "
+      "<tspan fill=\"#a33d00\">blocked {}</tspan></text>\n",
+      y0 + 18, xml_escape(lane.name), y0 + 34, xml_escape(lane.policy), y0 + 50, lane.allowed, lane.blocked);
+  out += lane_marks(lane, trace, x, y0);
+  out += "</g>\n";
+  return out;
+}
+
+std::string time_axis(const XScale& x, double axis_y) {
+  std::string out = fmt::format(
+      "<g class=\"axis\" fill=\"#333\"><line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" "
+      "y2=\"{2:.1f}\" stroke=\"#333\"/>\n",
+      kLeft, kLeft + x.plot, axis_y);
+  const double step = tick_step(x.span_s);
+  for (double t = 0; t <= x.span_s + 1e-9; t += step) {
+    const double px = kLeft + t / x.span_s * x.plot;
     out += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
                        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4:g}s</text>\n",
                        px, axis_y, axis_y + 5, axis_y + 18, std::round(t * 1000) / 1000);
   }
-  out += "</g>\n</svg>\n";
+  out += "</g>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string render_svg(const std::vector<SimLane>& lanes, std::span<const TraceEvent> trace,
+                       std::string_view title) {
+  const Micros end = trace.empty() ? 0 : trace.back().t;
+  const XScale x{std::max(1.0, static_cast<double>(end) / 1e6 * 1.02), kWidth - kLeft - kRight};
+  const double height = kTop + kLaneHeight * static_cast<double>(lanes.size()) + 40;
+  std::string out = svg_head(height, title);
+  for (std::size_t i = 0; i < lanes.size(); ++i) out += lane_group(lanes[i], i, trace, x);
+  out += time_axis(x, kTop + kLaneHeight * static_cast<double>(lanes.size()) + 4);
+  out += "</svg>\n";
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <map>
+#include <optional>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -145,29 +146,14 @@ class LayoutParser final : public FieldsParser {
     auto p = std::make_unique<LayoutParser>(o);
     std::string literal;
     for (std::size_t i = 0; i < layout.size();) {
-      std::size_t end = i;
-      if (layout[i] == '$') {
-        end = i + 1;
-        const bool braced = end < layout.size() && layout[end] == '{';
-        if (braced) ++end;
-        while (end < layout.size() && (text::is_alpha(layout[end]) || text::is_digit(layout[end]) || layout[end] == '_')) ++end;
-        if (braced && (end >= layout.size() || layout[end] != '}')) return bad("layout: an unclosed ${");
-        const std::string_view name = layout.substr(i + (braced ? 2 : 1), end - i - (braced ? 2 : 1));
-        if (braced) ++end;
-        if (!p->add(literal, name)) return bad(fmt::format("layout \"{}\": two fields with nothing between", layout));
-      } else if (layout[i] == '%' && i + 1 < layout.size() && layout[i + 1] != '%') {
-        end = envoy_end(layout, i);
-        if (end == std::string_view::npos) return bad(fmt::format("layout \"{}\": an unclosed %", layout));
-        if (!p->add(literal, layout.substr(i + 1, end - i - 1))) {
-          return bad(fmt::format("layout \"{}\": two fields with nothing between", layout));
-        }
-        ++end;
-      } else {
+      auto t = next_token(layout, i);
+      if (!t.ok()) return t.status();
+      if (!t->field) {
         literal += layout[i];
-        end = i + 1;
+      } else if (!p->add(literal, *t->field)) {
+        return bad(fmt::format("layout \"{}\": two fields with nothing between", layout));
       }
-      if (end == i) return bad(fmt::format("layout \"{}\": a '$' without a name", layout));
-      i = end;
+      i = t->end;
     }
     if (p->names_.empty()) return bad(fmt::format("layout \"{}\" has no fields", layout));
     p->literals_.push_back(literal);
@@ -203,6 +189,31 @@ class LayoutParser final : public FieldsParser {
     literals_.push_back(std::exchange(literal, {}));
     names_.push_back(canonical_field(name));
     return true;
+  }
+
+  // The token of a layout at `i`: a field ($name, ${name}, %NAME…%) with the index after it, or
+  // one literal character (no field).
+  struct Token {
+    std::size_t end;
+    std::optional<std::string_view> field;
+  };
+  static absl::StatusOr<Token> next_token(std::string_view layout, std::size_t i) {
+    if (layout[i] == '$') {
+      std::size_t end = i + 1;
+      const bool braced = end < layout.size() && layout[end] == '{';
+      if (braced) ++end;
+      while (end < layout.size() && (text::is_alpha(layout[end]) || text::is_digit(layout[end]) || layout[end] == '_')) ++end;
+      if (braced && (end >= layout.size() || layout[end] != '}')) return bad("layout: an unclosed ${");
+      const std::string_view name = layout.substr(i + (braced ? 2 : 1), end - i - (braced ? 2 : 1));
+      if (name.empty()) return bad(fmt::format("layout \"{}\": a '$' without a name", layout));
+      return Token{end + (braced ? 1 : 0), name};
+    }
+    if (layout[i] == '%' && i + 1 < layout.size() && layout[i + 1] != '%') {
+      const std::size_t end = envoy_end(layout, i);
+      if (end == std::string_view::npos) return bad(fmt::format("layout \"{}\": an unclosed %", layout));
+      return Token{end + 1, layout.substr(i + 1, end - i - 1)};
+    }
+    return Token{i + 1, std::nullopt};
   }
 
   std::vector<std::string> literals_;  // before each field, and after the last

@@ -145,6 +145,64 @@ std::string Server::name() const {
   return fmt::format("{}:{}", host, port);
 }
 
+namespace {
+
+using std::chrono::milliseconds;
+
+// The whole-number options: name, range, and where the value goes.
+struct NumericOption {
+  std::string_view name;
+  long long min;
+  long long max;
+  void (*set)(MemcachedOptions&, long long);
+};
+constexpr NumericOption kNumericOptions[] = {
+    {"connect_timeout_ms", 1, 600000, [](MemcachedOptions& o, long long n) { o.connect_timeout = milliseconds(n); }},
+    {"timeout_ms", 1, 600000, [](MemcachedOptions& o, long long n) { o.timeout = milliseconds(n); }},
+    {"pool", 1, 1024, [](MemcachedOptions& o, long long n) { o.pool = static_cast<std::size_t>(n); }},
+    {"cas_retries", 1, 100000, [](MemcachedOptions& o, long long n) { o.cas_retries = static_cast<int>(n); }},
+    {"ttl_slack_ms", 0, 86400000, [](MemcachedOptions& o, long long n) { o.ttl_slack = milliseconds(n); }},
+    {"item_size_max", 1024, 1LL << 30, [](MemcachedOptions& o, long long n) { o.item_size_max = static_cast<std::size_t>(n); }},
+    {"breaker_failures", 1, 1000000, [](MemcachedOptions& o, long long n) { o.breaker_failures = static_cast<int>(n); }},
+    {"breaker_cooldown_ms", 1, 3600000, [](MemcachedOptions& o, long long n) { o.breaker_cooldown = milliseconds(n); }},
+    {"backoff_min_ms", 1, 3600000, [](MemcachedOptions& o, long long n) { o.backoff_min = milliseconds(n); }},
+    {"backoff_max_ms", 1, 3600000, [](MemcachedOptions& o, long long n) { o.backoff_max = milliseconds(n); }},
+};
+
+absl::Status parse_option(const StorageUrl& url, const std::string& name, const std::string& value,
+                          MemcachedOptions& o) {
+  for (const NumericOption& opt : kNumericOptions) {
+    if (opt.name != name) continue;
+    long long n = 0;
+    if (!whole(value, n) || n < opt.min || n > opt.max) {
+      return bad(url, fmt::format("option {}={} must be a whole number from {} to {}", name, value, opt.min, opt.max));
+    }
+    opt.set(o, n);
+    return absl::OkStatus();
+  }
+  if (name == "prefix") {
+    const bool printable = std::all_of(value.begin(), value.end(), [](char c) { return c > ' ' && c < 0x7f; });
+    if (!printable || value.size() > kMaxPrefix) {
+      return bad(url, fmt::format("option prefix must be printable ASCII without spaces, at most {} bytes", kMaxPrefix));
+    }
+    o.prefix = value;
+  } else if (name == "clock") {
+    if (value != "client") {
+      return bad(url, fmt::format("option clock={}: memcached has no clock a client can read; decisions use the "
+                                  "caller's clock (clock=client)",
+                                  value));
+    }
+  } else {
+    return bad(url, fmt::format("unknown option \"{}\" (memcached takes connect_timeout_ms, timeout_ms, pool, prefix, "
+                                "cas_retries, ttl_slack_ms, item_size_max, clock, breaker_failures, "
+                                "breaker_cooldown_ms, backoff_min_ms, backoff_max_ms)",
+                                name));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 std::optional<absl::StatusOr<MemcachedOptions>> parse_memcached_url(const StorageUrl& url) {
   if (url.scheme != "memcached") return std::nullopt;
   MemcachedOptions o;
@@ -161,70 +219,8 @@ std::optional<absl::StatusOr<MemcachedOptions>> parse_memcached_url(const Storag
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
-  for (const auto& option : url.query) {
-    const std::string& name = option.first;
-    const std::string& value = option.second;
-    long long n = 0;
-    const bool numeric = whole(value, n);
-    auto in_range = [&](long long lo, long long hi) -> absl::Status {
-      if (numeric && n >= lo && n <= hi) return absl::OkStatus();
-      return bad(url, fmt::format("option {}={} must be a whole number from {} to {}", name, value,
-                                  lo, hi));
-    };
-    absl::Status s;
-    if (name == "connect_timeout_ms") {
-      s = in_range(1, 600000);
-      o.connect_timeout = std::chrono::milliseconds(n);
-    } else if (name == "timeout_ms") {
-      s = in_range(1, 600000);
-      o.timeout = std::chrono::milliseconds(n);
-    } else if (name == "pool") {
-      s = in_range(1, 1024);
-      o.pool = static_cast<std::size_t>(n);
-    } else if (name == "cas_retries") {
-      s = in_range(1, 100000);
-      o.cas_retries = static_cast<int>(n);
-    } else if (name == "ttl_slack_ms") {
-      s = in_range(0, 86400000);
-      o.ttl_slack = std::chrono::milliseconds(n);
-    } else if (name == "item_size_max") {
-      s = in_range(1024, 1LL << 30);
-      o.item_size_max = static_cast<std::size_t>(n);
-    } else if (name == "breaker_failures") {
-      s = in_range(1, 1000000);
-      o.breaker_failures = static_cast<int>(n);
-    } else if (name == "breaker_cooldown_ms") {
-      s = in_range(1, 3600000);
-      o.breaker_cooldown = std::chrono::milliseconds(n);
-    } else if (name == "backoff_min_ms") {
-      s = in_range(1, 3600000);
-      o.backoff_min = std::chrono::milliseconds(n);
-    } else if (name == "backoff_max_ms") {
-      s = in_range(1, 3600000);
-      o.backoff_max = std::chrono::milliseconds(n);
-    } else if (name == "prefix") {
-      const bool printable = std::all_of(value.begin(), value.end(),
-                                         [](char c) { return c > ' ' && c < 0x7f; });
-      if (!printable || value.size() > kMaxPrefix) {
-        s = bad(url, fmt::format("option prefix must be printable ASCII without spaces, at most "
-                                 "{} bytes",
-                                 kMaxPrefix));
-      }
-      o.prefix = value;
-    } else if (name == "clock") {
-      if (value != "client") {
-        s = bad(url, fmt::format("option clock={}: memcached has no clock a client can read; "
-                                 "decisions use the caller's clock (clock=client)",
-                                 value));
-      }
-    } else {
-      s = bad(url, fmt::format("unknown option \"{}\" (memcached takes connect_timeout_ms, "
-                               "timeout_ms, pool, prefix, cas_retries, ttl_slack_ms, "
-                               "item_size_max, clock, breaker_failures, breaker_cooldown_ms, "
-                               "backoff_min_ms, backoff_max_ms)",
-                               name));
-    }
-    if (!s.ok()) return s;
+  for (const auto& [name, value] : url.query) {
+    if (auto st = parse_option(url, name, value, o); !st.ok()) return st;
   }
   if (o.backoff_max < o.backoff_min) o.backoff_max = o.backoff_min;
   return o;
