@@ -63,4 +63,9 @@ absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text) {
   return url;
 }
 
+absl::Status storage_url_error(const StorageUrl& url, std::string_view problem) {
+  return absl::InvalidArgumentError(
+      "storage URL \"" + url.scheme + "://" + url.hosts + "…\": " + std::string(problem));
+}
+
 }  // namespace floodgate

@@ -1,7 +1,9 @@
 // Storage URLs: scheme://[user:password@]hosts[/path][?name=value&…], parsed once.
 #pragma once
 
+#include <charconv>
 #include <optional>
+#include <string>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,8 +24,40 @@ struct StorageUrl {
   std::vector<std::pair<std::string, std::string>> query;
 };
 
+/// InvalidArgument naming the URL by its scheme and hosts only (it may hold a password).
+absl::Status storage_url_error(const StorageUrl& url, std::string_view problem);
+
 /// Splits a URL; "memory" alone is accepted as "memory://". Errors: InvalidArgument.
 absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text);
+
+/// A whole-number option of a storage URL: its name, its range, and where the value goes.
+template <class Options>
+struct NumericOption {
+  std::string_view name;
+  long long min;
+  long long max;
+  void (*set)(Options&, long long);
+};
+
+/// Parses option `name` = `value` if `table` has it: nullopt when it does not, else OK or
+/// InvalidArgument ("option NAME=VALUE must be a whole number from MIN to MAX", after the URL's
+/// scheme and hosts).
+template <class Options, std::size_t N>
+std::optional<absl::Status> parse_numeric_option(const StorageUrl& url, const NumericOption<Options> (&table)[N],
+                                                 const std::string& name, const std::string& value, Options& o) {
+  for (const NumericOption<Options>& opt : table) {
+    if (opt.name != name) continue;
+    long long n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < opt.min || n > opt.max) {
+      return storage_url_error(url, "option " + name + "=" + value + " must be a whole number from " +
+                                        std::to_string(opt.min) + " to " + std::to_string(opt.max));
+    }
+    opt.set(o, n);
+    return absl::OkStatus();
+  }
+  return std::nullopt;
+}
 
 /// The URL with any password replaced by "***" (for logs, errors and the live view).
 std::string redact_storage_url(std::string_view text);

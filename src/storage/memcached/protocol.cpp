@@ -13,10 +13,7 @@ namespace floodgate::memcached {
 
 namespace {
 
-absl::Status bad(const StorageUrl& url, std::string_view problem) {
-  return absl::InvalidArgumentError(
-      fmt::format("storage URL \"{}://{}…\": {}", url.scheme, url.hosts, problem));
-}
+absl::Status bad(const StorageUrl& url, std::string_view problem) { return storage_url_error(url, problem); }
 
 bool whole(std::string_view s, long long& out) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -149,14 +146,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The whole-number options: name, range, and where the value goes.
-struct NumericOption {
-  std::string_view name;
-  long long min;
-  long long max;
-  void (*set)(MemcachedOptions&, long long);
-};
-constexpr NumericOption kNumericOptions[] = {
+constexpr NumericOption<MemcachedOptions> kNumericOptions[] = {
     {"connect_timeout_ms", 1, 600000, [](MemcachedOptions& o, long long n) { o.connect_timeout = milliseconds(n); }},
     {"timeout_ms", 1, 600000, [](MemcachedOptions& o, long long n) { o.timeout = milliseconds(n); }},
     {"pool", 1, 1024, [](MemcachedOptions& o, long long n) { o.pool = static_cast<std::size_t>(n); }},
@@ -171,15 +161,7 @@ constexpr NumericOption kNumericOptions[] = {
 
 absl::Status parse_option(const StorageUrl& url, const std::string& name, const std::string& value,
                           MemcachedOptions& o) {
-  for (const NumericOption& opt : kNumericOptions) {
-    if (opt.name != name) continue;
-    long long n = 0;
-    if (!whole(value, n) || n < opt.min || n > opt.max) {
-      return bad(url, fmt::format("option {}={} must be a whole number from {} to {}", name, value, opt.min, opt.max));
-    }
-    opt.set(o, n);
-    return absl::OkStatus();
-  }
+  if (auto numeric = parse_numeric_option(url, kNumericOptions, name, value, o)) return *numeric;
   if (name == "prefix") {
     const bool printable = std::all_of(value.begin(), value.end(), [](char c) { return c > ' ' && c < 0x7f; });
     if (!printable || value.size() > kMaxPrefix) {

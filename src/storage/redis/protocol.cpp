@@ -17,11 +17,7 @@ bool to_int(std::string_view s, long long& out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
-absl::Status bad(const StorageUrl& url, std::string_view problem) {
-  // The URL may hold a password: show the scheme and hosts only.
-  return absl::InvalidArgumentError(
-      fmt::format("storage URL \"{}://{}…\": {}", url.scheme, url.hosts, problem));
-}
+absl::Status bad(const StorageUrl& url, std::string_view problem) { return storage_url_error(url, problem); }
 
 absl::StatusOr<Endpoint> parse_host_port(const StorageUrl& url, std::string_view item,
                                          int default_port) {
@@ -97,14 +93,7 @@ absl::StatusOr<bool> parse_servers(const StorageUrl& url, RedisOptions& o) {
 
 using std::chrono::milliseconds;
 
-// The whole-number options: name, range, and where the value goes.
-struct NumericOption {
-  std::string_view name;
-  long long min;
-  long long max;
-  void (*set)(RedisOptions&, long long);
-};
-constexpr NumericOption kNumericOptions[] = {
+constexpr NumericOption<RedisOptions> kNumericOptions[] = {
     {"connect_timeout_ms", 1, 600000, [](RedisOptions& o, long long n) { o.connect_timeout = milliseconds(n); }},
     {"timeout_ms", 1, 600000, [](RedisOptions& o, long long n) { o.timeout = milliseconds(n); }},
     {"pool", 1, 1024, [](RedisOptions& o, long long n) { o.pool = static_cast<std::size_t>(n); }},
@@ -117,15 +106,7 @@ constexpr NumericOption kNumericOptions[] = {
 
 absl::Status parse_option(const StorageUrl& url, const std::string& name, const std::string& value,
                           RedisOptions& o) {
-  for (const NumericOption& opt : kNumericOptions) {
-    if (opt.name != name) continue;
-    long long n = 0;
-    if (!to_int(value, n) || n < opt.min || n > opt.max) {
-      return bad(url, fmt::format("option {}={} must be a whole number from {} to {}", name, value, opt.min, opt.max));
-    }
-    opt.set(o, n);
-    return absl::OkStatus();
-  }
+  if (auto numeric = parse_numeric_option(url, kNumericOptions, name, value, o)) return *numeric;
   if (name == "prefix") {
     if (value.find_first_of("{}") != std::string::npos) {
       return bad(url, "option prefix may not contain '{' or '}' (they would change the hash tag)");
