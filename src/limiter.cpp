@@ -150,9 +150,10 @@ void Limiter::timed(F&& storage_call) {
                .count());
 }
 
-absl::StatusOr<Decision> Limiter::decide_one(const Request& r) {
+absl::StatusOr<Decision> Limiter::decide_one(const Request& r) { return decide_at(r, clock_->now()); }
+
+absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
   if (auto s = check_cost(r.cost); !s.ok()) return s;
-  const Micros now = clock_->now();
   if (auto local = blocked(r, now)) return *local;
   absl::StatusOr<Decision> d;
   timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
@@ -162,6 +163,10 @@ absl::StatusOr<Decision> Limiter::decide_one(const Request& r) {
 
 void Limiter::decide(std::span<const Request> requests, Micros now,
                      std::span<absl::StatusOr<Decision>> out) {
+  if (requests.size() == 1) {  // the common case of a service without batching: no allocation
+    out[0] = decide_at(requests[0], now);
+    return;
+  }
   std::vector<Request> ask;
   std::vector<std::size_t> where;  // ask[j] answers out[where[j]]
   ask.reserve(requests.size());

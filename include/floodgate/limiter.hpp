@@ -106,6 +106,7 @@ class Limiter {
   template <class F>
   void timed(F&& storage_call);
   absl::StatusOr<Decision> decide_one(const Request& r);
+  absl::StatusOr<Decision> decide_at(const Request& r, Micros now);
 
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<const Clock> clock_;

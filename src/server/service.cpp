@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "absl/container/inlined_vector.h"
+
 #include "server/requests.hpp"
 #include "server/web_assets.hpp"
 
@@ -85,10 +87,8 @@ bool Service::storage_degraded_recently(Micros now) const {
 }
 
 void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr<Decision>> out) {
-  std::vector<Limiter::Request> requests;
-  std::vector<std::size_t> where;  // requests[j] answers pending[where[j]]
-  requests.reserve(pending.size());
-  where.reserve(pending.size());
+  absl::InlinedVector<Limiter::Request, 1> requests;
+  absl::InlinedVector<std::size_t, 1> where;  // requests[j] answers pending[where[j]]
   const Micros now = limiter_.clock().now();
   for (std::size_t i = 0; i < pending.size(); ++i) {
     const Pending& p = *pending[i];
@@ -104,7 +104,9 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
     requests.push_back({p.policy, p.key, p.cost, p.kind == Pending::Kind::kTest ? Effect::kTest : Effect::kHit});
     where.push_back(i);
   }
-  if (!requests.empty()) {
+  if (requests.size() == pending.size()) {
+    limiter_.decide(requests, now, out);  // nothing allow-listed: straight into `out`
+  } else if (!requests.empty()) {
     std::vector<absl::StatusOr<Decision>> results(requests.size());
     limiter_.decide(requests, now, results);
     for (std::size_t j = 0; j < requests.size(); ++j) out[where[j]] = std::move(results[j]);
