@@ -20,6 +20,29 @@ std::string prometheus_escape(std::string_view s) {
   return out;
 }
 
+void ReloadCounters::succeeded() noexcept {
+  ok_.fetch_add(1, std::memory_order_relaxed);
+  last_ok_.store(true, std::memory_order_relaxed);
+}
+
+void ReloadCounters::failed() noexcept {
+  failed_.fetch_add(1, std::memory_order_relaxed);
+  last_ok_.store(false, std::memory_order_relaxed);
+}
+
+std::string ReloadCounters::render() const {
+  return fmt::format(
+      "# HELP floodgate_config_reloads_total Configuration reloads, installed or refused (the old one kept).\n"
+      "# TYPE floodgate_config_reloads_total counter\n"
+      "floodgate_config_reloads_total{{result=\"ok\"}} {}\n"
+      "floodgate_config_reloads_total{{result=\"failed\"}} {}\n"
+      "# HELP floodgate_config_last_reload_ok 1 if the last reload was installed (or none was tried), 0 if refused.\n"
+      "# TYPE floodgate_config_last_reload_ok gauge\n"
+      "floodgate_config_last_reload_ok {}\n",
+      ok_.load(std::memory_order_relaxed), failed_.load(std::memory_order_relaxed),
+      last_ok_.load(std::memory_order_relaxed) ? 1 : 0);
+}
+
 std::size_t Metrics::slot(const std::string& policy_name) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = slots_.find(policy_name); it != slots_.end()) return it->second;

@@ -1,6 +1,7 @@
 // Storage URLs: scheme://[user:password@]hosts[/path][?name=value&…], parsed once.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "floodgate/policy.hpp"
 #include "floodgate/storage.hpp"
 
 namespace floodgate {
@@ -32,5 +34,17 @@ std::string redact_storage_url(std::string_view text);
 /// does not know.
 std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(
     const StorageUrl& url);
+
+/// Checks one policy against what a storage keeps exactly (e.g. the Redis storage's longest
+/// period): OK, or InvalidArgument naming the policy and the limit.
+using PolicyCheck = std::function<absl::Status(const Policy&)>;
+
+/// Checks a storage URL without connecting: its syntax, scheme and options, exactly as
+/// open_storage would read them. Returns the check of a policy against that storage, for the
+/// configuration's policies. Errors: InvalidArgument, as open_storage's.
+absl::StatusOr<PolicyCheck> check_storage_url(std::string_view text);
+
+/// check_storage_url for the storage kinds that plug in (as open_registered_storage).
+std::optional<absl::StatusOr<PolicyCheck>> check_registered_storage(const StorageUrl& url);
 
 }  // namespace floodgate
