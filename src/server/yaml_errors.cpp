@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 
 namespace floodgate::server::yaml {
 
@@ -75,11 +78,43 @@ void check_unique(const std::string& source, const YAML::Node& node, int depth, 
   }
 }
 
+// A first pass over the events, before any node is built: counts the documents and refuses
+// aliases. An alias can make the node graph cyclic (`&a [*a]`), which yaml-cpp then never frees,
+// and a tree of aliases can make a small file stand for a huge one; a configuration needs neither.
+class Precheck : public YAML::EventHandler {
+ public:
+  explicit Precheck(const std::string& source) : source_(source) {}
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ > 1) {
+      throw Error{fmt::format("{}: a second YAML document (after ---): a file holds one document", where(source_, mark))};
+    }
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    throw Error{fmt::format("{}: an alias (*name): anchors and aliases are not supported here", where(source_, mark))};
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  const std::string& source_;
+  int documents_ = 0;
+};
+
 }  // namespace
 
 YAML::Node load_document(const std::string& text, const std::string& source) {
   std::vector<YAML::Node> docs;
   try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    Precheck precheck(source);
+    while (parser.HandleNextDocument(precheck)) {
+    }
     docs = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     throw Error{fmt::format("{}: {}", where(source, e.mark), e.msg)};

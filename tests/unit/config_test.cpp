@@ -60,7 +60,9 @@ TEST(ConfigSchema, DuplicateKeysAreErrorsAtEveryLevel) {
 
 TEST(ConfigSchema, OneDocumentPerFile) {
   EXPECT_EQ(error_of("threads: 2\n---\nthreads: 100000\n"),
-            "cfg.yaml:3:1: a second YAML document (after ---): a file holds one document");
+            "cfg.yaml:2:1: a second YAML document (after ---): a file holds one document");
+  // A self-referential alias makes a cycle that yaml-cpp never frees (the fuzzer ran out of memory).
+  EXPECT_NE(error_of("policies: &p [*p]\n").find("an alias (*name)"), std::string::npos);
 }
 
 TEST(ConfigSchema, CheckConfigChecksWhatStartChecks) {
