@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages floodgate needs, only those that are missing.
 #   scripts/deps.sh          build and run
 #   scripts/deps.sh --test   also what the test suite needs (clang + libFuzzer runtime, servers,
-#                            chromium and Node.js for the dashboard's browser test, xmllint;
+#                            chromium and Node.js for the dashboard's browser test, xmllint,
+#                            promtool from Debian's prometheus for /metrics, memcached;
 #                            pymemcache for bench/memcached's Python `limits` peer)
 set -euo pipefail
 
@@ -12,8 +13,10 @@ packages=(g++ cmake make ccache pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
           libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev redis-server redis-tools memcached python3-pymemcache nginx wrk curl nodejs chromium fonts-dejavu-core libxml2-utils)
-  # npm installs the gRPC end-to-end test's Node client and playwright-core (tests/integration/browser);
+  packages+=(clang libclang-rt-14-dev redis-server redis-tools memcached python3-pymemcache nginx wrk curl nodejs
+            chromium fonts-dejavu-core libxml2-utils prometheus)
+  # npm installs the gRPC end-to-end test's Node client, playwright-core (tests/integration/browser)
+  # and structured-headers (tests/integration/headers);
   # it is bundled with some nodejs builds.
   if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 fi

@@ -3,7 +3,8 @@
 #   1. every test under AddressSanitizer + UndefinedBehaviorSanitizer (unit, conformance through
 #      the library and the real binary, exactness, boundary table, concurrency);
 #   2. the concurrency tests under ThreadSanitizer;
-#   3. the libFuzzer targets (clang), FLOODGATE_FUZZ_SECONDS each (default 20);
+#   3. the libFuzzer targets (clang), FLOODGATE_FUZZ_SECONDS each (default 20): the rate parser,
+#      the algorithms, the traffic specs, the service's configuration loader, the rule loader;
 #   4. a release build with the benchmarks (a short smoke run), `cmake --install`, and the example
 #      in examples/ built against the installed package with find_package(floodgate CONFIG).
 set -euo pipefail
@@ -23,9 +24,10 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests floodgate_rls_tests
 ctest --preset tsan --output-on-failure
 
-step "libFuzzer: rate parser, algorithm action traces, traffic specs, access-log lines"
+step "libFuzzer: rate parser, algorithm action traces, traffic specs, access-log lines, configuration and rule loaders"
 cmake --preset fuzz -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
-cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz traffic_fuzz log_line_fuzz
+cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz traffic_fuzz log_line_fuzz \
+  config_fuzz rls_config_fuzz
 ctest --preset fuzz --output-on-failure
 
 step "Release: benchmarks (smoke), install, example against the installed package"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -95,14 +96,35 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
   p.limits_ = std::move(limits);
   p.options_ = options;
   p.options_.burst = 0;  // folded into the limits
-  p.fingerprint_ = fmt::format("{}:{}|{}|{}|{}", p.name_.size(), p.name_, to_string(strategy),
-                                options.anchor == Anchor::kFirstHit ? "first-hit" : "clock",
-                                options.shape ? "shape" : "meter");
-  for (const Limit& l : p.limits_) {
-    p.fingerprint_ += fmt::format("|{}/{}/{}", l.amount, l.period, l.capacity());
-  }
-  p.fingerprint_hash_ = std::hash<std::string>{}(p.fingerprint_);
+  p.identity_ = {p.name_};
+  p.set_fingerprint();
   return p;
+}
+
+Policy Policy::with_identity(PolicyKind kind, std::vector<std::string> parts) const {
+  Policy p = *this;
+  p.kind_ = kind;
+  p.identity_ = std::move(parts);
+  p.set_fingerprint();
+  return p;
+}
+
+void Policy::set_fingerprint() {
+  static constexpr char kKindLetters[] = {'n', 'o', 'i', 'r', 'R'};
+  fingerprint_.clear();
+  fingerprint_ += kKindLetters[static_cast<std::size_t>(kind_)];
+  fingerprint_ += std::to_string(identity_.size());
+  for (const std::string& part : identity_) {
+    fmt::format_to(std::back_inserter(fingerprint_), ":{}:", part.size());
+    fingerprint_ += part;
+  }
+  fmt::format_to(std::back_inserter(fingerprint_), "|{}|{}|{}", to_string(strategy_),
+                 options_.anchor == Anchor::kFirstHit ? "first-hit" : "clock",
+                 options_.shape ? "shape" : "meter");
+  for (const Limit& l : limits_) {
+    fmt::format_to(std::back_inserter(fingerprint_), "|{}/{}/{}", l.amount, l.period, l.capacity());
+  }
+  fingerprint_hash_ = std::hash<std::string>{}(fingerprint_);
 }
 
 std::string Policy::describe() const {

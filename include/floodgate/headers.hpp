@@ -1,6 +1,7 @@
 // floodgate/headers.hpp — a decision rendered as HTTP response headers.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,18 +14,42 @@ namespace floodgate {
 /// One header field: name and value.
 using Header = std::pair<std::string, std::string>;
 
+/// The largest integer an RFC 8941 structured field can carry (15 digits). Every figure of the
+/// headers below is clamped to it (amounts and bursts go up to 2^53).
+inline constexpr std::int64_t kMaxHeaderInteger = 999'999'999'999'999;
+
+/// What the headers announce for one limit: `quota` requests per `window` seconds.
+/// - Window strategies: the limit's amount per its period.
+/// - Bucket strategies (token, leaky, GCRA): the bucket's capacity (its burst, by default the
+///   amount) per the time the bucket takes to refill all of it (capacity × period / amount). The
+///   rate stays the limit's, and `remaining` (at most the capacity) never exceeds the quota.
+/// `window` is whole seconds, rounded up, at least 1. Not clamped.
+struct Quota {
+  std::int64_t quota = 0;
+  std::int64_t window = 0;
+};
+Quota quota_of(const Policy& policy, const Limit& limit) noexcept;
+
+/// The quota of the decision's most constraining limit (the limit whose amount and period the
+/// decision names; `decision.limit` if none does): what a response body should report as its
+/// `limit`, so that `remaining` ≤ it there too.
+std::int64_t decision_quota(const Policy& policy, const Decision& decision) noexcept;
+
 /// The rate-limit headers for a decision under a policy:
 ///
 /// - `RateLimit-Policy` (IETF draft-ietf-httpapi-ratelimit-headers-11, a structured-field list):
-///   one item per limit, `"<name>";q=<amount>;w=<period in seconds>` (items of a multi-limit
-///   policy are named `<name>-<index>`; `w` is rounded up to whole seconds, at least 1).
-/// - `RateLimit`: the most constraining limit, `"<name>";r=<remaining>;t=<reset in seconds>`.
-/// - `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (seconds until reset,
-///   a delta, not an epoch time).
+///   one item per limit, `"<name>";q=<quota>;w=<window>` (see Quota; items of a multi-limit
+///   policy are named `<name>-<index>`).
+/// - `RateLimit`: the most constraining limit, `"<name>";r=<remaining>;t=<reset in seconds>`,
+///   with remaining ≤ its quota.
+/// - `X-RateLimit-Limit` (that limit's quota), `X-RateLimit-Remaining`, `X-RateLimit-Reset`
+///   (seconds until reset, a delta, not an epoch time).
 /// - `Retry-After` (whole seconds, rounded up, at least 1) when the request was denied and can be
-///   retried; absent when its cost can never fit.
+///   retried; absent when its cost can never fit. It takes precedence over `t` (as the draft
+///   asks of clients), and `t` is never less than it.
 ///
-/// All durations are rounded up: a client that waits what the headers say is never early.
+/// All durations are rounded up: a client that waits what the headers say is never early. Every
+/// integer is clamped to kMaxHeaderInteger, so each field is a valid structured field.
 std::vector<Header> rate_limit_headers(const Policy& policy, const Decision& decision);
 
 /// Whole seconds, rounded up, of a non-negative duration.

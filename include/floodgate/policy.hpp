@@ -22,6 +22,17 @@ enum class Anchor : std::uint8_t {
   kFirstHit,  ///< a window opens at the key's first admitted request
 };
 
+/// Whose state a policy counts. Part of the policy's identity (and so of its fingerprint): two
+/// policies of different kinds never share state, whatever their names.
+enum class PolicyKind : std::uint8_t {
+  kNamed,     ///< a policy named by its user (configured, or built in C++): identity {name}
+  kOverride,  ///< a named policy's own limits for one key: identity {policy name, key}
+  kInline,    ///< a limit given in a request: identity {} (the strategy and limits say it all)
+  kRule,      ///< an envoyproxy rate-limit rule: identity {domain, then key and value per level}
+  kRuleOverride,  ///< a rule's limit replaced by a request (Envoy's limit override): the rule's
+                  ///< identity (RlsRule::identity)
+};
+
 /// What a decision is when the storage fails (unreachable, timed out, out of memory, an error
 /// reply): the request is let through (`kOpen`, the default) or denied (`kClosed`). Either way the
 /// decision is marked `degraded`; an error is never a plain "allowed".
@@ -66,8 +77,19 @@ class Policy {
   [[nodiscard]] FailMode fail_mode() const noexcept { return options_.fail; }
   [[nodiscard]] const PolicyOptions& options() const noexcept { return options_; }
 
-  /// A string that identifies the policy's name, strategy, options and limits. Storages key their
-  /// state by it, so a policy whose limits change never reads state written under the old ones.
+  /// The same policy with another identity (kind and parts), for policies whose name alone does
+  /// not say whose state they count: overrides, inline limits, rate-limit rules. The name (for
+  /// headers and messages) is unchanged.
+  [[nodiscard]] Policy with_identity(PolicyKind kind, std::vector<std::string> parts) const;
+
+  [[nodiscard]] PolicyKind kind() const noexcept { return kind_; }
+  [[nodiscard]] const std::vector<std::string>& identity() const noexcept { return identity_; }
+
+  /// An injective encoding of the policy's identity (kind and parts), strategy, options and
+  /// limits: `<kind letter><count>` then `:<length>:<part>` per part, then `|strategy|anchor|shape`
+  /// and `|amount/period/capacity` per limit. Every variable-length field is length-prefixed, so
+  /// two policies share a fingerprint only if all of these are equal. Storages key their state by
+  /// it, so a policy whose limits change never reads state written under the old ones.
   [[nodiscard]] const std::string& fingerprint() const noexcept { return fingerprint_; }
   /// A hash of the fingerprint, computed once (storages use it to find their state quickly).
   [[nodiscard]] std::size_t fingerprint_hash() const noexcept { return fingerprint_hash_; }
@@ -77,7 +99,11 @@ class Policy {
 
  private:
   Policy() = default;
+  void set_fingerprint();
+
   std::string name_;
+  PolicyKind kind_ = PolicyKind::kNamed;
+  std::vector<std::string> identity_;  // kNamed: {name_}
   Strategy strategy_ = Strategy::kFixedWindow;
   std::vector<Limit> limits_;
   PolicyOptions options_;

@@ -16,6 +16,7 @@
 #include "server/grpc_server.hpp"
 #include "server/rls.hpp"
 #include "server/http_server.hpp"
+#include "server/metrics.hpp"
 #include "server/service.hpp"
 #include "storage/url.hpp"
 
@@ -39,10 +40,10 @@ struct ServeArgs {
 };
 
 // The command line wins over the file for what it names.
-absl::StatusOr<server::Config> load(const ServeArgs& a) {
+absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& config_path) {
   server::Config c;
-  if (!a.config_path.empty()) {
-    auto loaded = server::load_config(a.config_path);
+  if (!config_path.empty()) {
+    auto loaded = server::load_config(config_path);
     if (!loaded.ok()) return loaded.status();
     c = *std::move(loaded);
   }
@@ -61,6 +62,44 @@ absl::StatusOr<server::Config> load(const ServeArgs& a) {
   }
   if (a.rls_headers) c.rls.response_headers = true;
   return c;
+}
+
+// A configuration and the rate-limit rules it names, checked as `serve` would start them.
+struct Loaded {
+  server::Config config;
+  std::shared_ptr<const server::RlsConfig> rules;  // null: no gRPC service
+};
+
+// The one path of --check-config, start and reload. `rules_dir`: the rules directory to read
+// (a reload keeps the one given at start); empty: the configuration's own.
+absl::StatusOr<Loaded> load_checked(const ServeArgs& a, const std::string& config_path,
+                                    const std::string& rules_dir = "") {
+  auto c = load(a, config_path);
+  if (!c.ok()) return c.status();
+  if (auto s = server::check_startup(*c); !s.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", c->source, std::string(s.message())));
+  }
+  Loaded out{*std::move(c), nullptr};
+  const std::string dir = rules_dir.empty() ? out.config.rls.config_dir : rules_dir;
+  if (!dir.empty()) {
+    auto rules = server::load_rls_config(dir);
+    if (!rules.ok()) return rules.status();
+    if (auto s = server::check_rules_storage(**rules, out.config.storage); !s.ok()) return s;
+    out.rules = *std::move(rules);
+  }
+  return out;
+}
+
+int check_config(const ServeArgs& args) {
+  auto loaded = load_checked(args, args.check_config);
+  if (!loaded.ok()) {
+    std::cerr << loaded.status().message() << "\n";
+    return 1;
+  }
+  std::cout << args.check_config << ": ok, " << loaded->config.policies.size() << " policies";
+  if (loaded->rules) std::cout << ", " << loaded->rules->domains.size() << " rate-limit domains";
+  std::cout << "\n";
+  return 0;
 }
 
 // Whole or not at all: the file appears under its name only once the port is in it.
@@ -100,70 +139,126 @@ server::RlsLimits rls_limits(const server::RlsSettings& s) {
   return l;
 }
 
-int run(const ServeArgs& args) {
-  if (!args.check_config.empty()) {
-    auto c = server::load_config(args.check_config);
-    if (!c.ok()) {
-      std::cerr << c.status().message() << "\n";
-      return 1;
-    }
-    std::size_t domains = 0;
-    if (!c->rls.config_dir.empty()) {  // the rate-limit rules it names are checked too
-      auto rules = server::load_rls_config(c->rls.config_dir);
-      if (!rules.ok()) {
-        std::cerr << rules.status().message() << "\n";
-        return 1;
+// Runs `control` until SIGTERM/SIGINT (then `drain`): SIGHUP and a change of the file or of the
+// rules directory (polled each second) reload.
+template <class Reload, class Drain>
+void watch_and_wait(boost::asio::io_context& control, boost::asio::signal_set& signals,
+                    const std::string& config_path, const std::string& rules_dir, Reload& reload, Drain drain) {
+  boost::asio::steady_timer watch(control);
+  std::int64_t seen = mtime_of(config_path);
+  std::int64_t seen_rules = dir_stamp(rules_dir);
+  std::function<void()> on_signal = [&] {
+    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+      if (ec) return;
+      if (signo == SIGHUP) {
+        reload("SIGHUP");
+        on_signal();
+        return;
       }
-      domains = (*rules)->domains.size();
+      spdlog::info("signal {}: draining", signo);
+      watch.cancel();
+      drain();
+      control.stop();
+    });
+  };
+  std::function<void()> on_tick = [&] {
+    watch.expires_after(std::chrono::seconds(1));
+    watch.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      const std::int64_t m = mtime_of(config_path);
+      const std::int64_t r = dir_stamp(rules_dir);
+      if (m != seen || r != seen_rules) {
+        seen = m;
+        seen_rules = r;
+        reload("file changed");
+      }
+      on_tick();
+    });
+  };
+  on_signal();
+  if (!config_path.empty() || !rules_dir.empty()) on_tick();
+  control.run();
+}
+
+// Reloads on SIGHUP or a changed file. A configuration that fails to load or check, or that would
+// remove every policy (a file emptied, or caught between an editor's truncate and write), is
+// refused: the running one keeps serving, the log says why and the failure is counted.
+struct Reloader {
+  const ServeArgs& args;
+  const std::string& rules_dir;  // the directory given at start (a new one needs a restart)
+  server::Service& service;
+  server::RlsService* rls;
+  server::ReloadCounters& counters;
+
+  void operator()(const char* why) {
+    auto next = load_checked(args, args.config_path, rules_dir);
+    absl::Status refused = next.status();
+    if (next.ok() && next->config.policies.empty() && !service.config()->policies.empty()) {
+      refused = absl::InvalidArgumentError(fmt::format(
+          "{} has no policies: it would remove all {} (an empty or half-written file?)", args.config_path,
+          service.config()->policies.size()));
     }
-    std::cout << args.check_config << ": ok, " << c->policies.size() << " policies";
-    if (!c->rls.config_dir.empty()) std::cout << ", " << domains << " rate-limit domains";
-    std::cout << "\n";
-    return 0;
+    if (!refused.ok()) {
+      counters.failed();
+      spdlog::error("reload ({}) rejected, the old configuration keeps serving: {}", why,
+                    std::string(refused.message()));
+      return;
+    }
+    if (rls != nullptr && next->rules) {
+      rls->reload(next->rules);
+      spdlog::info("reloaded the rate-limit rules ({}): {} domains", why, next->rules->domains.size());
+    }
+    service.reload(std::make_shared<const server::Config>(std::move(next->config)));
+    counters.succeeded();
+    spdlog::info("reloaded the configuration ({}): {} policies", why, service.config()->policies.size());
   }
-  auto config = load(args);
-  if (!config.ok()) {
-    std::cerr << "floodgate serve: " << config.status().message() << "\n";
-    return 2;
-  }
-  const auto level = spdlog::level::from_str(config->log_level);
-  if (level == spdlog::level::off && config->log_level != "off") {
-    std::cerr << "floodgate serve: unknown log level \"" << config->log_level
-              << "\" (trace, debug, info, warn, error, critical, off)\n";
+};
+
+// Envoy's RateLimitService over gRPC. The listen address, the caps and the header switch are read
+// at start only; the rules reload.
+absl::Status start_rls(const Loaded& loaded, server::Service& service, std::unique_ptr<server::RlsService>& rls,
+                       std::unique_ptr<server::GrpcServer>& grpc) {
+  const server::Config& c = loaded.config;
+  server::RlsLimits limits = rls_limits(c.rls);
+  limits.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
+  rls = std::make_unique<server::RlsService>(service.limiter(), limits);  // one pipeline for both
+  rls->reload(loaded.rules);
+  grpc = std::make_unique<server::GrpcServer>(*rls, c.rls.listen_host, c.rls.listen_port);
+  if (auto s = grpc->start(); !s.ok()) return s;
+  spdlog::info("gRPC rate-limit service on {}:{} ({} domains from {})", c.rls.listen_host, grpc->port(),
+               loaded.rules->domains.size(), c.rls.config_dir);
+  return absl::OkStatus();
+}
+
+int run(const ServeArgs& args) {
+  if (!args.check_config.empty()) return check_config(args);
+  auto loaded = load_checked(args, args.config_path);
+  if (!loaded.ok()) {
+    std::cerr << "floodgate serve: " << loaded.status().message() << "\n";
     return 2;
   }
   spdlog::set_default_logger(spdlog::stderr_color_mt("floodgate"));  // stdout stays for data
-  spdlog::set_level(level);
-  auto storage = open_storage(config->storage);
+  spdlog::set_level(spdlog::level::from_str(loaded->config.log_level));
+  auto storage = open_storage(loaded->config.storage);
   if (!storage.ok()) {
     std::cerr << "floodgate serve: " << storage.status().message() << "\n";
     return 2;
   }
-  auto installed = std::make_shared<const server::Config>(*config);
+  auto installed = std::make_shared<const server::Config>(loaded->config);
   server::Service service(installed, *storage);
-  // Envoy's RateLimitService over gRPC, when a directory of rate-limit files is configured. The
-  // listen address, the caps and the header switch are read at start only; the rules reload.
+  server::ReloadCounters reloads;
   std::unique_ptr<server::RlsService> rls;
   std::unique_ptr<server::GrpcServer> grpc;
-  if (!installed->rls.config_dir.empty()) {
-    auto rules = server::load_rls_config(installed->rls.config_dir);
-    if (!rules.ok()) {
-      std::cerr << "floodgate serve: " << rules.status().message() << "\n";
-      return 2;
-    }
-    server::RlsLimits limits = rls_limits(installed->rls);
-    limits.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
-    rls = std::make_unique<server::RlsService>(service.limiter(), limits);  // one pipeline for both
-    rls->reload(*rules);
-    service.set_extra_metrics([r = rls.get()](server::PromText& out) { r->metrics().render(out); });
-    grpc = std::make_unique<server::GrpcServer>(*rls, installed->rls.listen_host, installed->rls.listen_port);
-    if (auto s = grpc->start(); !s.ok()) {
+  if (loaded->rules) {
+    if (auto s = start_rls(*loaded, service, rls, grpc); !s.ok()) {
       std::cerr << "floodgate serve: " << s.message() << "\n";
       return 2;
     }
-    spdlog::info("gRPC rate-limit service on {}:{} ({} domains from {})", installed->rls.listen_host,
-                 grpc->port(), (*rules)->domains.size(), installed->rls.config_dir);
   }
+  service.set_extra_metrics([&reloads, r = rls.get()](server::PromText& out) {
+    reloads.render(out);
+    if (r != nullptr) r->metrics().render(out);
+  });
   server::HttpServer http(service, *installed);
   if (auto s = http.start(); !s.ok()) {
     std::cerr << "floodgate serve: " << s.message() << "\n";
@@ -177,63 +272,11 @@ int run(const ServeArgs& args) {
   boost::asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
   if (grpc && !args.grpc_port_file.empty()) write_port_file(args.grpc_port_file, grpc->port());
   if (!args.port_file.empty()) write_port_file(args.port_file, http.port());
-  boost::asio::steady_timer watch(control);
-  std::int64_t seen = mtime_of(args.config_path);
-  std::int64_t seen_rules = dir_stamp(installed->rls.config_dir);
-
-  auto reload = [&](const char* why) {
-    auto next = load(args);
-    if (!next.ok()) {
-      spdlog::error("reload ({}) rejected, the old configuration keeps serving: {}", why,
-                    std::string(next.status().message()));
-      return;
-    }
-    if (rls) {
-      // The rules come from the directory given at start (a changed directory needs a restart).
-      auto rules = server::load_rls_config(installed->rls.config_dir);
-      if (!rules.ok()) {
-        spdlog::error("reload ({}) rejected, the old configuration keeps serving: {}", why,
-                      std::string(rules.status().message()));
-        return;
-      }
-      rls->reload(*rules);
-      spdlog::info("reloaded the rate-limit rules ({}): {} domains", why, (*rules)->domains.size());
-    }
-    service.reload(std::make_shared<const server::Config>(*std::move(next)));
-    spdlog::info("reloaded the configuration ({}): {} policies", why, service.config()->policies.size());
-  };
-  std::function<void()> on_signal = [&] {
-    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-      if (ec) return;
-      if (signo == SIGHUP) {
-        reload("SIGHUP");
-        on_signal();
-        return;
-      }
-      spdlog::info("signal {}: draining", signo);
-      watch.cancel();
-      if (grpc) grpc->shutdown(installed->http.drain_timeout);
-      http.drain();
-      control.stop();
-    });
-  };
-  std::function<void()> on_tick = [&] {
-    watch.expires_after(std::chrono::seconds(1));
-    watch.async_wait([&](const boost::system::error_code& ec) {
-      if (ec) return;
-      const std::int64_t m = mtime_of(args.config_path);
-      const std::int64_t r = dir_stamp(installed->rls.config_dir);
-      if (m != seen || r != seen_rules) {
-        seen = m;
-        seen_rules = r;
-        reload("file changed");
-      }
-      on_tick();
-    });
-  };
-  on_signal();
-  if (!args.config_path.empty() || rls) on_tick();
-  control.run();
+  Reloader reload{args, installed->rls.config_dir, service, rls.get(), reloads};
+  watch_and_wait(control, signals, args.config_path, installed->rls.config_dir, reload, [&] {
+    if (grpc) grpc->shutdown(installed->http.drain_timeout);
+    http.drain();
+  });
   http.join();
   spdlog::info("stopped");
   return 0;

@@ -2,12 +2,12 @@
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include <boost/asio/ip/address.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "server/config_policy.hpp"
 #include "server/yaml_errors.hpp"
 
 namespace floodgate::server {
@@ -32,8 +32,15 @@ absl::Status parse_listen(std::string_view text, std::string& host, std::uint16_
     return absl::InvalidArgumentError(
         fmt::format("listen address \"{}\": port must be a number from 0 to 65535", text));
   }
-  host = std::string(text.substr(0, colon));
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  std::string h(text.substr(0, colon));
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  boost::system::error_code bad;
+  (void)boost::asio::ip::make_address(h, bad);
+  if (bad) {
+    return absl::InvalidArgumentError(fmt::format(
+        "listen address \"{}\": \"{}\" is not an IP address (e.g. 127.0.0.1, 0.0.0.0 or [::1])", text, h));
+  }
+  host = std::move(h);
   port = static_cast<std::uint16_t>(value);
   return absl::OkStatus();
 }
@@ -42,100 +49,114 @@ namespace {
 
 using yaml::check_keys;
 using yaml::fail;
+using yaml::integer;
 using yaml::scalar;
 
-std::chrono::milliseconds millis(const std::string& source, const YAML::Node& node,
-                                 const std::string& what) {
-  const auto v = scalar<std::int64_t>(source, node, what);
-  if (v <= 0) fail(source, node, fmt::format("{} must be at least 1 (milliseconds)", what));
-  return std::chrono::milliseconds(v);
+std::chrono::milliseconds millis(const std::string& source, const YAML::Node& node, const std::string& what) {
+  return std::chrono::milliseconds(integer(source, node, what, 1, limits::kMaxTimeoutMs, "milliseconds"));
 }
 
-std::size_t positive(const std::string& source, const YAML::Node& node, const std::string& what) {
-  const auto v = scalar<std::int64_t>(source, node, what);
-  if (v <= 0) fail(source, node, fmt::format("{} must be at least 1", what));
-  return static_cast<std::size_t>(v);
+std::size_t size(const std::string& source, const YAML::Node& node, const std::string& what,
+                 std::int64_t max, std::string_view unit = "") {
+  return static_cast<std::size_t>(integer(source, node, what, 1, max, unit));
 }
 
-constexpr std::int64_t kMaxBlockedCache = 10'000'000;
+void listen(const std::string& source, const YAML::Node& node, const std::string& what,
+            std::string& host, std::uint16_t& port) {
+  const auto text = scalar<std::string>(source, node, what);
+  if (auto s = parse_listen(text, host, port); !s.ok()) fail(source, node, what + ": " + std::string(s.message()));
+}
 
-ServicePolicy parse_policy(const std::string& source, const YAML::Node& node) {
-  if (!node.IsMap()) fail(source, node, "each policy must be a map with name, strategy and limit");
-  check_keys(source, node,
-             {"name", "strategy", "limit", "burst", "anchor", "shape", "key", "fail", "shadow",
-              "blocked_cache", "overrides", "allow"},
-             "a policy");
-  if (!node["name"]) fail(source, node, "a policy needs a name");
-  const auto name = scalar<std::string>(source, node["name"], "name");
-  const std::string where = fmt::format("policy \"{}\"", name);
-  if (!node["limit"]) fail(source, node, where + " needs a limit, e.g. limit: 10/minute");
-  auto strategy = parse_strategy(node["strategy"] ? scalar<std::string>(source, node["strategy"], "strategy")
-                                                  : std::string("gcra"));
-  if (!strategy.ok()) fail(source, node["strategy"], where + ": " + std::string(strategy.status().message()));
+void parse_http(const std::string& source, const YAML::Node& http, HttpLimits& l) {
+  check_keys(source, http,
+             {"max_header_bytes", "max_body_bytes", "idle_timeout_ms", "request_timeout_ms", "write_timeout_ms",
+              "max_connections", "max_pipelined", "drain_timeout_ms", "max_simulate_body_bytes"},
+             "http");
+  if (const auto& n = http["max_header_bytes"]) {
+    l.max_header_bytes = size(source, n, "http.max_header_bytes", limits::kMaxHeaderBytes, "bytes");
+  }
+  if (const auto& n = http["max_body_bytes"]) {
+    l.max_body_bytes = size(source, n, "http.max_body_bytes", limits::kMaxBodyBytes, "bytes");
+  }
+  if (const auto& n = http["max_simulate_body_bytes"]) {
+    l.max_simulate_body_bytes = size(source, n, "http.max_simulate_body_bytes", limits::kMaxBodyBytes, "bytes");
+  }
+  if (const auto& n = http["idle_timeout_ms"]) l.idle_timeout = millis(source, n, "http.idle_timeout_ms");
+  if (const auto& n = http["request_timeout_ms"]) l.request_timeout = millis(source, n, "http.request_timeout_ms");
+  if (const auto& n = http["write_timeout_ms"]) l.write_timeout = millis(source, n, "http.write_timeout_ms");
+  if (const auto& n = http["drain_timeout_ms"]) l.drain_timeout = millis(source, n, "http.drain_timeout_ms");
+  if (const auto& n = http["max_connections"]) {
+    l.max_connections = size(source, n, "http.max_connections", limits::kMaxConnections, "connections");
+  }
+  if (const auto& n = http["max_pipelined"]) {
+    l.max_pipelined = size(source, n, "http.max_pipelined", limits::kMaxPipelined, "requests");
+  }
+}
 
-  PolicyOptions o;
-  if (node["burst"]) o.burst = static_cast<std::int64_t>(positive(source, node["burst"], where + " burst"));
-  if (node["anchor"]) {
-    const auto anchor = scalar<std::string>(source, node["anchor"], "anchor");
-    if (anchor == "first-hit") {
-      o.anchor = Anchor::kFirstHit;
-    } else if (anchor != "clock") {
-      fail(source, node["anchor"], where + ": anchor must be clock or first-hit");
-    }
+void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r) {
+  check_keys(source, rls,
+             {"config", "listen", "response_headers", "max_message_bytes", "max_descriptors", "max_entries",
+              "max_string_bytes"},
+             "rls");
+  if (rls["config"]) {
+    std::filesystem::path dir = scalar<std::string>(source, rls["config"], "rls.config");
+    if (dir.empty()) fail(source, rls["config"], "rls.config is empty");
+    // A relative directory is relative to the file that names it.
+    if (dir.is_relative()) dir = std::filesystem::path(source).parent_path() / dir;
+    r.config_dir = dir.string();
   }
-  if (node["shape"]) o.shape = scalar<bool>(source, node["shape"], "shape");
-  if (node["fail"]) {
-    const auto mode = scalar<std::string>(source, node["fail"], "fail");
-    if (mode == "closed") {
-      o.fail = FailMode::kClosed;
-    } else if (mode != "open") {
-      fail(source, node["fail"], where + ": fail must be open or closed");
-    }
+  if (rls["listen"]) listen(source, rls["listen"], "rls.listen", r.listen_host, r.listen_port);
+  if (rls["response_headers"]) r.response_headers = scalar<bool>(source, rls["response_headers"], "rls.response_headers");
+  if (const auto& n = rls["max_message_bytes"]) {
+    r.max_message_bytes = size(source, n, "rls.max_message_bytes", limits::kMaxRlsMessageBytes, "bytes");
   }
-  if (node["blocked_cache"]) {
-    const auto n = scalar<std::int64_t>(source, node["blocked_cache"], "blocked_cache");
-    if (n < 0 || n > kMaxBlockedCache) {
-      fail(source, node["blocked_cache"],
-           fmt::format("{}: blocked_cache must be from 0 (off) to {} keys", where, kMaxBlockedCache));
-    }
-    o.blocked_cache = static_cast<std::size_t>(n);
+  if (const auto& n = rls["max_descriptors"]) r.max_descriptors = size(source, n, "rls.max_descriptors", limits::kMaxRlsDescriptors);
+  if (const auto& n = rls["max_entries"]) r.max_entries = size(source, n, "rls.max_entries", limits::kMaxRlsEntries);
+  if (const auto& n = rls["max_string_bytes"]) {
+    r.max_string_bytes = size(source, n, "rls.max_string_bytes", limits::kMaxRlsStringBytes, "bytes");
   }
-  const YAML::Node& limit_node = node["limit"];
-  const auto limit_text = scalar<std::string>(source, limit_node, "limit");
-  auto policy = Policy::make(name, *strategy, limit_text, o);
-  if (!policy.ok()) fail(source, limit_node, where + ": " + std::string(policy.status().message()));
+}
 
-  ServicePolicy sp;
-  sp.policy = std::make_shared<const Policy>(*std::move(policy));
-  if (node["shadow"]) sp.shadow = scalar<bool>(source, node["shadow"], "shadow");
-  if (const YAML::Node& key = node["key"]) {
-    // key: {header: X-Api-Key}  or  key: {query: api_key}
-    if (!key.IsMap() || key.size() != 1 || !(key["header"] || key["query"])) {
-      fail(source, key, where + ": key must be {header: NAME} or {query: NAME}");
+void parse_policies(const std::string& source, const YAML::Node& policies, Config& c) {
+  if (!policies.IsSequence()) fail(source, policies, "policies must be a list");
+  for (const auto& p : policies) {
+    ServicePolicy sp = parse_policy(source, p);
+    if (c.find(sp.policy->name()) != nullptr) {
+      fail(source, p["name"], fmt::format("policy \"{}\" is defined twice", sp.policy->name()));
     }
-    sp.key_source.kind = key["header"] ? KeySource::Kind::kHeader : KeySource::Kind::kQuery;
-    sp.key_source.name =
-        scalar<std::string>(source, key["header"] ? key["header"] : key["query"], "key");
-    if (sp.key_source.name.empty()) fail(source, key, where + ": key name is empty");
+    c.policies.push_back(std::move(sp));
   }
-  if (const YAML::Node& overrides = node["overrides"]) {
-    if (!overrides.IsMap()) fail(source, overrides, where + ": overrides must map keys to limits");
-    for (const auto& kv : overrides) {
-      const auto key = kv.first.as<std::string>();
-      const auto text = scalar<std::string>(source, kv.second, "override");
-      PolicyOptions oo = o;
-      auto op = Policy::make(fmt::format("{}/override/{}", name, key), *strategy, text, oo);
-      if (!op.ok()) {
-        fail(source, kv.second, fmt::format("{} override \"{}\": {}", where, key, std::string(op.status().message())));
-      }
-      sp.overrides.emplace(key, std::make_shared<const Policy>(*std::move(op)));
+}
+
+void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
+  if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
+  check_keys(source, root,
+             {"listen", "threads", "storage", "batching", "log_level", "inline_limits", "max_inline_policies",
+              "auth_denied_status", "http", "rls", "policies"},
+             "the configuration");
+  if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
+  if (const auto& n = root["threads"]) c.threads = static_cast<unsigned>(integer(source, n, "threads", 1, limits::kMaxThreads));
+  if (const YAML::Node& st = root["storage"]) {
+    if (st.IsMap()) check_keys(source, st, {"url"}, "storage");
+    c.storage = scalar<std::string>(source, st.IsMap() ? st["url"] : st, "storage");
+  }
+  if (const auto& n = root["batching"]) {
+    c.batching = scalar<std::string>(source, n, "batching");
+    if (c.batching != "auto" && c.batching != "on" && c.batching != "off") {
+      fail(source, n, "batching must be auto, on or off");
     }
   }
-  if (const YAML::Node& allow = node["allow"]) {
-    if (!allow.IsSequence()) fail(source, allow, where + ": allow must be a list of keys");
-    for (const auto& k : allow) sp.allow.insert(scalar<std::string>(source, k, "allow"));
+  if (root["log_level"]) c.log_level = scalar<std::string>(source, root["log_level"], "log_level");
+  if (root["inline_limits"]) c.allow_inline = scalar<bool>(source, root["inline_limits"], "inline_limits");
+  if (const auto& n = root["max_inline_policies"]) {
+    c.max_inline_policies = size(source, n, "max_inline_policies", limits::kMaxInlinePolicies, "policies");
   }
-  return sp;
+  if (const auto& n = root["auth_denied_status"]) {
+    c.auth_denied_status = static_cast<int>(integer(source, n, "auth_denied_status", 400, 599, "an HTTP error status"));
+  }
+  if (const YAML::Node& http = root["http"]) parse_http(source, http, c.http);
+  if (const YAML::Node& rls = root["rls"]) parse_rls(source, rls, c.rls);
+  if (const YAML::Node& policies = root["policies"]) parse_policies(source, policies, c);
 }
 
 }  // namespace
@@ -143,111 +164,18 @@ ServicePolicy parse_policy(const std::string& source, const YAML::Node& node) {
 absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& source) {
   Config c;
   c.source = source;
-  try {
-    const YAML::Node root = YAML::Load(yaml);
-    if (root.IsNull()) return c;  // an empty file: the defaults
-    if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
-    check_keys(source, root,
-               {"listen", "threads", "storage", "batching", "log_level", "inline_limits", "max_inline_policies",
-                "auth_denied_status", "http", "rls", "policies"},
-               "the configuration");
-    if (root["listen"]) {
-      const auto text = scalar<std::string>(source, root["listen"], "listen");
-      if (auto s = parse_listen(text, c.listen_host, c.listen_port); !s.ok()) {
-        fail(source, root["listen"], std::string(s.message()));
-      }
-    }
-    if (root["threads"]) c.threads = static_cast<unsigned>(positive(source, root["threads"], "threads"));
-    if (root["storage"]) {
-      const YAML::Node& st = root["storage"];
-      c.storage = scalar<std::string>(source, st.IsMap() ? st["url"] : st, "storage");
-    }
-    if (root["batching"]) {
-      c.batching = scalar<std::string>(source, root["batching"], "batching");
-      if (c.batching != "auto" && c.batching != "on" && c.batching != "off") {
-        fail(source, root["batching"], "batching must be auto, on or off");
-      }
-    }
-    if (root["log_level"]) c.log_level = scalar<std::string>(source, root["log_level"], "log_level");
-    if (root["inline_limits"]) c.allow_inline = scalar<bool>(source, root["inline_limits"], "inline_limits");
-    if (root["max_inline_policies"]) {
-      c.max_inline_policies = positive(source, root["max_inline_policies"], "max_inline_policies");
-    }
-    if (root["auth_denied_status"]) {
-      const auto status = scalar<int>(source, root["auth_denied_status"], "auth_denied_status");
-      if (status < 400 || status > 599) {
-        fail(source, root["auth_denied_status"], "auth_denied_status must be an HTTP error status (400-599)");
-      }
-      c.auth_denied_status = status;
-    }
-    if (const YAML::Node& http = root["http"]) {
-      check_keys(source, http,
-                 {"max_header_bytes", "max_body_bytes", "idle_timeout_ms", "request_timeout_ms",
-                  "write_timeout_ms", "max_connections", "max_pipelined", "drain_timeout_ms",
-                  "max_simulate_body_bytes"},
-                 "http");
-      if (http["max_header_bytes"]) c.http.max_header_bytes = positive(source, http["max_header_bytes"], "max_header_bytes");
-      if (http["max_body_bytes"]) c.http.max_body_bytes = positive(source, http["max_body_bytes"], "max_body_bytes");
-      if (http["idle_timeout_ms"]) c.http.idle_timeout = millis(source, http["idle_timeout_ms"], "idle_timeout_ms");
-      if (http["request_timeout_ms"]) c.http.request_timeout = millis(source, http["request_timeout_ms"], "request_timeout_ms");
-      if (http["write_timeout_ms"]) c.http.write_timeout = millis(source, http["write_timeout_ms"], "write_timeout_ms");
-      if (http["max_connections"]) c.http.max_connections = positive(source, http["max_connections"], "max_connections");
-      if (http["max_pipelined"]) c.http.max_pipelined = positive(source, http["max_pipelined"], "max_pipelined");
-      if (http["max_simulate_body_bytes"]) {
-        c.http.max_simulate_body_bytes =
-            positive(source, http["max_simulate_body_bytes"], "max_simulate_body_bytes");
-      }
-      if (http["drain_timeout_ms"]) c.http.drain_timeout = millis(source, http["drain_timeout_ms"], "drain_timeout_ms");
-    }
-    if (const YAML::Node& rls = root["rls"]) {
-      check_keys(source, rls,
-                 {"config", "listen", "response_headers", "max_message_bytes", "max_descriptors",
-                  "max_entries", "max_string_bytes"},
-                 "rls");
-      if (rls["config"]) {
-        std::filesystem::path dir = scalar<std::string>(source, rls["config"], "rls config");
-        if (dir.empty()) fail(source, rls["config"], "rls config is empty");
-        // A relative directory is relative to the file that names it.
-        if (dir.is_relative()) dir = std::filesystem::path(source).parent_path() / dir;
-        c.rls.config_dir = dir.string();
-      }
-      if (rls["listen"]) {
-        const auto text = scalar<std::string>(source, rls["listen"], "rls listen");
-        if (auto s = parse_listen(text, c.rls.listen_host, c.rls.listen_port); !s.ok()) {
-          fail(source, rls["listen"], std::string(s.message()));
-        }
-      }
-      if (rls["response_headers"]) c.rls.response_headers = scalar<bool>(source, rls["response_headers"], "response_headers");
-      if (rls["max_message_bytes"]) c.rls.max_message_bytes = positive(source, rls["max_message_bytes"], "max_message_bytes");
-      if (rls["max_descriptors"]) c.rls.max_descriptors = positive(source, rls["max_descriptors"], "max_descriptors");
-      if (rls["max_entries"]) c.rls.max_entries = positive(source, rls["max_entries"], "max_entries");
-      if (rls["max_string_bytes"]) c.rls.max_string_bytes = positive(source, rls["max_string_bytes"], "max_string_bytes");
-    }
-    if (const YAML::Node& policies = root["policies"]) {
-      if (!policies.IsSequence()) fail(source, policies, "policies must be a list");
-      for (const auto& p : policies) {
-        ServicePolicy sp = parse_policy(source, p);
-        if (c.find(sp.policy->name()) != nullptr) {
-          fail(source, p, fmt::format("policy \"{}\" is defined twice", sp.policy->name()));
-        }
-        c.policies.push_back(std::move(sp));
-      }
-    }
-  } catch (const yaml::Error& e) {
-    return absl::InvalidArgumentError(e.message);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}:{}: {}", source, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.msg));
-  }
+  const absl::Status s = yaml::guarded(source, [&] {
+    const YAML::Node root = yaml::load_document(yaml, source);
+    if (!root.IsNull()) parse_root(source, root, c);  // an empty file: the defaults
+  });
+  if (!s.ok()) return s;
   return c;
 }
 
 absl::StatusOr<Config> load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(fmt::format("{}: cannot open the configuration file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_config(text.str(), path);
+  auto text = yaml::read_config_file(path);
+  if (!text.ok()) return text.status();
+  return parse_config(*text, path);
 }
 
 }  // namespace floodgate::server

@@ -14,6 +14,27 @@
 
 namespace floodgate::server {
 
+/// The configuration schema's bounds: what the code can represent, with room to spare. Every
+/// numeric field of the file is checked against these at load (docs/configuration.md lists them).
+namespace limits {
+/// HTTP timeouts (idle, request, write, drain), in ms: at most a day, far below where a
+/// steady_clock time point plus the timeout overflows nanoseconds.
+inline constexpr std::int64_t kMaxTimeoutMs = 86'400'000;
+inline constexpr std::int64_t kMaxThreads = 1024;
+inline constexpr std::int64_t kMaxHeaderBytes = 1024 * 1024;
+inline constexpr std::int64_t kMaxBodyBytes = 64 * 1024 * 1024;
+inline constexpr std::int64_t kMaxConnections = 1'000'000;
+inline constexpr std::int64_t kMaxPipelined = 1024;
+inline constexpr std::int64_t kMaxInlinePolicies = 1'000'000;
+inline constexpr std::int64_t kMaxBlockedCache = 10'000'000;
+inline constexpr std::int64_t kMaxRlsMessageBytes = 64 * 1024 * 1024;
+inline constexpr std::int64_t kMaxRlsDescriptors = 4096;
+inline constexpr std::int64_t kMaxRlsEntries = 1024;
+inline constexpr std::int64_t kMaxRlsStringBytes = 64 * 1024;
+/// Policy names and override keys, in bytes.
+inline constexpr std::size_t kMaxNameBytes = 256;
+}  // namespace limits
+
 /// Where `GET /v1/auth` takes a policy's key from.
 struct KeySource {
   enum class Kind : std::uint8_t { kHeader, kQuery };
@@ -72,7 +93,7 @@ struct Config {
   std::string source = "<defaults>";  ///< the file it came from, for messages
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
-  unsigned threads = 0;               ///< 0 = one per core
+  unsigned threads = 0;               ///< 0 = one per core; else 1 to limits::kMaxThreads
   std::string storage = "memory";
   /// Coalesce concurrent decisions into one storage round trip: "auto" (for networked storages),
   /// "on" or "off".
@@ -88,12 +109,32 @@ struct Config {
   [[nodiscard]] const ServicePolicy* find(std::string_view name) const;
 };
 
-/// Parses and validates a YAML configuration. Errors (InvalidArgument) name the file, the line and
-/// the reason: `floodgate.yaml:12: policy "api": invalid limit "10/fortnight": …`.
+/// Parses and validates a YAML configuration against the schema: types, ranges (see `limits`),
+/// unknown and duplicate keys, one document per file, reserved policy names, header names.
+/// Errors (InvalidArgument) name the file, line, column, field and reason:
+/// `floodgate.yaml:12:12: policy "api": invalid limit "10/fortnight": …`. load_config reads a
+/// regular file of at most yaml::kMaxFileBytes (a directory or a device is an error).
 absl::StatusOr<Config> load_config(const std::string& path);
 absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& source);
 
-/// "host:port" → host, port. Errors name the text.
+/// What `floodgate serve` checks before it starts, beyond the file's own schema, so that
+/// `--check-config`, start and reload accept the same configurations: the thread count (against
+/// kMaxThreads and the process's RLIMIT_NPROC), the log level, the storage URL's syntax and
+/// options (parsed, not connected) and every policy and override against that storage's
+/// exactness limits (e.g. the longest period Redis keeps exactly). Errors: InvalidArgument
+/// naming the field.
+absl::Status check_startup(const Config& config);
+
+/// "host:port" → host, port. The host is an IP address literal ("[::1]" for IPv6), as the
+/// servers bind it. Errors name the text.
 absl::Status parse_listen(std::string_view text, std::string& host, std::uint16_t& port);
+
+/// A policy name the configuration accepts: 1 to kMaxNameBytes bytes, no control characters,
+/// none of the names the service uses itself ("inline", "other", or starting with "inline ").
+/// Errors: InvalidArgument with the reason.
+absl::Status check_policy_name(std::string_view name);
+
+/// An HTTP field name (RFC 9110 token: 1*tchar).
+bool is_http_token(std::string_view name) noexcept;
 
 }  // namespace floodgate::server

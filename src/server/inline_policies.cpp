@@ -24,7 +24,8 @@ absl::StatusOr<std::shared_ptr<const Policy>> InlinePolicies::get(std::string_vi
     return absl::ResourceExhaustedError(fmt::format(
         "more than {} distinct inline limits are in use: configure a policy instead", max));
   }
-  auto shared = std::make_shared<const Policy>(*std::move(p));
+  // Its identity is of its own kind: no configured policy, whatever its name, shares its state.
+  auto shared = std::make_shared<const Policy>(p->with_identity(PolicyKind::kInline, {}));
   policies_.emplace(id, shared);
   return shared;
 }

@@ -4,6 +4,26 @@
 
 namespace floodgate::server {
 
+void ReloadCounters::succeeded() noexcept {
+  ok_.fetch_add(1, std::memory_order_relaxed);
+  last_ok_.store(true, std::memory_order_relaxed);
+}
+
+void ReloadCounters::failed() noexcept {
+  failed_.fetch_add(1, std::memory_order_relaxed);
+  last_ok_.store(false, std::memory_order_relaxed);
+}
+
+void ReloadCounters::render(PromText& out) const {
+  out.family("floodgate_config_reloads_total", "counter",
+             "Configuration reloads, installed or refused (the old one kept).");
+  out.sample("floodgate_config_reloads_total", {{"result", "ok"}}, ok_.load(std::memory_order_relaxed));
+  out.sample("floodgate_config_reloads_total", {{"result", "failed"}}, failed_.load(std::memory_order_relaxed));
+  out.single("floodgate_config_last_reload_ok", "gauge",
+             "1 if the last reload was installed (or none was tried), 0 if refused.",
+             std::uint64_t{last_ok_.load(std::memory_order_relaxed) ? 1u : 0u});
+}
+
 std::size_t Metrics::slot(const std::string& policy_name) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = slots_.find(policy_name); it != slots_.end()) return it->second;

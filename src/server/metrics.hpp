@@ -63,4 +63,24 @@ class Metrics {
   std::atomic<std::int64_t> connections_{0};
 };
 
+/// Configuration reloads (SIGHUP, a changed file): how many were installed and how many were
+/// refused (an invalid file, or one that would remove every policy), exposed as
+/// `floodgate_config_reloads_total{result="ok"|"failed"}` and `floodgate_config_last_reload_ok`
+/// (1 while the last attempt was installed).
+///
+/// Thread-safety: all methods are thread-safe.
+class ReloadCounters {
+ public:
+  void succeeded() noexcept;
+  void failed() noexcept;
+  [[nodiscard]] std::uint64_t failures() const noexcept { return failed_.load(std::memory_order_relaxed); }
+  /// Writes these series.
+  void render(PromText& out) const;
+
+ private:
+  std::atomic<std::uint64_t> ok_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::atomic<bool> last_ok_{true};
+};
+
 }  // namespace floodgate::server

@@ -105,8 +105,13 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   const Strategy strategy = rule != nullptr ? rule->strategy : Strategy::kFixedWindow;
   const PolicyOptions options = rule != nullptr ? rule->options : PolicyOptions{};
   const std::string name = fmt::format("{}/{}/override", domain.domain, rule != nullptr ? rule->path : "");
-  const std::string id = fmt::format("{}|{}|{}|{}", name, requests_per_unit, static_cast<int>(unit),
-                                     static_cast<int>(strategy));
+  // Cached by the rule's identity (length-prefixed parts) and the override: never by its name or
+  // path, which two rules may share.
+  std::string id = fmt::format("{}|{}|{}|{}|{}", requests_per_unit, static_cast<int>(unit), static_cast<int>(strategy),
+                               options.burst, static_cast<int>(options.fail));
+  for (const std::string& part : rule != nullptr ? rule->identity : std::vector<std::string>{domain.domain}) {
+    fmt::format_to(std::back_inserter(id), "|{}:{}", part.size(), part);
+  }
   {
     std::lock_guard<std::mutex> lock(overrides_mu_);
     if (auto it = overrides_.find(id); it != overrides_.end()) return it->second;
@@ -116,7 +121,10 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   limit.period = rls_unit_period(unit);
   auto p = Policy::make(name, strategy, std::vector<Limit>{limit}, options);
   if (!p.ok()) return nullptr;
-  auto shared = std::make_shared<const Policy>(*std::move(p));
+  // The rule's identity under the override kind: never the state of an HTTP policy or of
+  // another rule, whatever the names and paths.
+  auto shared = std::make_shared<const Policy>(p->with_identity(
+      PolicyKind::kRuleOverride, rule != nullptr ? rule->identity : std::vector<std::string>{domain.domain}));
   std::lock_guard<std::mutex> lock(overrides_mu_);
   if (overrides_.size() < kMaxOverridePolicies) overrides_.emplace(id, shared);
   return shared;

@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "server/yaml_errors.hpp"
+#include "storage/url.hpp"
 
 namespace floodgate::server {
 
@@ -73,7 +72,37 @@ struct Parser {
   const std::string& domain;
   RlsConfig& config;
 
-  std::unique_ptr<RlsRule> rule(const YAML::Node& node, const std::string& path) {
+  void replaces(const YAML::Node& rep, const std::string& where, RlsRule& r) {
+    if (!rep.IsSequence()) fail(source, rep, where + ": replaces must be a list of {name: NAME}");
+    for (const auto& item : rep) {
+      if (!item.IsMap() || !item["name"]) fail(source, item, where + ": each replaces item needs a name");
+      check_keys(source, item, {"name"}, "a replaces item");
+      auto n = scalar<std::string>(source, item["name"], "name");
+      if (n.empty()) fail(source, item, where + ": a replaces name is empty");
+      r.replaces.push_back(std::move(n));
+    }
+  }
+
+  // floodgate's extensions: algorithm, burst, fail.
+  void options(const YAML::Node& node, const std::string& where, RlsRule& r) {
+    if (node["algorithm"]) {
+      auto s = parse_strategy(scalar<std::string>(source, node["algorithm"], "algorithm"));
+      if (!s.ok()) fail(source, node["algorithm"], where + ": " + std::string(s.status().message()));
+      r.strategy = *s;
+    }
+    if (node["burst"]) r.options.burst = yaml::integer(source, node["burst"], where + ": burst", 1, kMaxAmount);
+    if (node["fail"]) {
+      const auto mode = scalar<std::string>(source, node["fail"], "fail");
+      if (mode == "closed") {
+        r.options.fail = FailMode::kClosed;
+      } else if (mode != "open") {
+        fail(source, node["fail"], where + ": fail must be open or closed");
+      }
+    }
+  }
+
+  std::unique_ptr<RlsRule> rule(const YAML::Node& node, const std::string& path,
+                                const std::vector<std::string>& identity) {
     const std::string where = fmt::format("the rate_limit of \"{}\"", path);
     if (!node.IsMap()) fail(source, node, where + " must be a map");
     check_keys(source, node,
@@ -81,17 +110,9 @@ struct Parser {
                where);
     auto r = std::make_unique<RlsRule>();
     r->path = path;
+    r->identity = identity;
     if (node["name"]) r->name = scalar<std::string>(source, node["name"], "name");
-    if (const YAML::Node& rep = node["replaces"]) {
-      if (!rep.IsSequence()) fail(source, rep, where + ": replaces must be a list of {name: NAME}");
-      for (const auto& item : rep) {
-        if (!item.IsMap() || !item["name"]) fail(source, item, where + ": each replaces item needs a name");
-        check_keys(source, item, {"name"}, "a replaces item");
-        auto n = scalar<std::string>(source, item["name"], "name");
-        if (n.empty()) fail(source, item, where + ": a replaces name is empty");
-        r->replaces.push_back(std::move(n));
-      }
-    }
+    if (const YAML::Node& rep = node["replaces"]) replaces(rep, where, *r);
     if (node["unlimited"]) r->unlimited = scalar<bool>(source, node["unlimited"], "unlimited");
     if (r->unlimited) {
       if (node["unit"] || node["requests_per_unit"]) {
@@ -112,24 +133,7 @@ struct Parser {
       fail(source, node["requests_per_unit"], where + ": requests_per_unit must be a whole number from 0 to 4294967295");
     }
     r->requests_per_unit = static_cast<std::uint32_t>(rpu);
-    if (node["algorithm"]) {
-      auto s = parse_strategy(scalar<std::string>(source, node["algorithm"], "algorithm"));
-      if (!s.ok()) fail(source, node["algorithm"], where + ": " + std::string(s.status().message()));
-      r->strategy = *s;
-    }
-    if (node["burst"]) {
-      const auto b = scalar<std::int64_t>(source, node["burst"], "burst");
-      if (b < 1 || b > kMaxAmount) fail(source, node["burst"], where + ": burst must be a whole number from 1 to 2^53");
-      r->options.burst = b;
-    }
-    if (node["fail"]) {
-      const auto mode = scalar<std::string>(source, node["fail"], "fail");
-      if (mode == "closed") {
-        r->options.fail = FailMode::kClosed;
-      } else if (mode != "open") {
-        fail(source, node["fail"], where + ": fail must be open or closed");
-      }
-    }
+    options(node, where, *r);
     if (r->requests_per_unit > 0) {
       Limit limit;
       limit.amount = r->requests_per_unit;
@@ -137,25 +141,41 @@ struct Parser {
       auto p = Policy::make(fmt::format("{}/{}", domain, path), r->strategy, std::vector<Limit>{limit},
                             r->options);
       if (!p.ok()) fail(source, node, where + ": " + std::string(p.status().message()));
-      r->policy = std::make_shared<const Policy>(*std::move(p));
+      // The rule's own state: its identity is the domain and the descriptor's keys and values,
+      // each a part of its own (the stat-key path joins them ambiguously: "a_b" is key "a_b" or
+      // key "a" with value "b").
+      r->policy = std::make_shared<const Policy>(p->with_identity(PolicyKind::kRule, identity));
     } else if (node["burst"] || node["algorithm"]) {
       fail(source, node, where + ": requests_per_unit 0 denies every request; algorithm and burst do not apply");
     }
     return r;
   }
 
-  void descriptors(const YAML::Node& list, RlsNode& parent, const std::string& prefix) {
+  std::string text(const YAML::Node& node, const char* what) {
+    auto v = scalar<std::string>(source, node, what);
+    if (v.find('\0') != std::string::npos || v.find('\1') != std::string::npos) {
+      fail(source, node, fmt::format("a descriptor {} has a control character \\0 or \\1", what));
+    }
+    return v;
+  }
+
+  void descriptors(const YAML::Node& list, RlsNode& parent, const std::string& prefix,
+                   const std::vector<std::string>& parent_id) {
     if (!list.IsSequence()) fail(source, list, "descriptors must be a list");
     for (const auto& d : list) {
       if (!d.IsMap()) fail(source, d, "a descriptor must be a map with a key");
       check_keys(source, d, {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric"},
                  "a descriptor");
       if (!d["key"]) fail(source, d, "a descriptor needs a key");
-      const auto key = scalar<std::string>(source, d["key"], "key");
+      const auto key = text(d["key"], "key");
       if (key.empty()) fail(source, d["key"], "a descriptor key is empty");
       std::string value;
       const bool has_value = static_cast<bool>(d["value"]);
-      if (has_value) value = scalar<std::string>(source, d["value"], "value");
+      if (has_value) value = text(d["value"], "value");
+      // A part per key and per value ('=' before a value, "" for none): unambiguous.
+      std::vector<std::string> id = parent_id;
+      id.push_back(key);
+      id.push_back(has_value ? "=" + value : std::string());
       // envoyproxy/ratelimit's stat key: key_value, levels joined by '.'.
       const std::string path = prefix + (prefix.empty() ? "" : ".") + key + (has_value ? "_" + value : "");
       const std::string child = has_value ? rls_child_key(key, value) : rls_default_key(key);
@@ -166,13 +186,13 @@ struct Parser {
       const bool shadow = d["shadow_mode"] && scalar<bool>(source, d["shadow_mode"], "shadow_mode");
       const bool detailed = d["detailed_metric"] && scalar<bool>(source, d["detailed_metric"], "detailed_metric");
       if (const YAML::Node& rl = d["rate_limit"]) {
-        node->rule = rule(rl, path);
+        node->rule = rule(rl, path, id);
         node->rule->shadow_mode = shadow;
         node->rule->detailed_metric = detailed;
         config.rules.push_back(node->rule.get());
         config.rule_domains.push_back(domain);
       }
-      if (const YAML::Node& nested = d["descriptors"]) descriptors(nested, *node, path);
+      if (const YAML::Node& nested = d["descriptors"]) descriptors(nested, *node, path, id);
       if (has_value && !value.empty() && value.back() == '*') {
         parent.wildcards.push_back({key, value.substr(0, value.size() - 1), child});
       }
@@ -184,8 +204,8 @@ struct Parser {
 }  // namespace
 
 absl::Status parse_rls_file(const std::string& yaml, const std::string& source, RlsConfig& into) {
-  try {
-    const YAML::Node root = YAML::Load(yaml);
+  return yaml::guarded(source, [&] {
+    const YAML::Node root = yaml::load_document(yaml, source);
     if (!root.IsMap()) fail(source, root, "a rate-limit file must be a map with domain and descriptors");
     check_keys(source, root, {"domain", "descriptors"}, "the file");
     if (!root["domain"]) fail(source, root, "the file needs a domain");
@@ -199,16 +219,10 @@ absl::Status parse_rls_file(const std::string& yaml, const std::string& source, 
     d->source = source;
     Parser p{source, domain, into};
     if (const YAML::Node& list = root["descriptors"]) {
-      if (!list.IsNull()) p.descriptors(list, d->root, "");
+      if (!list.IsNull()) p.descriptors(list, d->root, "", {domain});
     }
     into.domains.emplace(domain, std::move(d));
-  } catch (const yaml::Error& e) {
-    return absl::InvalidArgumentError(e.message);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}:{}: {}", source, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.msg));
-  }
-  return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::string& dir) {
@@ -227,13 +241,29 @@ absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::stri
   auto config = std::make_shared<RlsConfig>();
   config->source = dir;
   for (const fs::path& f : files) {
-    std::ifstream in(f);
-    if (!in) return absl::NotFoundError(fmt::format("{}: cannot open", f.string()));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (auto s = parse_rls_file(text.str(), f.string(), *config); !s.ok()) return s;
+    auto text = yaml::read_config_file(f.string());
+    if (!text.ok()) return text.status();
+    if (auto s = parse_rls_file(*text, f.string(), *config); !s.ok()) return s;
   }
   return std::shared_ptr<const RlsConfig>(std::move(config));
+}
+
+}  // namespace floodgate::server
+
+namespace floodgate::server {
+
+absl::Status check_rules_storage(const RlsConfig& rules, const std::string& storage_url) {
+  auto check = check_storage_url(storage_url);
+  if (!check.ok()) return check.status();
+  for (std::size_t i = 0; i < rules.rules.size(); ++i) {
+    const RlsRule& r = *rules.rules[i];
+    if (r.policy == nullptr) continue;
+    if (auto s = (*check)(*r.policy); !s.ok()) {
+      return absl::InvalidArgumentError(fmt::format("{}: domain \"{}\", rule \"{}\": {}", rules.source,
+                                                    rules.rule_domains[i], r.path, std::string(s.message())));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace floodgate::server

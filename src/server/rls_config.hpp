@@ -31,6 +31,10 @@ struct RlsRule {
   /// Metric label and `current_limit.name` fallback: the key path, envoyproxy's stat key
   /// ("database_users", "message_type_marketing.to_number").
   std::string path;
+  /// Whose state the rule counts (Policy::identity of kind kRule): the domain, then per level the
+  /// key and "=value" (or "" for a key-only node). A request's limit override of this rule takes
+  /// the same parts with PolicyKind::kRuleOverride.
+  std::vector<std::string> identity;
   /// `rate_limit.name` (optional; what `replaces` refers to).
   std::string name;
   std::vector<std::string> replaces;
@@ -110,5 +114,10 @@ absl::Status parse_rls_file(const std::string& yaml, const std::string& source, 
 /// Loads every *.yaml / *.yml file of `dir` (sorted by name; subdirectories are not read). A
 /// domain defined by two files is an error naming both. An empty directory is valid (no domains).
 absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::string& dir);
+
+/// Every rule's policy against the exactness limits of the storage `storage_url` names (parsed,
+/// not connected), as check_startup does for the configuration's policies. Errors:
+/// InvalidArgument naming the domain, the rule and the limit.
+absl::Status check_rules_storage(const RlsConfig& rules, const std::string& storage_url);
 
 }  // namespace floodgate::server

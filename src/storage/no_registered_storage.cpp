@@ -7,4 +7,8 @@ std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(
   return std::nullopt;
 }
 
+std::optional<absl::StatusOr<PolicyCheck>> check_registered_storage(const StorageUrl&) {
+  return std::nullopt;
+}
+
 }  // namespace floodgate

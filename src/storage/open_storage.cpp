@@ -12,7 +12,7 @@ namespace floodgate {
 
 namespace {
 
-absl::StatusOr<std::shared_ptr<Storage>> open_memory(const StorageUrl& url) {
+absl::StatusOr<MemoryStorageOptions> memory_options(const StorageUrl& url) {
   MemoryStorageOptions o;
   for (const auto& [name, value] : url.query) {
     std::size_t n = 0;
@@ -32,7 +32,14 @@ absl::StatusOr<std::shared_ptr<Storage>> open_memory(const StorageUrl& url) {
           name));
     }
   }
-  return std::make_shared<MemoryStorage>(o);
+  return o;
+}
+
+absl::Status unknown_storage(std::string_view text) {
+  return absl::InvalidArgumentError(fmt::format(
+      "unknown storage \"{}\": expected memory, redis://host:port, redis+unix:///path, "
+      "redis-cluster://host:port[,host:port…] or memcached://host:port[,host:port…]",
+      text));
 }
 
 }  // namespace
@@ -40,13 +47,27 @@ absl::StatusOr<std::shared_ptr<Storage>> open_memory(const StorageUrl& url) {
 absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text) {
   auto url = parse_storage_url(text);
   if (!url.ok()) return url.status();
-  if (url->scheme == "memory") return open_memory(*url);
+  if (url->scheme == "memory") {
+    auto o = memory_options(*url);
+    if (!o.ok()) return o.status();
+    return std::make_shared<MemoryStorage>(*o);
+  }
   if (auto opened = open_memcached_storage(*url)) return *std::move(opened);
   if (auto opened = open_registered_storage(*url)) return *std::move(opened);
-  return absl::InvalidArgumentError(fmt::format(
-      "unknown storage \"{}\": expected memory, redis://host:port, redis+unix:///path, "
-      "redis-cluster://host:port[,host:port…] or memcached://host:port[,host:port…]",
-      text));
+  return unknown_storage(text);
+}
+
+absl::StatusOr<PolicyCheck> check_storage_url(std::string_view text) {
+  auto url = parse_storage_url(text);
+  if (!url.ok()) return url.status();
+  if (url->scheme == "memory") {
+    if (auto o = memory_options(*url); !o.ok()) return o.status();
+    // The memory store keeps every limit that Policy::make accepts exactly.
+    return PolicyCheck([](const Policy&) { return absl::OkStatus(); });
+  }
+  if (auto checked = check_memcached_storage(*url)) return *std::move(checked);
+  if (auto checked = check_registered_storage(*url)) return *std::move(checked);
+  return unknown_storage(text);
 }
 
 }  // namespace floodgate

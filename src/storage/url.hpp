@@ -2,14 +2,15 @@
 #pragma once
 
 #include <charconv>
+#include <functional>
 #include <optional>
-#include <string>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "floodgate/policy.hpp"
 #include "floodgate/storage.hpp"
 
 namespace floodgate {
@@ -67,8 +68,23 @@ std::string redact_storage_url(std::string_view text);
 std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(
     const StorageUrl& url);
 
+/// Checks one policy against what a storage keeps exactly (e.g. the Redis storage's longest
+/// period): OK, or InvalidArgument naming the policy and the limit.
+using PolicyCheck = std::function<absl::Status(const Policy&)>;
+
+/// Checks a storage URL without connecting: its syntax, scheme and options, exactly as
+/// open_storage would read them. Returns the check of a policy against that storage, for the
+/// configuration's policies. Errors: InvalidArgument, as open_storage's.
+absl::StatusOr<PolicyCheck> check_storage_url(std::string_view text);
+
+/// check_storage_url for the storage kinds that plug in (as open_registered_storage).
+std::optional<absl::StatusOr<PolicyCheck>> check_registered_storage(const StorageUrl& url);
+
 /// The memcached storage (storage/memcached/): nullopt for a scheme other than memcached.
 std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_memcached_storage(
     const StorageUrl& url);
+
+/// check_storage_url for memcached:// (storage/memcached/): nullopt for another scheme.
+std::optional<absl::StatusOr<PolicyCheck>> check_memcached_storage(const StorageUrl& url);
 
 }  // namespace floodgate

@@ -63,5 +63,52 @@ TEST(Headers, CeilSeconds) {
   EXPECT_EQ(ceil_seconds(kMicrosPerSecond + 1), 2);
 }
 
+// RFC 8941 integers have at most 15 digits; amounts go up to 2^53.
+TEST(Headers, FiguresBeyondFifteenDigitsAreClamped) {
+  const Policy p = Policy::make("big", Strategy::kFixedWindow, "9007199254740992/second").value();
+  Decision d;
+  d.allowed = true;
+  d.limit = kMaxAmount;
+  d.period = kMicrosPerSecond;
+  d.remaining = kMaxAmount - 1;
+  d.reset_after = 1;
+  const auto hs = rate_limit_headers(p, d);
+  EXPECT_EQ(header(hs, "RateLimit-Policy"), "\"big\";q=999999999999999;w=1");
+  EXPECT_EQ(header(hs, "RateLimit"), "\"big\";r=999999999999999;t=1");
+  EXPECT_EQ(header(hs, "X-RateLimit-Limit"), "999999999999999");
+  EXPECT_EQ(header(hs, "X-RateLimit-Remaining"), "999999999999999");
+}
+
+// The quota of a bucket is its capacity, over the time it takes to refill it: remaining ≤ limit.
+TEST(Headers, ABucketsQuotaIsItsBurstSoRemainingNeverExceedsTheLimit) {
+  const Policy p = Policy::make("b", Strategy::kTokenBucket, "10/minute", PolicyOptions{.burst = 20}).value();
+  Decision d;
+  d.allowed = true;
+  d.limit = 10;
+  d.period = 60 * kMicrosPerSecond;
+  d.remaining = 19;
+  d.reset_after = 6 * kMicrosPerSecond;
+  const auto hs = rate_limit_headers(p, d);
+  EXPECT_EQ(header(hs, "RateLimit-Policy"), "\"b\";q=20;w=120");  // 20 per 120 s: still 10/minute
+  EXPECT_EQ(header(hs, "RateLimit"), "\"b\";r=19;t=6");
+  EXPECT_EQ(header(hs, "X-RateLimit-Limit"), "20");
+  EXPECT_EQ(header(hs, "X-RateLimit-Remaining"), "19");
+  EXPECT_EQ(decision_quota(p, d), 20);  // what a response body reports as its limit
+}
+
+// Retry-After takes precedence over t (draft-11): t never promises a sooner reset than it.
+TEST(Headers, ResetIsNeverSoonerThanRetryAfter) {
+  const Policy p = Policy::make("r", Strategy::kGcra, "1/hour").value();
+  Decision d;
+  d.allowed = false;
+  d.limit = 1;
+  d.period = 3600 * kMicrosPerSecond;
+  d.reset_after = 10 * kMicrosPerSecond;
+  d.retry_after = 30 * kMicrosPerSecond;
+  const auto hs = rate_limit_headers(p, d);
+  EXPECT_EQ(header(hs, "Retry-After"), "30");
+  EXPECT_EQ(header(hs, "RateLimit"), "\"r\";r=0;t=30");
+}
+
 }  // namespace
 }  // namespace floodgate

@@ -90,29 +90,29 @@ INSTANTIATE_TEST_SUITE_P(
     Bad, RlsConfigErrors,
     ::testing::Values(
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n",
-                "rules.yaml:4: the rate_limit of \"k\": invalid unit \"fortnight\" (second, minute, hour, day, "
+                "rules.yaml:4:24: the rate_limit of \"k\": invalid unit \"fortnight\" (second, minute, hour, day, "
                 "week, month, year)"},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      requests_per_unit: 1\n",
-                "rules.yaml:5: the rate_limit of \"k\" needs a unit (second, minute, hour, day, week, month, "
+                "rules.yaml:5:7: the rate_limit of \"k\" needs a unit (second, minute, hour, day, week, month, "
                 "year)"},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    vaule: v\n",
-                "rules.yaml:4: unknown key \"vaule\" in a descriptor (known: key, value, rate_limit, "
+                "rules.yaml:4:5: unknown key \"vaule\" in a descriptor (known: key, value, rate_limit, "
                 "descriptors, shadow_mode, detailed_metric)"},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    value: v\n  - key: k\n    value: v\n",
-                "rules.yaml:5: duplicate descriptor \"k_v\" in domain \"d\""},
+                "rules.yaml:5:5: duplicate descriptor \"k_v\" in domain \"d\""},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: second}\n",
-                "rules.yaml:4: the rate_limit of \"k\": unlimited takes no unit or requests_per_unit"},
+                "rules.yaml:4:17: the rate_limit of \"k\": unlimited takes no unit or requests_per_unit"},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: -1}\n",
-                "rules.yaml:4: the rate_limit of \"k\": requests_per_unit must be a whole number from 0 to "
+                "rules.yaml:4:51: the rate_limit of \"k\": requests_per_unit must be a whole number from 0 to "
                 "4294967295"},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, "
                 "algorithm: fastest}\n",
-                "rules.yaml:4: the rate_limit of \"k\": unknown strategy \"fastest\": expected fixed-window, "
+                "rules.yaml:4:65: the rate_limit of \"k\": unknown strategy \"fastest\": expected fixed-window, "
                 "moving-window, sliding-window-counter, token-bucket, leaky-bucket or gcra"},
-        BadFile{"descriptors: []\n", "rules.yaml:1: the file needs a domain"},
-        BadFile{"domain: \"\"\n", "rules.yaml:1: the domain is empty"},
-        BadFile{"domain: d\ndescriptors:\n  - value: v\n", "rules.yaml:3: a descriptor needs a key"},
-        BadFile{"domain: d\ndescriptors:\n  - key: [k\n", "rules.yaml:4: end of sequence flow not found"}));
+        BadFile{"descriptors: []\n", "rules.yaml:1:1: the file needs a domain"},
+        BadFile{"domain: \"\"\n", "rules.yaml:1:9: the domain is empty"},
+        BadFile{"domain: d\ndescriptors:\n  - value: v\n", "rules.yaml:3:5: a descriptor needs a key"},
+        BadFile{"domain: d\ndescriptors:\n  - key: [k\n", "rules.yaml:4:1: end of sequence flow not found"}));
 
 TEST(RlsConfig, DuplicateDomainAcrossFilesNamesBoth) {
   const auto dir = std::filesystem::temp_directory_path() / ("rls-dup-" + std::to_string(getpid()));
@@ -122,7 +122,7 @@ TEST(RlsConfig, DuplicateDomainAcrossFilesNamesBoth) {
   auto c = load_rls_config(dir.string());
   std::filesystem::remove_all(dir);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().message(), (dir / "b.yaml").string() + ":2: domain \"same\" is already defined in " +
+  EXPECT_EQ(c.status().message(), (dir / "b.yaml").string() + ":2:9: domain \"same\" is already defined in " +
                                       (dir / "a.yaml").string());
 }
 

@@ -378,4 +378,13 @@ std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_memcached_storage(
   return absl::StatusOr<std::shared_ptr<Storage>>(std::shared_ptr<Storage>(*std::move(storage)));
 }
 
+std::optional<absl::StatusOr<PolicyCheck>> check_memcached_storage(const StorageUrl& url) {
+  auto options = memcached::parse_memcached_url(url);
+  if (!options) return std::nullopt;
+  if (!options->ok()) return absl::StatusOr<PolicyCheck>(options->status());
+  const std::size_t item_size_max = (*options)->item_size_max;
+  return absl::StatusOr<PolicyCheck>(PolicyCheck(
+      [item_size_max](const Policy& policy) { return memcached::check_policy(policy, item_size_max); }));
+}
+
 }  // namespace floodgate

@@ -167,27 +167,6 @@ int key_slot(std::string_view key) noexcept {
   return crc16(key) & (kSlots - 1);
 }
 
-std::string state_key(std::string_view prefix, std::string_view key, std::uint64_t policy_hash,
-                      std::size_t index) {
-  std::string out;
-  out.reserve(prefix.size() + key.size() + 24);
-  out.append(prefix);
-  out.push_back('{');
-  if (key.empty() || key.front() == '}' || key.front() == '\x01') out.push_back('\x01');
-  out.append(key);
-  fmt::format_to(std::back_inserter(out), "}}:{:016x}:{}", policy_hash, index);
-  return out;
-}
-
-std::uint64_t policy_hash(const Policy& policy) noexcept {
-  std::uint64_t h = 14695981039346656037ull;
-  for (const char c : policy.fingerprint()) {
-    h ^= static_cast<std::uint8_t>(c);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 ScriptId script_for(const Policy& policy) noexcept {
   switch (policy.strategy()) {
     case Strategy::kFixedWindow:

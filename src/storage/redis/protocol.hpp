@@ -106,6 +106,14 @@ absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* rep
 std::string state_key(std::string_view prefix, std::string_view key, std::uint64_t policy_hash,
                       std::size_t index);
 
+/// The key of limit `index` of `policy` for the user's `key`, one-to-one in (fingerprint, key,
+/// index) by construction (no hash between them):
+///     prefix{key}:<the policy's fingerprint>:<its length in bytes>:index
+/// Read from the right, the index, the length and then the fingerprint are unambiguous, and the
+/// rest is the key escaped as above. The hash tag depends on the key alone, as above.
+std::string state_key(std::string_view prefix, std::string_view key, const Policy& policy,
+                      std::size_t index);
+
 /// FNV-1a 64 of the policy's fingerprint: the same in every process and build (std::hash is not).
 std::uint64_t policy_hash(const Policy& policy) noexcept;
 

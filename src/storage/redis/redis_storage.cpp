@@ -156,12 +156,11 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
   const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];
   c.script = &script;
   const std::size_t k = policy.limits().size();
-  const std::uint64_t h = policy_hash(policy);
   c.argv.reserve(3 + k + 4 + k * 7);
   c.argv.emplace_back("EVALSHA");
   c.argv.emplace_back();  // the sha or the text, chosen when sent
   c.argv.push_back(std::to_string(k));
-  for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(o.prefix, key, h, i));
+  for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(o.prefix, key, policy, i));
   c.slot = key_slot(c.argv[3]);
   script_args(policy, cost, effect == Effect::kHit,
               o.client_clock ? std::optional<Micros>(now) : std::nullopt,
@@ -215,9 +214,8 @@ bool RedisStorage::apply_group(std::span<const BatchItem> items, Micros now,
   for (const BatchItem& it : items) {
     // A policy the scripts cannot run exactly: the default reports it per item.
     if (!check_policy(*it.policy).ok()) return Storage::apply_group(items, now, out);
-    const std::uint64_t h = policy_hash(*it.policy);
     const std::size_t k = it.policy->limits().size();
-    for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(options_.prefix, it.key, h, i));
+    for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(options_.prefix, it.key, *it.policy, i));
     args.push_back(std::to_string(static_cast<int>(script_for(*it.policy)) + 1));
     args.push_back(std::to_string(k));
     args.push_back(std::to_string(it.cost));
@@ -250,10 +248,9 @@ bool RedisStorage::apply_group(std::span<const BatchItem> items, Micros now,
 
 absl::Status RedisStorage::clear(const Policy& policy, std::string_view key) {
   Call c;
-  const std::uint64_t h = policy_hash(policy);
   c.argv.emplace_back("DEL");
   for (std::size_t i = 0; i < policy.limits().size(); ++i) {
-    c.argv.push_back(state_key(options_.prefix, key, h, i));
+    c.argv.push_back(state_key(options_.prefix, key, policy, i));
   }
   c.slot = key_slot(c.argv[1]);
   run(std::span<Call>(&c, 1));

@@ -47,7 +47,7 @@ TEST_F(RlsReload, NewRuleFilesAreLoadedAndBadOnesRejectedWithTheirLine) {
   write("c.yaml", "domain: third\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 5}\n");
   kill(server.pid(), SIGHUP);
   const std::string expected = (rules_ / "c.yaml").string() +
-                               ":4: the rate_limit of \"k\": invalid unit \"fortnight\" (second, minute, hour, day, "
+                               ":4:24: the rate_limit of \"k\": invalid unit \"fortnight\" (second, minute, hour, day, "
                                "week, month, year)";
   EXPECT_TRUE(eventually([&] { return server.log_text().find(expected) != std::string::npos; })) << server.log_text();
   EXPECT_EQ(metrics(server).find("domain=\"third\""), std::string::npos);
@@ -65,7 +65,7 @@ TEST_F(RlsReload, ABadRuleDirectoryStopsTheStart) {
   std::ifstream in(out);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   EXPECT_EQ(text, "floodgate serve: " + (rules_ / "bad.yaml").string() +
-                      ":4: the rate_limit of \"k\" needs requests_per_unit\n");
+                      ":4:17: the rate_limit of \"k\" needs requests_per_unit\n");
 }
 
 }  // namespace

@@ -32,8 +32,8 @@ TEST(RedisClusterMigration, AskDuringAndMovedAfterASlotMigrationAreFollowed) {
   ASSERT_NE(cluster, nullptr);
   auto p = Policy::make("migrate", Strategy::kFixedWindow, "10/minute; 20/hour").value();
   const std::string user = "migrating-user-" + std::to_string(getpid());
-  const std::string k0 = state_key(prefix, user, policy_hash(p), 0);
-  const std::string k1 = state_key(prefix, user, policy_hash(p), 1);
+  const std::string k0 = state_key(prefix, user, p, 0);
+  const std::string k1 = state_key(prefix, user, p, 1);
   const int slot = key_slot(k0);
   const Micros now = 1'000'000;
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(cluster->apply(p, user, 1, Effect::kHit, now)->allowed);

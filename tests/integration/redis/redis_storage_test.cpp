@@ -305,7 +305,7 @@ TEST(RedisKeys, EveryKeyWrittenHasATtlNoLongerThanItsStateLives) {
   for (const Policy& p : one_policy_per_script()) {
     ASSERT_TRUE(redis->apply(p, "user", 3, Effect::kHit, 0).ok());
     for (std::size_t i = 0; i < p.limits().size(); ++i) {
-      const std::string key = state_key(prefix, "user", policy_hash(p), i);
+      const std::string key = state_key(prefix, "user", p, i);
       const long long ttl = std::stoll(raw.cmd({"PTTL", key}));
       EXPECT_GT(ttl, 0) << key;
       // fixed/first-hit/moving/bucket: at most one period (+1 ms rounding); sliding: two
@@ -324,7 +324,7 @@ TEST(RedisKeys, AWrongTypeOrForeignValueIsAnErrorNeverAllowed) {
     PolicyOptions closed = base.options();
     closed.fail = FailMode::kClosed;
     auto p = Policy::make(base.name(), base.strategy(), base.limits(), closed).value();
-    const std::string key = state_key(prefix, "victim", policy_hash(p), 0);
+    const std::string key = state_key(prefix, "victim", p, 0);
     for (const std::vector<std::string>& poison :
          {std::vector<std::string>{"SET", key, "hello"}, {"HSET", key, "f", "v"},
           {"SADD", key, "m"}, {"RPUSH", key, "not a number"}, {"SET", key, "1 2 3 4"}}) {

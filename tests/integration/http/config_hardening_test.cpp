@@ -1,0 +1,106 @@
+// The hardened configuration against the real binary (issue 13): a reload that would remove every
+// policy or that fails keeps the running configuration and is counted in /metrics; `--check-config`
+// refuses what `serve` would refuse; `promtool check metrics` accepts /metrics with policy names
+// chosen to provoke clashes.
+#include <cstdio>
+#include <fstream>
+
+#include "server_fixture.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+// Polls until `pred` holds (at most ~5 s); the reload watcher looks at the file every second.
+template <class Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 250; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::string run(const std::string& command, int& status) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  char buf[4096];
+  std::size_t n = 0;
+  while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  status = p != nullptr ? pclose(p) : -1;
+  return out;
+}
+
+TEST(ConfigReload, AnEmptiedFileKeepsThePoliciesAndIsCounted) {
+  ServerProcess server("policies:\n  - {name: a, limit: 10/minute}\n");
+  ASSERT_EQ(server.request(http::verb::post, "/v1/hit", R"({"policy": "a", "key": "k"})").result_int(), 200);
+  server.write_config("");  // `: > cfg.yaml`, or an editor between truncate and write
+  kill(server.pid(), SIGHUP);
+  ASSERT_TRUE(eventually([&] { return server.log_text().find("would remove all 1") != std::string::npos; }))
+      << server.log_text();
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", R"({"policy": "a", "key": "k"})").result_int(), 200);
+  const std::string metrics = server.request(http::verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("floodgate_config_reloads_total{result=\"failed\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("floodgate_config_last_reload_ok 0"), std::string::npos) << metrics;
+}
+
+TEST(ConfigReload, ARefusedReloadIsCountedAndAGoodOneInstalled) {
+  ServerProcess server("policies:\n  - {name: a, limit: 10/minute}\n");
+  server.write_config("http: {idle_timeout_ms: 10000000000000}\npolicies:\n  - {name: a, limit: 10/minute}\n");
+  kill(server.pid(), SIGHUP);
+  ASSERT_TRUE(eventually([&] { return server.log_text().find("idle_timeout_ms") != std::string::npos; }));
+  server.write_config("policies:\n  - {name: b, limit: 10/minute}\n");
+  kill(server.pid(), SIGHUP);
+  ASSERT_TRUE(eventually([&] {
+    return server.request(http::verb::post, "/v1/hit", R"({"policy": "b", "key": "k"})").result_int() == 200;
+  }));
+  const std::string metrics = server.request(http::verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("floodgate_config_reloads_total{result=\"ok\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("floodgate_config_last_reload_ok 1"), std::string::npos) << metrics;
+}
+
+TEST(CheckConfig, RefusesWhatServeWouldRefuse) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fg-check-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cfg = (dir / "cfg.yaml").string();
+  for (const char* yaml :
+       {"log_level: bogus\n", "storage: bogus://x\n", "listen: 999.1.1.1:80\n", "threads: 100000\n",
+        "http: {idle_timeout_ms: 10000000000000}\n", "http: {max_header_bytes: 4294967297}\n",
+        "threads: 2\nthreads: 3\n", "threads: 2\n---\nthreads: 3\n",
+        "storage: redis://127.0.0.1:1\npolicies:\n  - {name: c, strategy: fixed-window, limit: 1 per 100 years}\n",
+        "policies:\n  - {name: inline gcra 10/minute, limit: 10/minute}\n"}) {
+    std::ofstream(cfg) << yaml;
+    int status = 0;
+    const std::string out = run(std::string(FLOODGATE_BINARY) + " serve --check-config " + cfg + " 2>&1", status);
+    EXPECT_NE(status, 0) << yaml << out;
+    EXPECT_NE(out.find(cfg), std::string::npos) << yaml << out;  // the message names the file
+  }
+  for (const std::string& path : {dir.string(), std::string("/dev/zero")}) {
+    int status = 0;
+    const std::string out = run(std::string(FLOODGATE_BINARY) + " serve --check-config " + path + " 2>&1", status);
+    EXPECT_NE(status, 0) << out;
+    EXPECT_NE(out.find("not a regular file"), std::string::npos) << out;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Metrics, PromtoolAcceptsMetricsWithNamesChosenToClash) {
+  std::string yaml = "policies:\n";
+  for (const char* name : {"\"a\\\"b\"", "\"back\\\\slash\"", "\"inline-1\"", "\"other-1\"", "\"x{y}=z,\"", "\"ünï\""}) {
+    yaml += std::string("  - {name: ") + name + ", limit: 10/minute}\n";
+  }
+  for (int i = 0; i < 300; ++i) yaml += "  - {name: p" + std::to_string(i) + ", limit: 10/minute}\n";  // past the bound
+  ServerProcess server(yaml);
+  for (const char* body : {R"({"policy": "a\"b", "key": "k"})", R"({"policy": "p299", "key": "k"})",
+                           R"({"limit": "10/minute", "key": "k"})"}) {
+    EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 200) << body;
+  }
+  const auto file = std::filesystem::temp_directory_path() / ("fg-metrics-" + std::to_string(getpid()) + ".txt");
+  std::ofstream(file) << server.request(http::verb::get, "/metrics").body();
+  int status = 0;
+  const std::string out = run("promtool check metrics < " + file.string() + " 2>&1", status);
+  EXPECT_EQ(status, 0) << out;
+  std::filesystem::remove(file);
+}
+
+}  // namespace
+}  // namespace floodgate::testing

@@ -1,0 +1,130 @@
+// The key space (issue 13): the state of (policy identity, user key) is reached by that pair
+// only. A property test generates adversarial names, overrides, rule paths and keys, and finds no
+// two distinct pairs sharing a memory table (the fingerprint) or a Redis key.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "server/config.hpp"
+#include "server/rls_config.hpp"
+#include "storage/redis/protocol.hpp"
+
+namespace floodgate {
+namespace {
+
+using server::parse_config;
+
+// The pieces names are made of: the separators of every encoding in the code base.
+std::string adversarial(std::mt19937_64& rng, std::size_t max_parts) {
+  static const std::vector<std::string> kPieces{
+      "a", "api", "/", "/override/", "override", ":", "|", "{", "}", "\x01", std::string(1, '\0'), "1", "10",
+      "inline", "inline ", " ", "gcra", "-", "_", ".", "=", "*", "n1", ":3:", "|gcra|clock|meter|"};
+  std::string out;
+  const std::size_t n = 1 + rng() % max_parts;
+  for (std::size_t i = 0; i < n; ++i) out += kPieces[rng() % kPieces.size()];
+  return out;
+}
+
+// Who a state belongs to, spelled out: kind, identity parts, strategy, limits and the user key.
+using Owner = std::tuple<int, std::vector<std::string>, std::string, std::string>;
+
+struct Collector {
+  std::map<std::string, Owner> by_fingerprint;
+  std::map<std::string, std::pair<Owner, std::string>> by_redis_key;
+  int collisions = 0;
+
+  void add(const Policy& p, const std::vector<std::string>& keys) {
+    const Owner owner{static_cast<int>(p.kind()), p.identity(), p.describe(), ""};
+    if (auto [it, fresh] = by_fingerprint.emplace(p.fingerprint(), owner); !fresh && it->second != owner) {
+      ++collisions;
+      ADD_FAILURE() << "two policies share a fingerprint: " << p.fingerprint();
+    }
+    for (const std::string& key : keys) {
+      for (std::size_t i = 0; i < p.limits().size(); ++i) {
+        const std::string k = redis::state_key("fg:", key, p, i);
+        const auto who = std::make_pair(owner, key + "#" + std::to_string(i));
+        if (auto [it, fresh] = by_redis_key.emplace(k, who); !fresh && it->second != who) {
+          ++collisions;
+          ADD_FAILURE() << "two states share a Redis key";
+        }
+      }
+    }
+  }
+};
+
+TEST(KeySpace, AnOverrideAndAPolicyNamedLikeItNeverShareState) {
+  // Before: the override of "api" for key "vip" was the policy "api/override/vip".
+  auto c = parse_config(
+      "policies:\n"
+      "  - {name: api, strategy: fixed-window, limit: 10/minute, overrides: {vip: 100/minute}}\n"
+      "  - {name: api/override/vip, strategy: fixed-window, limit: 100/minute}\n"
+      "  - {name: a/override/b, strategy: fixed-window, limit: 5/minute, overrides: {c: 1/minute}}\n"
+      "  - {name: a, strategy: fixed-window, limit: 5/minute, overrides: {b/override/c: 1/minute}}\n",
+      "cfg.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Policy& vip = c->find("api")->for_key("vip");
+  const Policy& named = *c->find("api/override/vip")->policy;
+  EXPECT_EQ(vip.name(), named.name());  // the same display name ...
+  EXPECT_NE(vip.fingerprint(), named.fingerprint());  // ... and separate state
+  EXPECT_NE(c->find("a/override/b")->for_key("c").fingerprint(), c->find("a")->for_key("b/override/c").fingerprint());
+}
+
+TEST(KeySpace, InlineAndRuleIdentitiesAreTheirOwn) {
+  const Policy named = Policy::make("d/k_v", Strategy::kFixedWindow, "10/minute").value();
+  const Policy as_inline = named.with_identity(PolicyKind::kInline, {});
+  const Policy as_rule = named.with_identity(PolicyKind::kRule, {"d", "k", "=v"});
+  EXPECT_NE(named.fingerprint(), as_inline.fingerprint());
+  EXPECT_NE(named.fingerprint(), as_rule.fingerprint());
+  EXPECT_NE(as_rule.fingerprint(), named.with_identity(PolicyKind::kRuleOverride, {"d", "k", "=v"}).fingerprint());
+  // Two descriptors with one stat-key path ("k_v"): key "k_v" alone, and key "k" with value "v".
+  server::RlsConfig rules;
+  ASSERT_TRUE(server::parse_rls_file("domain: d\ndescriptors:\n"
+                                     "  - {key: k_v, rate_limit: {unit: minute, requests_per_unit: 10}}\n"
+                                     "  - {key: k, value: v, rate_limit: {unit: minute, requests_per_unit: 10}}\n",
+                                     "r.yaml", rules)
+                  .ok());
+  ASSERT_EQ(rules.rules.size(), 2u);
+  EXPECT_EQ(rules.rules[0]->path, rules.rules[1]->path);
+  EXPECT_NE(rules.rules[0]->policy->fingerprint(), rules.rules[1]->policy->fingerprint());
+}
+
+TEST(KeySpace, RedisKeysAreOneToOneWhereTheHashWasNot) {
+  const Policy p = Policy::make("p", Strategy::kGcra, "10/minute").value();
+  EXPECT_EQ(redis::state_key("fg:", "user-42", p, 2), "fg:{user-42}:" + p.fingerprint() + ":" +
+                                                          std::to_string(p.fingerprint().size()) + ":2");
+  EXPECT_NE(redis::state_key("fg:", "}", p, 0), redis::state_key("fg:", "\x01}", p, 0));
+  EXPECT_NE(redis::state_key("fg:", "", p, 0), redis::state_key("fg:", "\x01", p, 0));
+  for (const char* key : {"", "}", "a}b", "{x}", "\x01"}) {
+    const int slot = redis::key_slot(redis::state_key("fg:", key, p, 0));
+    EXPECT_EQ(redis::key_slot(redis::state_key("fg:", key, p, 5)), slot) << key;
+  }
+}
+
+TEST(KeySpace, PropertyNoTwoOwnersShareAState) {
+  std::mt19937_64 rng(13);
+  Collector seen;
+  for (int round = 0; round < 300; ++round) {
+    const std::string a = adversarial(rng, 4);
+    const std::string b = adversarial(rng, 4);
+    std::vector<std::string> keys{adversarial(rng, 3), adversarial(rng, 3), "", a, b, a + "/override/" + b};
+    const Policy base = Policy::make("x", Strategy::kFixedWindow, "10/minute").value();
+    seen.add(Policy::make(a, Strategy::kFixedWindow, "10/minute").value(), keys);
+    seen.add(Policy::make(a + "/override/" + b, Strategy::kFixedWindow, "10/minute").value(), keys);
+    seen.add(base.with_identity(PolicyKind::kOverride, {a, b}), keys);
+    seen.add(base.with_identity(PolicyKind::kOverride, {a + "/override/" + b}), keys);
+    seen.add(base.with_identity(PolicyKind::kInline, {}), keys);
+    seen.add(base.with_identity(PolicyKind::kRule, {a, b}), keys);
+    seen.add(base.with_identity(PolicyKind::kRule, {a + b}), keys);
+    seen.add(base.with_identity(PolicyKind::kRuleOverride, {a, b}), keys);
+    seen.add(Policy::make(a, Strategy::kFixedWindow, "10/minute; 20/hour").value(), keys);
+  }
+  EXPECT_EQ(seen.collisions, 0);
+  EXPECT_GT(seen.by_fingerprint.size(), 1000u);
+  EXPECT_GT(seen.by_redis_key.size(), 10000u);
+}
+
+}  // namespace
+}  // namespace floodgate
