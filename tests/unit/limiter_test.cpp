@@ -44,48 +44,6 @@ TEST_F(LimiterTest, RejectsBadCost) {
   EXPECT_EQ(limiter.stats(api, "u")->remaining, 5);  // nothing was consumed by the bad calls
 }
 
-TEST(Policy, ValidatesOptionsAgainstTheStrategy) {
-  PolicyOptions burst;
-  burst.burst = 5;
-  EXPECT_FALSE(Policy::make("p", Strategy::kFixedWindow, "1/second", burst).ok());
-  EXPECT_TRUE(Policy::make("p", Strategy::kGcra, "1/second", burst).ok());
-  EXPECT_TRUE(Policy::make("p", Strategy::kGcra, "1/second burst 3").ok());
-  EXPECT_FALSE(Policy::make("p", Strategy::kMovingWindow, "1/second burst 3").ok());
-  PolicyOptions shape;
-  shape.shape = true;
-  EXPECT_FALSE(Policy::make("p", Strategy::kTokenBucket, "1/second", shape).ok());
-  PolicyOptions first_hit;
-  first_hit.anchor = Anchor::kFirstHit;
-  EXPECT_FALSE(Policy::make("p", Strategy::kSlidingWindowCounter, "1/second", first_hit).ok());
-  EXPECT_FALSE(Policy::make("", Strategy::kGcra, "1/second").ok());
-  std::string many;
-  for (int i = 1; i <= 17; ++i) many += std::to_string(i) + "/second;";
-  many.pop_back();
-  const auto too_many = Policy::make("p", Strategy::kGcra, many);
-  ASSERT_FALSE(too_many.ok());
-  EXPECT_NE(std::string(too_many.status().message()).find("at most 16"), std::string::npos);
-}
-
-TEST(Policy, PolicyBurstFillsLimitsWithoutTheirOwn) {
-  PolicyOptions o;
-  o.burst = 50;
-  const Policy p = Policy::make("p", Strategy::kTokenBucket, "10/second; 100/minute burst 7", o).value();
-  EXPECT_EQ(p.limits()[0].capacity(), 50);
-  EXPECT_EQ(p.limits()[1].capacity(), 7);
-}
-
-TEST(Strategy, NamesRoundTrip) {
-  for (Strategy s : {Strategy::kFixedWindow, Strategy::kMovingWindow,
-                     Strategy::kSlidingWindowCounter, Strategy::kTokenBucket,
-                     Strategy::kLeakyBucket, Strategy::kGcra}) {
-    EXPECT_EQ(parse_strategy(to_string(s)).value(), s);
-  }
-  EXPECT_EQ(parse_strategy("token_bucket").value(), Strategy::kTokenBucket);
-  const auto bad = parse_strategy("lottery");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(std::string(bad.status().message()).find("\"lottery\""), std::string::npos);
-}
-
 }  // namespace
 }  // namespace floodgate
 
