@@ -55,7 +55,8 @@ struct KeySpec {
 };
 
 /// The address `value` names (an "ip:port", "[v6]:port", or the first of a comma list as in
-/// X-Forwarded-For), masked as `prefix_bits` says; the value itself when it is not an address.
+/// X-Forwarded-For), masked as `prefix_bits` says; the value itself when it is not an address;
+/// "-" (nginx's absent value) when that first item is empty, so a key is never empty.
 std::string client_address(std::string_view value, int prefix_bits);
 
 /// Times in logs: nginx/Apache "10/Oct/2000:13:55:36 -0700", ISO 8601 ("2024-05-01T12:00:00.5Z",

@@ -232,6 +232,7 @@ absl::StatusOr<KeySpec> KeySpec::parse(std::string_view spec) {
 
 std::string client_address(std::string_view value, int prefix_bits) {
   std::string_view v = text::trim(value.substr(0, value.find(',')));
+  if (v.empty()) return "-";  // no address (",10.0.0.1" or blank): the absent value, as nginx logs it
   if (auto m = masked(v, prefix_bits)) return *m;
   if (!v.empty() && v.front() == '[') {  // [v6]:port
     if (auto close = v.find(']'); close != std::string_view::npos) {

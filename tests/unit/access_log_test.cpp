@@ -69,6 +69,9 @@ TEST(KeySpec, AddressesAndPrefixes) {
   EXPECT_EQ(client_address("203.0.113.9", 64), "203.0.113.9");  // IPv4 is kept whole by /64
   EXPECT_EQ(client_address("203.0.113.9", 24), "203.0.113.0/24");
   EXPECT_EQ(client_address("203.0.113.9:5555", -1), "203.0.113.9");
+  // Found by log_line_fuzz: an empty first item of a list gave an empty key.
+  EXPECT_EQ(client_address(",203.0.113.9", -1), "-");
+  EXPECT_EQ(client_address("  ", 64), "-");
   EXPECT_EQ(client_address("198.51.100.1, 10.0.0.1", -1), "198.51.100.1");  // X-Forwarded-For
   EXPECT_EQ(client_address("not-an-address", 64), "not-an-address");
 }
