@@ -235,10 +235,12 @@ bool Service::route_auth(const Request& req, Response& res, Pending& p, const In
   } else {
     key = query_param(target, sp->key_source.name).value_or("");
   }
-  const std::string source = header ? fmt::format("the {} header", sp->key_source.name)
-                                    : fmt::format("the query parameter {}", sp->key_source.name);
-  const std::string what = fmt::format("the key (policy \"{}\" takes it from {})", *name, source);
-  if (auto s = check_key(key, what); !s.ok()) return fail(res, http::status::bad_request, s);
+  if (key.empty() || key.size() > kMaxKeyBytes) {  // the message is built only for a refusal
+    const std::string source = header ? fmt::format("the {} header", sp->key_source.name)
+                                      : fmt::format("the query parameter {}", sp->key_source.name);
+    const std::string what = fmt::format("the key (policy \"{}\" takes it from {})", *name, source);
+    return fail(res, http::status::bad_request, check_key(key, what));
+  }
   p.kind = Pending::Kind::kAuth;
   p.configured = sp;
   p.policy = &sp->for_key(key);
