@@ -150,9 +150,11 @@ TEST(RlsConfig, MissingDirectory) {
 // A storage that always fails (Redis down).
 class FailingStorage final : public Storage {
  public:
+  explicit FailingStorage(absl::Status s = absl::UnavailableError("down")) : status_(std::move(s)) {}
   absl::StatusOr<Decision> apply(const Policy&, std::string_view, std::int64_t, Effect, Micros) override {
-    return absl::UnavailableError("down");
+    return status_;
   }
+  absl::Status status_;
   absl::Status clear(const Policy&, std::string_view) override { return absl::UnavailableError("down"); }
 };
 
@@ -513,6 +515,22 @@ TEST_F(Rls, StorageFailureFollowsTheFailMode) {
   EXPECT_EQ(call(request("d", {{{"closed", "a"}}})).overall_code(), Response::OVER_LIMIT);
   const auto slot = service_->metrics().slot("d", "closed");
   EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kDegraded), 1u);
+}
+
+// A request the storage refuses as invalid (e.g. a period the Redis scripts cannot keep exactly) is
+// INVALID_ARGUMENT for the caller, never a fail-mode decision: the pipeline's rule, as for HTTP.
+TEST_F(Rls, AnInvalidArgumentFromTheStorageIsInvalidArgumentNotTheFailMode) {
+  load("domain: d\ndescriptors:\n"
+       "  - key: open\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"
+       "  - key: other\n    rate_limit: {unit: minute, requests_per_unit: 2}\n",
+       {}, std::make_shared<FailingStorage>(absl::InvalidArgumentError("period too long for this storage")));
+  for (const auto& r : {request("d", {{{"open", "a"}}}), request("d", {{{"open", "a"}}, {{"other", "b"}}})}) {
+    const grpc::Status s = status_of(r);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(s.error_message(), "period too long for this storage");
+  }
+  const auto slot = service_->metrics().slot("d", "open");
+  EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kDegraded), 0u);
 }
 
 }  // namespace
