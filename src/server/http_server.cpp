@@ -97,39 +97,55 @@ class Session : public std::enable_shared_from_this<Session> {
            (request_line[kPrefix.size()] == ' ' || request_line[kPrefix.size()] == '?');
   }
 
+  // The header is read first (from the buffer when it is already there), then the body: a client
+  // that sent `Expect: 100-continue` waits for the interim answer before sending its body.
   void read_request() {
     stream_.expires_after(shared_->limits.request_timeout);
     const auto data = buffer_.cdata();
     const std::string_view head(static_cast<const char*>(data.data()), data.size());
     const std::size_t eol = head.find('\n');
-    if (eol == std::string_view::npos) {
-      // Beast checks Content-Length against the limit while parsing the header: allow the larger
-      // one there, and hold other requests to their own limit once the target is known.
-      parser_->body_limit(std::max(shared_->limits.max_body_bytes, shared_->limits.max_simulate_body_bytes));
-      http::async_read_header(stream_, buffer_, *parser_,
-                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                                if (ec) return self->on_read(ec);
-                                const auto& req = self->parser_->get();
-                                const std::string line = fmt::format(
-                                    "{} {} ", std::string_view(req.method_string().data(), req.method_string().size()),
-                                    std::string_view(req.target().data(), req.target().size()));
-                                const std::size_t limit = is_simulate(line)
-                                                              ? self->shared_->limits.max_simulate_body_bytes
-                                                              : self->shared_->limits.max_body_bytes;
-                                self->parser_->body_limit(limit);  // chunked bodies count against it
-                                const auto field = req[http::field::content_length];
-                                std::uint64_t length = 0;
-                                std::from_chars(field.data(), field.data() + field.size(), length);
-                                if (length > limit) return self->on_read(http::error::body_limit);
-                                if (self->parser_->is_done()) return self->on_read(ec);
-                                http::async_read(self->stream_, self->buffer_, *self->parser_,
-                                                 [self](beast::error_code ec2, std::size_t) { self->on_read(ec2); });
-                              });
-      return;
-    }
-    if (is_simulate(head.substr(0, eol))) parser_->body_limit(shared_->limits.max_simulate_body_bytes);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    // Beast checks Content-Length against the limit while parsing the header: when the target is
+    // not known yet, allow the larger one there; on_header holds the request to its own limit.
+    parser_->body_limit(eol == std::string_view::npos
+                            ? std::max(shared_->limits.max_body_bytes, shared_->limits.max_simulate_body_bytes)
+                            : body_limit_for(head.substr(0, eol)));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+  }
+
+  std::size_t body_limit_for(std::string_view request_line) const {
+    return is_simulate(request_line) ? shared_->limits.max_simulate_body_bytes : shared_->limits.max_body_bytes;
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec) return on_read(ec);
+    const auto& req = parser_->get();
+    const std::size_t limit = req.method() == http::verb::post && is_simulate_target(req.target())
+                                  ? shared_->limits.max_simulate_body_bytes
+                                  : shared_->limits.max_body_bytes;
+    parser_->body_limit(limit);  // chunked bodies count against it
+    const auto field = req[http::field::content_length];
+    std::uint64_t length = 0;
+    std::from_chars(field.data(), field.data() + field.size(), length);
+    if (length > limit) return on_read(http::error::body_limit);
+    if (parser_->is_done()) return on_read(ec);
+    auto read_body = [self = shared_from_this()] {
+      http::async_read(self->stream_, self->buffer_, *self->parser_,
+                       [self](beast::error_code ec2, std::size_t) { self->on_read(ec2); });
+    };
+    if (!expects_continue(req) || buffer_.size() > 0) return read_body();
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+                      [self = shared_from_this(), read_body](beast::error_code ec2, std::size_t) {
+                        if (ec2) return self->close();
+                        read_body();
+                      });
+  }
+
+  // RFC 9110 §10.1.1: an HTTP/1.1 request whose Expect is 100-continue (case-insensitive).
+  static bool expects_continue(const http::request<http::string_body>& req) {
+    const auto expect = req[http::field::expect];
+    return req.version() >= 11 && beast::iequals(expect, "100-continue");
   }
 
   void on_read(beast::error_code ec) {

@@ -1,5 +1,7 @@
 // The HTTP API end to end: the real binary on a loopback port. Runs once per storage URL in
 // FLOODGATE_TEST_STORAGES (comma-separated; default memory, memory batched and the Redis fixtures).
+#include <poll.h>
+
 #include <cstdlib>
 #include <sstream>
 
@@ -402,6 +404,43 @@ TEST(Serve, PipelinedRequestsAreAnsweredInOrder) {
     statuses.push_back(r.result_int());
   }
   EXPECT_EQ(statuses, (std::vector<int>{204, 204, 429}));
+}
+
+// True when the socket has bytes to read within the timeout.
+bool readable_within(boost::asio::ip::tcp::socket& s, std::chrono::milliseconds timeout) {
+  pollfd fd{s.native_handle(), POLLIN, 0};
+  return ::poll(&fd, 1, static_cast<int>(timeout.count())) == 1;
+}
+
+TEST(Serve, ExpectContinueIsAnsweredBeforeTheBody) {
+  ServerProcess server("policies:\n  - {name: p, strategy: fixed-window, limit: 2/minute}\n");
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket s(ioc);
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  const std::string body = R"({"policy": "p", "key": "expect"})";
+  const std::string head = "POST /v1/hit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Expect: 100-Continue\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  boost::asio::write(s, boost::asio::buffer(head));
+  // curl waits a second for the interim answer before sending the body anyway; the server answers
+  // at once. Two seconds is far above a loopback round trip, and the server sends nothing else
+  // while the body is missing.
+  ASSERT_TRUE(readable_within(s, std::chrono::milliseconds(2000))) << "no 100 Continue";
+  std::string interim;
+  boost::asio::read_until(s, boost::asio::dynamic_buffer(interim), "\r\n\r\n");
+  EXPECT_TRUE(interim.starts_with("HTTP/1.1 100 Continue\r\n")) << interim;
+  boost::asio::write(s, boost::asio::buffer(body));
+  boost::beast::flat_buffer buffer;
+  Response r;
+  http::read(s, buffer, r);
+  EXPECT_EQ(r.result_int(), 200) << r.body();
+  EXPECT_NE(r.body().find("\"allowed\": true"), std::string::npos) << r.body();
+  // Without Expect, or with the body already sent, there is no interim answer.
+  const std::string whole = "POST /v1/hit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  boost::asio::write(s, boost::asio::buffer(whole));
+  Response again;
+  http::read(s, buffer, again);
+  EXPECT_EQ(again.result_int(), 200) << again.body();
 }
 
 TEST(Serve, ConnectionsBeyondTheBoundAreClosed) {
