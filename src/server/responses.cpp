@@ -1,6 +1,8 @@
 // Building the HTTP API's responses (see responses.hpp).
 #include "server/responses.hpp"
 
+#include <algorithm>
+
 #include "floodgate/headers.hpp"
 #include "server/json_out.hpp"
 
@@ -27,7 +29,9 @@ std::string decision_json(const Policy& policy, const Decision& d, bool shadow_d
   JsonOut j;
   j.begin_object();
   j.key("allowed").boolean(d.allowed || shadow_denied);
-  j.key("limit").num(d.limit).key("remaining").num(d.remaining);
+  // A bucket's quota is its capacity (the burst): `remaining` never exceeds `limit`.
+  const std::int64_t quota = decision_quota(policy, d);
+  j.key("limit").num(quota).key("remaining").num(std::min(d.remaining, quota));
   j.key("reset_after").seconds(d.reset_after).key("retry_after").seconds(d.retry_after);
   j.key("delay").seconds(d.delay).key("policy").str(policy.name());
   j.key("degraded").boolean(d.degraded).key("shadow_denied").boolean(shadow_denied);

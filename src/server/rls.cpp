@@ -70,6 +70,8 @@ grpc::Status RlsService::validate(const rlsv3::RateLimitRequest& r) const {
   if (r.domain().size() > limits_.max_string_bytes) {
     return invalid(fmt::format("the domain is longer than {} bytes", limits_.max_string_bytes));
   }
+  // NUL never reaches a key, a rule lookup or a metric name (the rule files refuse it too).
+  if (r.domain().find('\0') != std::string::npos) return invalid("the domain has a NUL byte");
   if (r.descriptors_size() == 0) return invalid("the request has no descriptors");
   if (static_cast<std::size_t>(r.descriptors_size()) > limits_.max_descriptors) {
     return invalid(fmt::format("the request has more than {} descriptors", limits_.max_descriptors));
@@ -85,6 +87,9 @@ grpc::Status RlsService::validate(const rlsv3::RateLimitRequest& r) const {
       if (e.key().size() > limits_.max_string_bytes || e.value().size() > limits_.max_string_bytes) {
         return invalid(fmt::format("descriptor {} has a key or value longer than {} bytes", i,
                                    limits_.max_string_bytes));
+      }
+      if (e.key().find('\0') != std::string::npos || e.value().find('\0') != std::string::npos) {
+        return invalid(fmt::format("descriptor {} has a NUL byte in a key or value", i));
       }
     }
     if (d.has_hits_addend() && d.hits_addend().value() > static_cast<std::uint64_t>(kMaxAmount)) {

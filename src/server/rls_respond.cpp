@@ -98,7 +98,10 @@ void fill_status(const RlsService::Item& it, const Decision& d, bool denied,
   if (it.rule != nullptr) limit->set_name(it.rule->name);
   limit->set_requests_per_unit(it.requests_per_unit);
   limit->set_unit(static_cast<rlsv3::RateLimitResponse::RateLimit::Unit>(it.unit));
-  const std::int64_t remaining = std::max<std::int64_t>(0, d.remaining);
+  // remaining ≤ requests_per_unit, as Envoy's X-RateLimit-Limit/-Remaining read them: a bucket
+  // with a burst above the rate may hold more, and the lower figure is still a true promise.
+  std::int64_t remaining = std::max<std::int64_t>(0, d.remaining);
+  if (it.requests_per_unit > 0) remaining = std::min<std::int64_t>(remaining, it.requests_per_unit);
   status.set_limit_remaining(static_cast<std::uint32_t>(
       std::min<std::int64_t>(remaining, std::numeric_limits<std::uint32_t>::max())));
   set_duration(*status.mutable_duration_until_reset(), d.reset_after);

@@ -368,6 +368,17 @@ TEST_F(Rls, RemainingSaturatesAtUint32Max) {
             std::numeric_limits<std::uint32_t>::max());
 }
 
+// Envoy reads requests_per_unit as X-RateLimit-Limit and limit_remaining as -Remaining: a bucket
+// whose burst is above its rate still reports remaining ≤ the limit (49 before the clamp).
+TEST_F(Rls, RemainingNeverExceedsRequestsPerUnitWithABurst) {
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 10, "
+       "algorithm: token-bucket, burst: 50}\n");
+  const auto r = request("d", {{{"k", "a"}}});
+  EXPECT_EQ(call(r).statuses(0).limit_remaining(), 10u);
+  for (int i = 0; i < 44; ++i) ASSERT_EQ(call(r).statuses(0).code(), Response::OK);
+  EXPECT_EQ(call(r).statuses(0).limit_remaining(), 4u);  // 46 taken of 50
+}
+
 TEST_F(Rls, AnyAlgorithm) {
   // GCRA 2/second: two at once, then one more every 500 ms (a fixed window would wait 1 s).
   load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 2, algorithm: gcra}\n");
@@ -405,6 +416,11 @@ TEST_F(Rls, InvalidRequests) {
   expect_invalid(request("d", {{{"", "a"}}}), "descriptor 0 has an entry with an empty key");
   expect_invalid(request("d", {{}}), "descriptor 0 has no entries");
   expect_invalid(request("domain-too-long", {{{"k", "a"}}}), "the domain is longer than 8 bytes");
+  // NUL is refused wherever it could reach a lookup key or a metric name (the rule files refuse it).
+  expect_invalid(request(std::string("d\0x", 3), {{{"k", "a"}}}), "the domain has a NUL byte");
+  expect_invalid(request("d", {{{std::string("k\0", 2), "a"}}}), "descriptor 0 has a NUL byte in a key or value");
+  expect_invalid(request("d", {{{"k", "a"}}, {{"k", std::string("\0a", 2)}}}),
+                 "descriptor 1 has a NUL byte in a key or value");
   const auto big = request("d", {{{"k", std::string(8, 'v')}}});  // 18 bytes serialized
   caps.max_message_bytes = 10;
   load("domain: d\n", caps);

@@ -99,6 +99,23 @@ TEST_F(ServiceTest, EveryEndpointTakesKeysOfTheSameLength) {
   EXPECT_EQ(call(http::verb::delete_, "/v1/keys?policy=api&key=" + longer).result_int(), 400);
 }
 
+// A bucket's quota is its burst: the body's limit is 50, not the rate's 10, so remaining (49) never
+// exceeds it (the headers said the same already; the body said limit 10, remaining 49).
+TEST(ServiceBodies, RemainingNeverExceedsTheLimitWithABurst) {
+  Service service(config("  - {name: b, strategy: token-bucket, limit: 10/minute, burst: 50}\n"),
+                  std::make_shared<MemoryStorage>(), std::make_shared<ManualClock>(1'700'000'000 * kSec));
+  Request req{http::verb::post, "/v1/hit", 11};
+  req.body() = R"({"policy": "b", "key": "k"})";
+  req.prepare_payload();
+  Response res;
+  service.handle(req, res);
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  const boost::json::value v = boost::json::parse(res.body());
+  EXPECT_EQ(v.at("limit").as_int64(), 50);
+  EXPECT_EQ(v.at("remaining").as_int64(), 49);
+  EXPECT_EQ(res["X-RateLimit-Limit"], "50");
+}
+
 // Keys reach the live view from query strings (any bytes, percent-encoded) and are cut to
 // TopKeys::kMaxKeyBytes, possibly inside a character: the JSON stays valid UTF-8 either way.
 TEST_F(ServiceTest, TheLiveViewIsValidUtf8JsonWhateverBytesAKeyHas) {
