@@ -130,9 +130,21 @@ bool Service::prepare(const Request& req, Response& res, Pending& pending) {
   res.keep_alive(req.keep_alive());
   std::shared_ptr<const Installed> in = installed_.get();
   pending.installed = in;
+  pending.head = req.method() == http::verb::head;
   const bool needs_decision = dispatch(req, res, pending, *in);
-  if (!needs_decision) metrics_.http_status(res.result_int());
+  if (!needs_decision) {
+    if (pending.head) strip_body(res);
+    metrics_.http_status(res.result_int());
+  }
   return needs_decision;
+}
+
+// The answer to HEAD: every header of the GET's answer (its Content-Length too), no body; errors
+// (404, 405, 400) included, since a client reading a HEAD answer never reads a body.
+void Service::strip_body(Response& res) {
+  if (res.body().empty()) return;
+  res.content_length(res.body().size());
+  res.body().clear();
 }
 
 bool Service::dispatch(const Request& req, Response& res, Pending& pending, const Installed& in) {
@@ -146,18 +158,14 @@ bool Service::dispatch(const Request& req, Response& res, Pending& pending, cons
       return fail(res, http::status::method_not_allowed,
                   fmt::format("{} takes {}", path, sv(http::to_string(r.verb))));
     }
-    const bool needs_decision = (this->*r.handler)(req, res, pending, in);
-    if (head) res.body().clear();  // Content-Length stays that of the GET
-    return needs_decision;
+    return (this->*r.handler)(req, res, pending, in);
   }
   if (const WebAsset* asset = find_asset(path)) {
     if (method != http::verb::get && method != http::verb::head) {
       res.set(http::field::allow, "GET, HEAD");
       return fail(res, http::status::method_not_allowed, fmt::format("{} takes GET", path));
     }
-    respond(res, http::status::ok, method == http::verb::head ? std::string() : std::string(asset->body),
-            asset->content_type);
-    if (method == http::verb::head) res.content_length(asset->body.size());
+    respond(res, http::status::ok, std::string(asset->body), asset->content_type);
     res.set(http::field::cache_control, "no-cache");
     return false;
   }
@@ -182,6 +190,7 @@ void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Respon
       set_rate_limit_headers(res, *p.policy, *d, shadow_denied);
     }
   }
+  if (p.head) strip_body(res);
   metrics_.http_status(res.result_int());
 }
 

@@ -45,6 +45,7 @@ class Service {
     std::int64_t cost = 1;
     std::size_t slot = 0;
     int denied_status = 429;
+    bool head = false;  // answered without a body
   };
 
   /// Fills `res` (status, headers, body) for `req`. Never throws for bad input: it answers 4xx.
@@ -101,6 +102,7 @@ class Service {
   bool route_readyz(const Request& req, Response& res, Pending& p, const Installed& in);
 
   bool dispatch(const Request& req, Response& res, Pending& pending, const Installed& in);
+  static void strip_body(Response& res);
   bool prepare_body(const Request& req, Response& res, Pending& p, const Installed& in);
   const Policy* key_query(const Request& req, Response& res, const Installed& in, std::string& key);
   [[nodiscard]] bool storage_degraded_recently(Micros now) const;
