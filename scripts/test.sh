@@ -24,10 +24,10 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests floodgate_rls_tests
 ctest --preset tsan --output-on-failure
 
-step "libFuzzer: rate parser, algorithm action traces, traffic specs, access-log lines, configuration and rule loaders"
+step "libFuzzer: rate parser, algorithm action traces, traffic specs, access-log lines, configuration and rule loaders, the HTTP API"
 cmake --preset fuzz -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
 cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz traffic_fuzz log_line_fuzz \
-  config_fuzz rls_config_fuzz
+  config_fuzz rls_config_fuzz http_fuzz
 ctest --preset fuzz --output-on-failure
 
 step "Release: benchmarks (smoke), install, example against the installed package"
