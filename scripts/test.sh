@@ -4,7 +4,8 @@
 #      the library and the real binary, exactness, boundary table, concurrency);
 #   2. the concurrency tests under ThreadSanitizer;
 #   3. the libFuzzer targets (clang), FLOODGATE_FUZZ_SECONDS each (default 20): the rate parser,
-#      the algorithms, the traffic specs, the service's configuration loader, the rule loader;
+#      the algorithms, the traffic specs, access-log lines, the service's configuration loader, the
+#      rule loader, and HTTP requests through the API in process;
 #   4. a release build with the benchmarks (a short smoke run), `cmake --install`, and the example
 #      in examples/ built against the installed package with find_package(floodgate CONFIG).
 set -euo pipefail
