@@ -29,7 +29,7 @@ step "libFuzzer: rate parser, algorithm action traces, traffic specs, access-log
 cmake --preset fuzz -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
 cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz traffic_fuzz log_line_fuzz \
   config_fuzz rls_config_fuzz http_fuzz
-ctest --preset fuzz --output-on-failure
+ctest --preset fuzz -j"$jobs" --output-on-failure
 
 step "Release: benchmarks (smoke), install, example against the installed package"
 cmake --preset release >/dev/null
