@@ -23,9 +23,28 @@ struct MemoryStorageOptions {
   /// Shards per policy, rounded up to a power of two: threads working on keys of different shards
   /// never contend. Default 64.
   std::size_t shards = 64;
+  /// Upper bound on the tables of policies that requests create (PolicyKind::kInline and
+  /// kRuleOverride: every distinct inline limit or limit override a client sends is a policy).
+  /// A new one beyond it frees the request-made table used least recently (its keys start
+  /// afresh if it comes back) and `policies_evicted()` counts it. Default 4,096: about 28 MiB
+  /// with one key per table (docs/configuration.md).
+  std::size_t max_request_policies = 4096;
+  /// Upper bound on all tables (configured policies and rules included), least recently used
+  /// freed first beyond it: a safety net, since configured policies are bounded by their
+  /// configuration and a reload frees the ones it removes (`forget`). Default 65,536.
+  std::size_t max_policies = 65536;
+  /// Shards of the tables of policies that requests create (inline limits, limit overrides):
+  /// many small tables, so fewer shards than `shards` (a table costs about 1 KiB per shard).
+  /// Default 4.
+  std::size_t request_policy_shards = 4;
 };
 
-/// A sharded hash table per policy. Per key it keeps the key and one small state per limit in a
+/// A sharded hash table per policy, created on the policy's first hit and freed when the policy
+/// has not been used for longer than its state lives (every key is then "absent": nothing is lost)
+/// or, at the `max_policies` bound, least recently used first. Idle tables are freed lazily, by a
+/// decision that finds the last sweep more than a second old, or by `collect(now)`.
+///
+/// Per key it keeps the key and one small state per limit in a
 /// slab record; lookups by `std::string_view` do not allocate. Entries whose state equals "absent"
 /// are reclaimed incrementally (each insertion examines two records), never by rescanning the
 /// whole table.
@@ -50,6 +69,19 @@ class MemoryStorage final : public Storage {
 
   /// Keys currently held for `policy` (including ones that are absent but not yet reclaimed).
   [[nodiscard]] std::size_t size(const Policy& policy) const;
+  /// Tables held now (one per policy in use).
+  [[nodiscard]] std::size_t policies() const;
+  /// Tables freed at the `max_policies` bound while their state was still live.
+  [[nodiscard]] std::uint64_t policies_evicted() const noexcept;
+  /// Tables freed because they had been idle for longer than their state lives.
+  [[nodiscard]] std::uint64_t policies_freed() const noexcept;
+  /// Frees `policy`'s table now (a reload removed or changed it). A decision still in flight on
+  /// it finds no table and starts a fresh one, which is freed when idle.
+  void forget(const Policy& policy) override;
+  /// Frees the tables idle at `now` (µs since the epoch) for longer than their state lives.
+  /// Decisions on other tables go on; a table in use is never freed. Returns how many were freed.
+  std::size_t collect(Micros now);
+
   /// Entries evicted because a policy reached `max_keys`, over all policies.
   [[nodiscard]] std::uint64_t evictions() const noexcept;
   /// Entries reclaimed because their state had become absent, over all policies.
@@ -58,15 +90,14 @@ class MemoryStorage final : public Storage {
   class Table;  // implementation detail (memory_storage.cpp)
 
  private:
-  Table& table_for(const Policy& policy);
-  [[nodiscard]] const Table* find_table(const Policy& policy) const;
+  struct Directory;  // the tables by fingerprint, under a big-reader lock (memory_storage.cpp)
+  Decision apply_new(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
+                     Micros now);
+  Decision add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
+                         Micros now);
 
-  struct Snapshot;
   MemoryStorageOptions options_;
-  std::atomic<const Snapshot*> tables_;        // read without locking
-  mutable std::mutex write_mu_;                // serialises adding a table
-  std::vector<std::unique_ptr<Table>> owned_;  // guarded by write_mu_
-  std::vector<std::unique_ptr<const Snapshot>> snapshots_;  // guarded by write_mu_; kept alive
+  std::unique_ptr<Directory> dir_;
 };
 
 }  // namespace floodgate

@@ -61,6 +61,12 @@ class Storage {
   /// Forgets all state of `key` under `policy`. Clearing an absent key is not an error.
   virtual absl::Status clear(const Policy& policy, std::string_view key) = 0;
 
+  /// Frees what the storage holds for `policy` in this process: called when a reload removes a
+  /// policy or changes its limits (a changed policy is a new fingerprint, with state of its own).
+  /// The memory store frees the policy's table; networked storages hold nothing here (their keys
+  /// expire by TTL). Default: nothing.
+  virtual void forget(const Policy& policy) { (void)policy; }
+
   /// One request of a batch.
   struct BatchItem {
     const Policy* policy;

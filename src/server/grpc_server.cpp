@@ -5,22 +5,57 @@
 #include <fmt/format.h>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "server/library_log.hpp"
 
 namespace floodgate::server {
 
-class GrpcServer::Handler final : public rlsv3::RateLimitService::CallbackService {
+// The method is registered raw (bytes in, bytes out): the request is parsed here, so that a
+// malformed one (invalid UTF-8 in a string field, truncated bytes) is answered INVALID_ARGUMENT
+// with a message, where the generated method answered UNIMPLEMENTED with none. protobuf's own
+// complaint goes through the rate-limited library log (library_log.hpp).
+class GrpcServer::Handler final
+    : public rlsv3::RateLimitService::WithRawCallbackMethod_ShouldRateLimit<rlsv3::RateLimitService::Service> {
  public:
   explicit Handler(RlsService& rls) : rls_(rls) {}
 
-  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
-                                            const rlsv3::RateLimitRequest* request,
-                                            rlsv3::RateLimitResponse* response) override {
+  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context, const grpc::ByteBuffer* in,
+                                            grpc::ByteBuffer* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    rls_.should_rate_limit_async(*request, *response, [reactor](grpc::Status s) { reactor->Finish(std::move(s)); });
+    auto call = std::make_shared<Call>();
+    if (!parse(*in, call->request)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "the request is not a valid RateLimitRequest (malformed bytes, or a string "
+                                   "field that is not valid UTF-8)"));
+      return reactor;
+    }
+    // A caller that has gone (cancelled, or past its deadline) is not decided and not charged.
+    auto gone = [context] { return context->IsCancelled() || context->deadline() <= std::chrono::system_clock::now(); };
+    Call& c = *call;
+    rls_.should_rate_limit_async(
+        c.request, c.response,
+        [reactor, out, call = std::move(call)](grpc::Status s) {
+          bool own = false;
+          if (s.ok()) s = grpc::SerializationTraits<rlsv3::RateLimitResponse>::Serialize(call->response, out, &own);
+          reactor->Finish(std::move(s));
+        },
+        std::move(gone));
     return reactor;
   }
 
  private:
+  struct Call {
+    rlsv3::RateLimitRequest request;
+    rlsv3::RateLimitResponse response;
+  };
+
+  static bool parse(const grpc::ByteBuffer& in, rlsv3::RateLimitRequest& request) {
+    std::vector<grpc::Slice> slices;
+    if (!in.Dump(&slices).ok()) return false;
+    std::string bytes;
+    for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    return request.ParseFromString(bytes);
+  }
+
   RlsService& rls_;
 };
 
@@ -32,6 +67,7 @@ GrpcServer::~GrpcServer() {
 }
 
 absl::Status GrpcServer::start() {
+  route_library_logs();
   handler_ = std::make_unique<Handler>(rls_);
   const std::string address = host_.find(':') != std::string::npos ? fmt::format("[{}]:{}", host_, port_)
                                                                     : fmt::format("{}:{}", host_, port_);

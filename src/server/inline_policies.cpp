@@ -9,8 +9,7 @@ absl::StatusOr<std::shared_ptr<const Policy>> InlinePolicies::get(std::string_vi
                                                                   std::string_view strategy,
                                                                   std::int64_t burst, std::size_t max) {
   const std::string id = fmt::format("{}|{}|{}", strategy, limit, burst);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = policies_.find(id); it != policies_.end()) return it->second;
+  if (auto cached = policies_.find(id)) return cached;
   auto s = parse_strategy(strategy);
   if (!s.ok()) return s.status();
   PolicyOptions o;
@@ -20,14 +19,9 @@ absl::StatusOr<std::shared_ptr<const Policy>> InlinePolicies::get(std::string_vi
   std::string name = fmt::format("inline {} {}", to_string(*s), to_string(*limits));
   auto p = Policy::make(std::move(name), *s, *std::move(limits), o);
   if (!p.ok()) return p.status();
-  if (policies_.size() >= max) {
-    return absl::ResourceExhaustedError(fmt::format(
-        "more than {} distinct inline limits are in use: configure a policy instead", max));
-  }
   // Its identity is of its own kind: no configured policy, whatever its name, shares its state.
   auto shared = std::make_shared<const Policy>(p->with_identity(PolicyKind::kInline, {}));
-  policies_.emplace(id, shared);
-  return shared;
+  return policies_.add(id, std::move(shared), max);
 }
 
 }  // namespace floodgate::server

@@ -1,5 +1,6 @@
 // GET /metrics: the service's families (Metrics), the pipeline's counters (Limiter), the
 // storage's own counters and servers, and the extra families (the gRPC rules), in one text.
+#include "server/library_log.hpp"
 #include "server/service.hpp"
 
 namespace floodgate::server {
@@ -12,6 +13,8 @@ bool Service::route_metrics(const Request&, Response& res, Pending&, const Insta
   out.single("floodgate_storage_degraded_total", "counter",
              "Decisions made by a fail mode because the storage failed (every policy and API).",
              limiter_.degraded_count());
+  out.single("floodgate_library_log_suppressed_total", "counter",
+             "Log lines of libraries (protobuf, gRPC) dropped by the log's rate limit.", library_log_suppressed());
   const Storage& storage = limiter_.storage();
   for (const StorageCounter& c : storage.counters()) out.single(c.name, "counter", c.help, c.value);
   const auto servers = storage.servers();

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "absl/container/flat_hash_set.h"
+
 #include "floodgate/headers.hpp"
 #include "floodgate/limiter.hpp"
 #include "server/metrics.hpp"
@@ -15,8 +17,6 @@
 namespace floodgate::server {
 
 namespace {
-
-constexpr std::size_t kMaxOverridePolicies = 1024;
 
 
 // The storage key of a descriptor: its domain and entries, length-prefixed so that no two
@@ -52,13 +52,34 @@ RlsService::~RlsService() { coalescer_.reset(); }
 
 void RlsService::reload(std::shared_ptr<const RlsConfig> config) {
   auto in = std::make_shared<Installed>();
+  std::vector<std::pair<std::string, std::string>> rules;
+  for (std::size_t i = 0; i < config->rules.size(); ++i) rules.emplace_back(config->rule_domains[i], config->rules[i]->path);
+  metrics_.retain(rules);  // the series of removed rules go
   for (std::size_t i = 0; i < config->rules.size(); ++i) {
     if (auto s = metrics_.slot(config->rule_domains[i], config->rules[i]->path)) {
       in->slots.emplace(config->rules[i], *s);
     }
   }
+  const std::shared_ptr<const Installed> old = installed_.get();
   in->config = std::move(config);
   installed_.publish(std::move(in));
+  if (old != nullptr && old->config != nullptr) forget_removed(*old->config);
+  // Overrides of the old rules are compiled again if they are still sent; the storage frees the
+  // state of the rules and overrides no longer used (MemoryStorage: docs/configuration.md).
+  overrides_.clear();
+}
+
+// After a reload: frees what the storage holds for the rules the new rules removed or changed (a
+// changed rule is a new fingerprint; unchanged ones keep their tables and counts).
+void RlsService::forget_removed(const RlsConfig& old) {
+  const std::shared_ptr<const Installed> now = installed_.get();
+  absl::flat_hash_set<std::string> kept;
+  for (const auto& rule : now->config->rules) {
+    if (rule->policy != nullptr) kept.insert(rule->policy->fingerprint());
+  }
+  for (const auto& rule : old.rules) {
+    if (rule->policy != nullptr && !kept.contains(rule->policy->fingerprint())) limiter_.storage().forget(*rule->policy);
+  }
 }
 
 grpc::Status RlsService::validate(const rlsv3::RateLimitRequest& r) const {
@@ -117,10 +138,7 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   for (const std::string& part : rule != nullptr ? rule->identity : std::vector<std::string>{domain.domain}) {
     fmt::format_to(std::back_inserter(id), "|{}:{}", part.size(), part);
   }
-  {
-    std::lock_guard<std::mutex> lock(overrides_mu_);
-    if (auto it = overrides_.find(id); it != overrides_.end()) return it->second;
-  }
+  if (auto cached = overrides_.find(id)) return cached;
   Limit limit;
   limit.amount = requests_per_unit;
   limit.period = rls_unit_period(unit);
@@ -130,9 +148,7 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   // another rule, whatever the names and paths.
   auto shared = std::make_shared<const Policy>(p->with_identity(
       PolicyKind::kRuleOverride, rule != nullptr ? rule->identity : std::vector<std::string>{domain.domain}));
-  std::lock_guard<std::mutex> lock(overrides_mu_);
-  if (overrides_.size() < kMaxOverridePolicies) overrides_.emplace(id, shared);
-  return shared;
+  return overrides_.add(id, std::move(shared));
 }
 
 // One descriptor: its rule, hits, limit (or override) and storage key.
@@ -153,7 +169,7 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
     if (it.rule->detailed_metric) {
       std::string label;
       for (const auto& e : d.entries()) fmt::format_to(std::back_inserter(label), "{}{}_{}", label.empty() ? "" : ".", e.key(), e.value());
-      if (auto s = metrics_.slot(domain.domain, label)) it.slot = *s;
+      if (auto s = metrics_.detailed_slot(domain.domain, it.rule->path, label)) it.slot = *s;
     }
   }
   if (d.has_limit()) {  // the request's own limit replaces the configured one
@@ -194,6 +210,7 @@ bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
 grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, Prepared& p) {
   if (grpc::Status s = validate(request); !s.ok()) return s;
   p.installed = installed_.get();
+  p.domain = request.domain();
   const RlsDomain* domain = p.installed->config->find(request.domain());
   p.items.resize(static_cast<std::size_t>(request.descriptors_size()));
   for (int i = 0; i < request.descriptors_size() && domain != nullptr; ++i) {
@@ -247,7 +264,11 @@ grpc::Status RlsService::should_rate_limit(const rlsv3::RateLimitRequest& reques
 
 void RlsService::should_rate_limit_async(const rlsv3::RateLimitRequest& request,
                                          rlsv3::RateLimitResponse& response,
-                                         std::function<void(grpc::Status)> done) {
+                                         std::function<void(grpc::Status)> done, std::function<bool()> gone) {
+  if (gone && gone()) {
+    done(abandoned());
+    return;
+  }
   if (!coalescer_) {
     done(should_rate_limit(request, response));
     return;
@@ -257,12 +278,24 @@ void RlsService::should_rate_limit_async(const rlsv3::RateLimitRequest& request,
     done(s);
     return;
   }
-  coalescer_->submit(Job{std::move(p), &response, std::move(done)});
+  coalescer_->submit(Job{std::move(p), &response, std::move(done), std::move(gone)});
+}
+
+// The caller has gone before its call was decided: nothing is charged (docs/envoy.md).
+grpc::Status RlsService::abandoned() {
+  metrics_.abandoned();
+  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                      "the caller had gone (cancelled or past its deadline) before the call was decided: not charged");
 }
 
 // On a storage thread: the single-hit requests of the batch in one Limiter::decide (in queue
 // order, as if one after another), the others one decision each, then the answers.
 void RlsService::decide_jobs(std::vector<Job>& jobs) {
+  std::erase_if(jobs, [this](Job& j) {
+    if (!j.gone || !j.gone()) return false;
+    j.done(abandoned());
+    return true;
+  });
   std::vector<Storage::BatchItem> batch;
   std::vector<Prepared*> owners;
   for (Job& j : jobs) {

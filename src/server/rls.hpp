@@ -18,6 +18,7 @@
 #include "server/coalescer.hpp"
 #include "server/published.hpp"
 #include "server/rls_config.hpp"
+#include "server/policy_cache.hpp"
 #include "server/rls_metrics.hpp"
 
 namespace floodgate::server {
@@ -81,8 +82,12 @@ class RlsService {
   /// storage thread, and `done` is called there with the status once `response` is filled.
   /// `request` and `response` must live until then. Without batching, runs `done` before it
   /// returns.
+  ///
+  /// `gone` (optional) says whether the caller has gone (cancelled, or its deadline passed). It is
+  /// asked just before deciding: a call whose caller has gone is not decided and costs nothing
+  /// (DEADLINE_EXCEEDED, counted in floodgate_rls_abandoned_total); once decided, a charge stands.
   void should_rate_limit_async(const rlsv3::RateLimitRequest& request, rlsv3::RateLimitResponse& response,
-                               std::function<void(grpc::Status)> done);
+                               std::function<void(grpc::Status)> done, std::function<bool()> gone = {});
 
   [[nodiscard]] const RlsLimits& limits() const noexcept { return limits_; }
   [[nodiscard]] RlsMetrics& metrics() noexcept { return metrics_; }
@@ -99,6 +104,7 @@ class RlsService {
     std::unique_ptr<Prepared> prepared;
     rlsv3::RateLimitResponse* response;
     std::function<void(grpc::Status)> done;
+    std::function<bool()> gone;
   };
 
   grpc::Status validate(const rlsv3::RateLimitRequest& request) const;
@@ -108,6 +114,8 @@ class RlsService {
   void decide(Prepared& p);
   grpc::Status respond(Prepared& p, rlsv3::RateLimitResponse& response);
   void decide_jobs(std::vector<Job>& jobs);
+  grpc::Status abandoned();
+  void forget_removed(const RlsConfig& old);
   std::shared_ptr<const Policy> override_policy(const RlsDomain& domain, const RlsRule* rule,
                                                 std::uint32_t requests_per_unit, RlsUnit unit);
   void count(const Item& item, const Decision& d, bool charged);
@@ -117,8 +125,7 @@ class RlsService {
   RlsLimits limits_;
   RlsMetrics metrics_;
   Published<Installed> installed_;
-  std::mutex overrides_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<const Policy>> overrides_;  // overrides_mu_
+  PolicyCache overrides_{1024};  // compiled limit overrides, least recently used dropped
   std::unique_ptr<Coalescer<Job>> coalescer_;  // with batching; last, so it is destroyed first
 };
 

@@ -26,6 +26,7 @@ struct RlsService::Item {
 
 struct RlsService::Prepared {
   std::shared_ptr<const Installed> installed;
+  std::string domain;
   std::vector<Item> items;
   std::vector<Storage::BatchItem> batch;  // the items with a policy, in order
   std::vector<absl::StatusOr<Decision>> results;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "floodgate/headers.hpp"
 #include "server/rls_items.hpp"
 
@@ -30,6 +32,29 @@ Decision deny_all(RlsUnit unit, Micros now) {
 }
 
 void fill_status(const RlsService::Item& it, const Decision& d, bool denied, rlsv3::RateLimitResponse::DescriptorStatus& status);
+void add_headers(rlsv3::RateLimitResponse& response, const std::vector<Header>& headers);
+
+// A blocking descriptor that no retry of the same cost can pass: a 0 limit (a block list) or hits
+// above the limit.
+bool never_fits(const RlsService::Item& it) {
+  return blocks(it.shadow, it.decision) && (it.deny_all || !it.decision.can_retry());
+}
+
+// The headers of such a descriptor. rate_limit_headers would give none (no policy) or
+// `Reset: 0` without `Retry-After`; here every field is the time to the end of the rule's unit
+// window, the soonest the answer can change (docs/envoy.md).
+std::vector<Header> never_fits_headers(const std::string& domain, const RlsService::Item& it, Micros now) {
+  const std::string name = it.rule != nullptr ? fmt::format("{}/{}", domain, it.rule->path) : domain + "/override";
+  const Micros period = rls_unit_period(it.unit);
+  const std::string q = std::to_string(it.requests_per_unit);
+  const std::string t = std::to_string(std::max<std::int64_t>(1, ceil_seconds(period - now % period)));
+  return {{"RateLimit-Policy", fmt::format("\"{}\";q={};w={}", name, q, ceil_seconds(period))},
+          {"RateLimit", fmt::format("\"{}\";r=0;t={}", name, t)},
+          {"X-RateLimit-Limit", q},
+          {"X-RateLimit-Remaining", "0"},
+          {"X-RateLimit-Reset", t},
+          {"Retry-After", t}};
+}
 
 }  // namespace
 
@@ -77,19 +102,28 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
     }
   }
   response.set_overall_code(overall_over ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
-  if (limits_.response_headers && constraining != nullptr) {
+  const bool retryable_block = constraining != nullptr && blocks(constraining->shadow, constraining->decision) &&
+                               constraining->decision.can_retry();
+  const auto never = std::find_if(p.items.begin(), p.items.end(), never_fits);
+  if (limits_.response_headers && !retryable_block && never != p.items.end()) {
+    add_headers(response, never_fits_headers(p.domain, *never, p.now));
+  } else if (limits_.response_headers && constraining != nullptr) {
     Decision d = constraining->decision;
     if (constraining->shadow) d.allowed = true;
-    for (auto& [name, value] : rate_limit_headers(*constraining->policy, d)) {
-      auto* h = response.add_response_headers_to_add();
-      h->set_key(name);
-      h->set_value(value);
-    }
+    add_headers(response, rate_limit_headers(*constraining->policy, d));
   }
   return grpc::Status::OK;
 }
 
 namespace {
+
+void add_headers(rlsv3::RateLimitResponse& response, const std::vector<Header>& headers) {
+  for (const auto& [name, value] : headers) {
+    auto* h = response.add_response_headers_to_add();
+    h->set_key(name);
+    h->set_value(value);
+  }
+}
 
 void fill_status(const RlsService::Item& it, const Decision& d, bool denied,
                  rlsv3::RateLimitResponse::DescriptorStatus& status) {

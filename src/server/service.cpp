@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 
 #include "server/requests.hpp"
@@ -62,8 +63,26 @@ void Service::reload(std::shared_ptr<const Config> config) {
   for (const ServicePolicy& p : config->policies) {
     in->metric_slots.emplace(p.policy->name(), metrics_.slot(p.policy->name()));
   }
+  const std::shared_ptr<const Installed> old = installed_.get();
   in->config = std::move(config);
   installed_.publish(std::move(in));
+  if (old != nullptr && old->config != nullptr) forget_removed(*old->config, *installed_.get()->config);
+}
+
+// After a reload: frees what the storage holds for the policies (and per-key overrides) that the
+// new configuration removed or changed; unchanged ones keep their state.
+void Service::forget_removed(const Config& old, const Config& now) {
+  absl::flat_hash_set<std::string> kept;
+  for (const ServicePolicy& p : now.policies) {
+    kept.insert(p.policy->fingerprint());
+    for (const auto& [key, o] : p.overrides) kept.insert(o->fingerprint());
+  }
+  for (const ServicePolicy& p : old.policies) {
+    if (!kept.contains(p.policy->fingerprint())) limiter_.storage().forget(*p.policy);
+    for (const auto& [key, o] : p.overrides) {
+      if (!kept.contains(o->fingerprint())) limiter_.storage().forget(*o);
+    }
+  }
 }
 
 void Service::count(const Pending& p, const Decision& d, Micros now) {

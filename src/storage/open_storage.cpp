@@ -26,9 +26,15 @@ absl::StatusOr<MemoryStorageOptions> memory_options(const StorageUrl& url) {
       o.max_keys = n;
     } else if (name == "shards") {
       o.shards = n;
+    } else if (name == "max_policies") {
+      o.max_policies = n;
+    } else if (name == "max_request_policies") {
+      o.max_request_policies = n;
+    } else if (name == "request_policy_shards") {
+      o.request_policy_shards = n;
     } else {
       return absl::InvalidArgumentError(fmt::format(
-          "storage URL \"{}\": unknown option \"{}\" (memory takes max_keys and shards)", url.text,
+          "storage URL \"{}\": unknown option \"{}\" (memory takes max_keys, shards, max_policies, max_request_policies and request_policy_shards)", url.text,
           name));
     }
   }

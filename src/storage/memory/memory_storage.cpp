@@ -1,13 +1,24 @@
-// The in-memory storage: an immutable snapshot of per-policy tables (table.hpp), replaced when a
-// policy is first seen, so that finding a policy's table takes no lock.
+// The in-memory storage: a directory of per-policy tables (table.hpp) by fingerprint, under a
+// big-reader lock. A decision holds the directory in shared mode (a per-thread counter, no shared
+// cache line written) while it uses a table, so a table is freed only when no decision is in it.
 #include "floodgate/memory_storage.hpp"
 
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "absl/container/flat_hash_map.h"
+#include "storage/memory/locks.hpp"
 #include "storage/memory/table.hpp"
 
 namespace floodgate {
 
-// ---- the storage: an immutable snapshot of tables, replaced when a policy is first seen -------
+namespace {
+
 // Tables are found by the policy's precomputed fingerprint hash, and the fingerprint compared.
 struct FingerprintHash {
   using is_transparent = void;
@@ -21,72 +32,237 @@ struct FingerprintEq {
   bool operator()(const Policy* a, const std::string& b) const { return a->fingerprint() == b; }
 };
 
-struct MemoryStorage::Snapshot {
-  absl::flat_hash_map<std::string, Table*, FingerprintHash, FingerprintEq> tables;
+constexpr Micros kSweepEvery = kMicrosPerSecond;
+constexpr Micros kTouchEvery = kMicrosPerSecond;
+constexpr Micros kMaxLifetime = Micros{100} * 365 * 24 * 3600 * kMicrosPerSecond;
+
+// How long a key's state can outlive its last hit: a window lasts a period (the sliding window
+// counter also weighs the one before), a bucket refills its capacity at amount per period.
+Micros lifetime_of(const Policy& policy) {
+  int128 longest = 0;
+  for (const Limit& l : policy.limits()) {
+    const int128 refill = (static_cast<int128>(l.capacity()) + l.amount - 1) / l.amount;
+    longest = std::max(longest, static_cast<int128>(l.period) * (2 + refill));
+  }
+  return static_cast<Micros>(std::min<int128>(longest, kMaxLifetime));
+}
+
+void touch(MemoryStorage::Table& t, Micros now) {
+  if (now - t.last_used.load(std::memory_order_relaxed) >= kTouchEvery) {
+    t.last_used.store(now, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+struct MemoryStorage::Directory {
+  mutable detail::BigReaderLock lock;
+  absl::flat_hash_map<std::string, std::unique_ptr<Table>, FingerprintHash, FingerprintEq> tables;
+  std::atomic<Micros> next_sweep{0};
+  std::atomic<std::uint64_t> evicted{0};     // tables freed at max_policies
+  std::atomic<std::uint64_t> freed{0};       // idle tables freed
+  std::atomic<std::uint64_t> evictions{0};   // keys, of tables already freed
+  std::atomic<std::uint64_t> reclaimed{0};   // likewise
+  std::atomic<std::size_t> freed_since_trim{0};
+  std::size_t request_tables = 0;  // exclusive mode: tables with made_by_request
+
+  Table* find(const Policy& policy) const {
+    const auto it = tables.find(&policy);
+    return it == tables.end() ? nullptr : it->second.get();
+  }
+
+  // Exclusive mode: frees a table, keeping its counts.
+  void erase(decltype(tables)::iterator it) {
+    evictions.fetch_add(it->second->evictions.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    reclaimed.fetch_add(it->second->reclaimed.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    if (it->second->made_by_request) --request_tables;
+    tables.erase(it);
+    freed_since_trim.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Exclusive mode: frees every table idle past its lifetime.
+  std::size_t free_idle(Micros now) {
+    std::size_t n = 0;
+    for (auto it = tables.begin(); it != tables.end();) {
+      const Table& t = *it->second;
+      if (now - t.last_used.load(std::memory_order_relaxed) > t.lifetime + kTouchEvery) {
+        erase(it++);
+        ++n;
+      } else {
+        ++it;
+      }
+    }
+    freed.fetch_add(n, std::memory_order_relaxed);
+    return n;
+  }
+
+  // Exclusive mode: makes room for one more table: idle tables first, then the one used least
+  // recently, among the request-made tables when `by_request` (a client's flood never frees a
+  // configured policy's table), else among all.
+  void make_room(bool by_request, std::size_t max_request, std::size_t max, Micros now) {
+    const auto full = [&] { return by_request ? request_tables >= max_request : tables.size() >= max; };
+    if (!full()) return;
+    free_idle(now);
+    while (full() && !tables.empty()) {
+      auto oldest = tables.end();
+      for (auto it = tables.begin(); it != tables.end(); ++it) {
+        if (by_request && !it->second->made_by_request) continue;
+        if (oldest == tables.end() || it->second->last_used.load(std::memory_order_relaxed) <
+                                          oldest->second->last_used.load(std::memory_order_relaxed)) {
+          oldest = it;
+        }
+      }
+      if (oldest == tables.end()) return;
+      erase(oldest);
+      evicted.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // Outside the lock: gives freed memory back to the system after a batch of frees (glibc keeps
+  // it otherwise, and the process's RSS would not come back down when the flood is over).
+  void trim(std::size_t batch) {
+    std::size_t n = freed_since_trim.load(std::memory_order_relaxed);
+    if (n == 0 || n < batch || !freed_since_trim.compare_exchange_strong(n, 0)) return;
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+  }
 };
 
-MemoryStorage::MemoryStorage(MemoryStorageOptions options) : options_(options) {
-  auto empty = std::make_unique<const Snapshot>();
-  tables_.store(empty.get(), std::memory_order_release);
-  snapshots_.push_back(std::move(empty));
+MemoryStorage::MemoryStorage(MemoryStorageOptions options)
+    : options_(options), dir_(std::make_unique<Directory>()) {
+  options_.max_policies = std::max<std::size_t>(1, options_.max_policies);
+  options_.max_request_policies = std::max<std::size_t>(1, options_.max_request_policies);
+  options_.request_policy_shards = std::max<std::size_t>(1, options_.request_policy_shards);
 }
 
 MemoryStorage::~MemoryStorage() = default;
 
-const MemoryStorage::Table* MemoryStorage::find_table(const Policy& policy) const {
-  const Snapshot* snap = tables_.load(std::memory_order_acquire);
-  const auto it = snap->tables.find(&policy);
-  return it == snap->tables.end() ? nullptr : it->second;
-}
-
-MemoryStorage::Table& MemoryStorage::table_for(const Policy& policy) {
-  if (const Table* t = find_table(policy)) return const_cast<Table&>(*t);
-  std::lock_guard<std::mutex> lock(write_mu_);
-  const Snapshot* current = tables_.load(std::memory_order_acquire);
-  if (auto it = current->tables.find(policy.fingerprint()); it != current->tables.end()) {
-    return *it->second;
-  }
-  owned_.push_back(make_table(policy, options_));
-  auto next = std::make_unique<Snapshot>(*current);
-  next->tables.emplace(policy.fingerprint(), owned_.back().get());
-  tables_.store(next.get(), std::memory_order_release);
-  Table& t = *owned_.back();
-  snapshots_.push_back(std::move(next));  // readers may still hold the old one: keep it
-  return t;
-}
-
 absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_view key,
                                               std::int64_t cost, Effect effect, Micros now) {
-  return table_for(policy).apply(key, cost, effect, now);
+  std::optional<Decision> d;
+  bool sweep = false;
+  {
+    detail::SharedGuard shared(dir_->lock);
+    if (Table* t = dir_->find(policy)) {
+      touch(*t, now);
+      d = t->apply(key, cost, effect, now);
+      Micros due = dir_->next_sweep.load(std::memory_order_relaxed);
+      sweep = now >= due && dir_->next_sweep.compare_exchange_strong(due, now + kSweepEvery);
+    }
+  }
+  if (!d && (effect != Effect::kHit || cost == 0)) {
+    // Nothing to store for a policy without a table: decide on a scratch table of one shard.
+    MemoryStorageOptions scratch = options_;
+    scratch.shards = scratch.request_policy_shards = 1;
+    return make_table(policy, scratch)->apply(key, cost, effect, now);
+  }
+  if (!d) return apply_new(policy, key, cost, effect, now);
+  if (sweep) collect(now);  // one decision a second, after it has released the directory
+  return *d;
+}
+
+// A policy without a table: exclusive mode, make room, add its table and decide in it.
+Decision MemoryStorage::apply_new(const Policy& policy, std::string_view key, std::int64_t cost,
+                                  Effect effect, Micros now) {
+  const Decision d = add_and_apply(policy, key, cost, effect, now);
+  dir_->trim(1024);
+  return d;
+}
+
+Decision MemoryStorage::add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost,
+                                      Effect effect, Micros now) {
+  std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
+  Table* t = dir_->find(policy);
+  if (t == nullptr) {
+    const bool by_request = policy.kind() == PolicyKind::kInline || policy.kind() == PolicyKind::kRuleOverride;
+    dir_->make_room(by_request, options_.max_request_policies, options_.max_policies, now);
+    if (by_request) dir_->make_room(false, 0, options_.max_policies, now);
+    auto made = make_table(policy, options_);
+    made->lifetime = lifetime_of(policy);
+    made->made_by_request = by_request;
+    dir_->request_tables += by_request ? 1 : 0;
+    t = made.get();
+    dir_->tables.emplace(policy.fingerprint(), std::move(made));
+  }
+  t->last_used.store(now, std::memory_order_relaxed);
+  return t->apply(key, cost, effect, now);
+}
+
+std::size_t MemoryStorage::collect(Micros now) {
+  {
+    detail::SharedGuard shared(dir_->lock);
+    const bool any = std::any_of(dir_->tables.begin(), dir_->tables.end(), [now](const auto& e) {
+      return now - e.second->last_used.load(std::memory_order_relaxed) > e.second->lifetime + kTouchEvery;
+    });
+    if (!any) return 0;  // the common case takes no exclusive mode
+  }
+  std::size_t n = 0;
+  {
+    std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
+    n = dir_->free_idle(now);
+  }
+  dir_->trim(1);
+  return n;
+}
+
+void MemoryStorage::forget(const Policy& policy) {
+  {
+    std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
+    const auto it = dir_->tables.find(&policy);
+    if (it == dir_->tables.end()) return;
+    dir_->erase(it);
+    dir_->freed.fetch_add(1, std::memory_order_relaxed);
+  }
+  dir_->trim(64);
 }
 
 absl::Status MemoryStorage::clear(const Policy& policy, std::string_view key) {
-  if (const Table* t = find_table(policy)) const_cast<Table*>(t)->clear(key);
+  detail::SharedGuard shared(dir_->lock);
+  if (Table* t = dir_->find(policy)) t->clear(key);
   return absl::OkStatus();
 }
 
 std::size_t MemoryStorage::size(const Policy& policy) const {
-  const Table* t = find_table(policy);
+  detail::SharedGuard shared(dir_->lock);
+  const Table* t = dir_->find(policy);
   return t == nullptr ? 0 : t->size();
 }
 
+std::size_t MemoryStorage::policies() const {
+  detail::SharedGuard shared(dir_->lock);
+  return dir_->tables.size();
+}
+
+std::uint64_t MemoryStorage::policies_evicted() const noexcept {
+  return dir_->evicted.load(std::memory_order_relaxed);
+}
+
+std::uint64_t MemoryStorage::policies_freed() const noexcept {
+  return dir_->freed.load(std::memory_order_relaxed);
+}
+
 std::uint64_t MemoryStorage::evictions() const noexcept {
-  std::lock_guard<std::mutex> lock(write_mu_);
-  std::uint64_t n = 0;
-  for (const auto& t : owned_) n += t->evictions.load(std::memory_order_relaxed);
+  detail::SharedGuard shared(dir_->lock);
+  std::uint64_t n = dir_->evictions.load(std::memory_order_relaxed);
+  for (const auto& [f, t] : dir_->tables) n += t->evictions.load(std::memory_order_relaxed);
   return n;
 }
 
 std::uint64_t MemoryStorage::reclaimed() const noexcept {
-  std::lock_guard<std::mutex> lock(write_mu_);
-  std::uint64_t n = 0;
-  for (const auto& t : owned_) n += t->reclaimed.load(std::memory_order_relaxed);
+  detail::SharedGuard shared(dir_->lock);
+  std::uint64_t n = dir_->reclaimed.load(std::memory_order_relaxed);
+  for (const auto& [f, t] : dir_->tables) n += t->reclaimed.load(std::memory_order_relaxed);
   return n;
 }
 
 std::vector<StorageCounter> MemoryStorage::counters() const {
   return {{"floodgate_memory_evictions_total", "Keys evicted at the max_keys bound.", evictions()},
-          {"floodgate_memory_reclaimed_total", "Absent keys reclaimed.", reclaimed()}};
+          {"floodgate_memory_reclaimed_total", "Absent keys reclaimed.", reclaimed()},
+          {"floodgate_memory_policies_evicted_total",
+           "Policy tables freed at the max_policies bound while their state was live.", policies_evicted()},
+          {"floodgate_memory_policies_freed_total", "Idle policy tables freed (their state had expired).",
+           policies_freed()}};
 }
 
 }  // namespace floodgate

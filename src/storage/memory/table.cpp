@@ -30,6 +30,12 @@ using detail::FixedFirstHit;
 using detail::Moving;
 using detail::Sliding;
 
+// Policies that requests create (inline limits, limit overrides) are many and mostly small.
+std::size_t shards_of(const Policy& policy, const MemoryStorageOptions& options) {
+  const bool made_by_request = policy.kind() == PolicyKind::kInline || policy.kind() == PolicyKind::kRuleOverride;
+  return made_by_request ? options.request_policy_shards : options.shards;
+}
+
 constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
 std::size_t hash_key(std::string_view key) { return absl::Hash<std::string_view>{}(key); }
@@ -64,7 +70,7 @@ static_assert(sizeof(RecordKey) == 32);
 template <class A>
 class TableImpl final : public MemoryStorage::Table {
   using S = typename A::State;
-  static constexpr std::uint32_t kChunkBits = 10;  // 1024 records per chunk
+  static constexpr std::uint32_t kChunkBits = 6;  // 64 records per chunk: small tables stay small
   static constexpr std::uint32_t kChunk = 1u << kChunkBits;
   static constexpr std::size_t kAlign = std::max(alignof(RecordKey), alignof(S));
   static_assert(kAlign <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
@@ -77,7 +83,7 @@ class TableImpl final : public MemoryStorage::Table {
         key_offset_(round_up(k_ * sizeof(S), alignof(RecordKey))),
         stride_(round_up(key_offset_ + sizeof(RecordKey), kAlign)),
         shard_bits_(static_cast<unsigned>(
-            std::countr_zero(std::bit_ceil(std::max<std::size_t>(1, options.shards))))),
+            std::countr_zero(std::bit_ceil(std::max<std::size_t>(1, shards_of(policy, options)))))),
         shard_count_(std::size_t{1} << shard_bits_),
         per_shard_cap_(std::max<std::size_t>(1, options.max_keys / shard_count_)),
         shards_(std::make_unique<Shard[]>(shard_count_)) {

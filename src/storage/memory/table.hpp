@@ -20,6 +20,14 @@ class MemoryStorage::Table {
 
   std::atomic<std::uint64_t> evictions{0};
   std::atomic<std::uint64_t> reclaimed{0};
+  /// When a decision last used the table (µs; updated at most once a second, so that threads
+  /// deciding on one table rarely write a shared cache line).
+  std::atomic<Micros> last_used{0};
+  /// How long a key's state can outlive its last hit: a table idle for longer holds only absent
+  /// state and can be freed without losing anything.
+  Micros lifetime = 0;
+  /// A policy that a request made (an inline limit, a limit override): bounded apart.
+  bool made_by_request = false;
 };
 
 /// The table for a policy's strategy (and anchor).

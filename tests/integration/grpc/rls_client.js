@@ -128,8 +128,36 @@ async function main() {
   await expectInvalid('a 1025-byte value', { domain: 'e2e', descriptors: [descriptor(['api_key', 'v'.repeat(1025)])] });
   await expectInvalid('an empty key', { domain: 'e2e', descriptors: [descriptor(['', 'v'])] });
 
+  // Invalid UTF-8 in a string field (protobufjs writes a lone surrogate as the bytes ED A0 80):
+  // INVALID_ARGUMENT with a message (it was UNIMPLEMENTED with none), and protobuf's complaint
+  // goes through the rate-limited log, which counts what it suppresses.
+  for (let i = 0; i < 30; i++) {
+    const { err } = await call({ domain: 'e2e', descriptors: [descriptor(['api_key', `bad-\uD800-${i}`])] });
+    if (i === 0) {
+      check(err && err.code === grpc.status.INVALID_ARGUMENT && /UTF-8/.test(err.details),
+            'invalid UTF-8: INVALID_ARGUMENT naming it', err ? `${err.code} ${err.details}` : 'no error');
+    }
+  }
+
+  // A call whose caller has gone before it is decided costs nothing: 300 calls with a 1 ms
+  // deadline, then one that waits. Only calls that were answered (or decided just as the
+  // deadline passed) may have been charged; before, 239 of 300 were charged unanswered.
+  const gone = { domain: 'e2e', descriptors: [{ ...descriptor(['api_key', `d-${run}`]), limit: { requests_per_unit: 1000, unit: 'HOUR' } }] };
+  const answers = await Promise.all(Array.from({ length: 300 }, () => new Promise((resolve) => {
+    client.ShouldRateLimit(gone, { deadline: Date.now() + 1 }, (err) => resolve(!err));
+  })));
+  const answered = answers.filter((ok) => ok).length;
+  const after = await call(gone);
+  const charged = after.err ? 300 : 1000 - 1 - after.res.statuses[0].limit_remaining;
+  check(charged - answered < 100, 'calls past their deadline are not charged', { charged, answered });
+
   // Per-rule metrics on /metrics, never per value.
   const metrics = await scrape();
+  const suppressed = metrics.match(/^floodgate_library_log_suppressed_total (\d+)$/m);
+  check(suppressed && Number(suppressed[1]) >= 10, 'library log lines past the rate are suppressed and counted',
+        suppressed && suppressed[0]);
+  const abandoned = metrics.match(/^floodgate_rls_abandoned_total (\d+)$/m);
+  check(abandoned !== null, 'abandoned calls are counted', abandoned && abandoned[0]);
   const over_limit = metrics.match(/^floodgate_rls_over_limit_total\{domain="e2e",rule="api_key"\} (\d+)$/m);
   check(over_limit && Number(over_limit[1]) >= 3, 'over_limit counted per rule', over_limit && over_limit[0]);
   check(!metrics.includes(run), 'no descriptor value in the metrics');

@@ -1,0 +1,21 @@
+// Messages of the libraries the service links (protobuf, gRPC) through our logger, rate-limited.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace floodgate::server {
+
+/// Routes protobuf's and gRPC's log messages to spdlog, at most `per_second` lines a second (the
+/// rest are counted, and a line says how many were suppressed): a client that sends malformed
+/// requests cannot flood the log. Idempotent; call once at start-up.
+void route_library_logs(std::uint32_t per_second = 10);
+
+/// Library lines suppressed so far by the rate limit (floodgate_library_log_suppressed_total).
+[[nodiscard]] std::uint64_t library_log_suppressed() noexcept;
+
+/// One library line through the rate limit (what the handlers call; exposed for tests).
+/// Returns whether it was written.
+bool library_log(int spdlog_level, std::string_view source, std::string_view message);
+
+}  // namespace floodgate::server
