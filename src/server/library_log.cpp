@@ -1,4 +1,5 @@
-// Library messages through spdlog, at most a few lines a second (see library_log.hpp).
+// Library messages through spdlog, at most a few lines a second (see library_log.hpp); the hooks
+// into protobuf and gRPC are in library_log_hooks.cpp (the server library, which links them).
 #include "server/library_log.hpp"
 
 #include <atomic>
@@ -6,8 +7,6 @@
 #include <mutex>
 #include <string>
 
-#include <grpc/support/log.h>
-#include <google/protobuf/stubs/logging.h>
 #include <spdlog/spdlog.h>
 
 namespace floodgate::server {
@@ -20,20 +19,6 @@ std::mutex g_mu;
 std::int64_t g_second = 0;            // guarded by g_mu: the second being counted
 std::uint32_t g_lines = 0;            // guarded by g_mu: lines written in it
 std::uint64_t g_unreported = 0;       // guarded by g_mu: suppressed since the last report
-
-void from_protobuf(google::protobuf::LogLevel level, const char* file, int line, const std::string& message) {
-  const int l = level >= google::protobuf::LOGLEVEL_ERROR     ? spdlog::level::err
-                : level == google::protobuf::LOGLEVEL_WARNING ? spdlog::level::warn
-                                                               : spdlog::level::debug;
-  library_log(l, "libprotobuf", std::string(file) + ":" + std::to_string(line) + ": " + message);
-}
-
-void from_grpc(gpr_log_func_args* args) {
-  const int l = args->severity == GPR_LOG_SEVERITY_ERROR  ? spdlog::level::err
-                : args->severity == GPR_LOG_SEVERITY_INFO ? spdlog::level::info
-                                                          : spdlog::level::debug;
-  library_log(l, "grpc", args->message != nullptr ? args->message : "");
-}
 
 }  // namespace
 
@@ -62,10 +47,8 @@ bool library_log(int spdlog_level, std::string_view source, std::string_view mes
   return true;
 }
 
-void route_library_logs(std::uint32_t per_second) {
+void set_library_log_rate(std::uint32_t per_second) noexcept {
   g_per_second.store(per_second, std::memory_order_relaxed);
-  google::protobuf::SetLogHandler(&from_protobuf);
-  gpr_set_log_function(&from_grpc);
 }
 
 std::uint64_t library_log_suppressed() noexcept { return g_suppressed.load(std::memory_order_relaxed); }

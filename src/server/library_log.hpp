@@ -11,6 +11,9 @@ namespace floodgate::server {
 /// requests cannot flood the log. Idempotent; call once at start-up.
 void route_library_logs(std::uint32_t per_second = 10);
 
+/// The rate limit alone (route_library_logs sets it and installs the handlers).
+void set_library_log_rate(std::uint32_t per_second) noexcept;
+
 /// Library lines suppressed so far by the rate limit (floodgate_library_log_suppressed_total).
 [[nodiscard]] std::uint64_t library_log_suppressed() noexcept;
 
