@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "server/admin_auth.hpp"
 #include "server/config.hpp"
 #include "server/grpc_server.hpp"
 #include "server/rls.hpp"
@@ -61,6 +62,7 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
     }
   }
   if (a.rls_headers) c.rls.response_headers = true;
+  if (auto s = server::resolve_admin_token(c); !s.ok()) return s;
   return c;
 }
 
@@ -266,6 +268,10 @@ int run(const ServeArgs& args) {
   }
   spdlog::info("listening on {}:{} ({} policies, storage {})", installed->listen_host, http.port(),
                installed->policies.size(), redact_storage_url(installed->storage));
+  if (installed->admin.token.empty()) {
+    spdlog::warn("no admin token ({} or admin.token_file): DELETE /v1/keys, /v1/simulate and /v1/live "
+                 "(the dashboard's data) are refused", server::kAdminTokenEnv);
+  }
   // The signals are ours before the port files say that we are up: a SIGHUP or SIGTERM sent by
   // whoever waits for those files must not meet the default action (exit).
   boost::asio::io_context control;

@@ -117,6 +117,16 @@ void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r)
   }
 }
 
+void parse_admin(const std::string& source, const YAML::Node& admin, AdminSettings& a) {
+  check_keys(source, admin, {"token_file"}, "admin");
+  if (admin["token_file"]) {
+    std::filesystem::path file = scalar<std::string>(source, admin["token_file"], "admin.token_file");
+    if (file.empty()) fail(source, admin["token_file"], "admin.token_file is empty");
+    if (file.is_relative()) file = std::filesystem::path(source).parent_path() / file;
+    a.token_file = file.string();
+  }
+}
+
 void parse_policies(const std::string& source, const YAML::Node& policies, Config& c) {
   if (!policies.IsSequence()) fail(source, policies, "policies must be a list");
   for (const auto& p : policies) {
@@ -132,7 +142,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
   check_keys(source, root,
              {"listen", "threads", "storage", "batching", "log_level", "inline_limits", "max_inline_policies",
-              "auth_denied_status", "http", "rls", "policies"},
+              "auth_denied_status", "http", "rls", "admin", "policies"},
              "the configuration");
   if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
   if (const auto& n = root["threads"]) c.threads = static_cast<unsigned>(integer(source, n, "threads", 1, limits::kMaxThreads));
@@ -156,6 +166,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   }
   if (const YAML::Node& http = root["http"]) parse_http(source, http, c.http);
   if (const YAML::Node& rls = root["rls"]) parse_rls(source, rls, c.rls);
+  if (const YAML::Node& admin = root["admin"]) parse_admin(source, admin, c.admin);
   if (const YAML::Node& policies = root["policies"]) parse_policies(source, policies, c);
 }
 

@@ -40,10 +40,10 @@ const Service::Route Service::kRoutes[] = {
     {"/v1/hit", http::verb::post, &Service::route_hit},
     {"/v1/test", http::verb::post, &Service::route_test},
     {"/v1/stats", http::verb::get, &Service::route_stats},
-    {"/v1/keys", http::verb::delete_, &Service::route_clear},
+    {"/v1/keys", http::verb::delete_, &Service::route_clear, true},
     {"/metrics", http::verb::get, &Service::route_metrics},
-    {"/v1/simulate", http::verb::post, &Service::route_simulate},
-    {"/v1/live", http::verb::get, &Service::route_live},
+    {"/v1/simulate", http::verb::post, &Service::route_simulate, true},
+    {"/v1/live", http::verb::get, &Service::route_live, true},
     {"/healthz", http::verb::get, &Service::route_healthz},
     {"/readyz", http::verb::get, &Service::route_readyz},
 };
@@ -146,6 +146,7 @@ bool Service::dispatch(const Request& req, Response& res, Pending& pending, cons
       return fail(res, http::status::method_not_allowed,
                   fmt::format("{} takes {}", path, sv(http::to_string(r.verb))));
     }
+    if (r.admin && !admit(req, res, in)) return false;
     const bool needs_decision = (this->*r.handler)(req, res, pending, in);
     if (head) res.body().clear();  // Content-Length stays that of the GET
     return needs_decision;
@@ -162,6 +163,25 @@ bool Service::dispatch(const Request& req, Response& res, Pending& pending, cons
     return false;
   }
   return fail(res, http::status::not_found, fmt::format("no such endpoint: {}", path));
+}
+
+// An admin endpoint: 401 with a challenge for a missing or wrong token (403 when no token is
+// configured, as no credentials can help), counted by reason.
+bool Service::admit(const Request& req, Response& res, const Installed& in) {
+  const auto field = req.find(http::field::authorization);
+  const AdminAuth auth = check_admin(field == req.end() ? std::string_view() : sv(field->value()), in.config->admin.token);
+  if (auth == AdminAuth::kGranted) return true;
+  metrics_.unauthorized(auth);
+  if (auth == AdminAuth::kNotConfigured) {
+    return fail(res, http::status::forbidden,
+                fmt::format("the admin endpoints are disabled: no admin token is configured ({} or admin.token_file)",
+                            kAdminTokenEnv));
+  }
+  const bool wrong = auth == AdminAuth::kWrong;
+  res.set(http::field::www_authenticate,
+          wrong ? R"(Bearer realm="floodgate", error="invalid_token")" : R"(Bearer realm="floodgate")");
+  return fail(res, http::status::unauthorized,
+              wrong ? "wrong admin token" : "this endpoint needs the admin token: Authorization: Bearer <token>");
 }
 
 void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Response& res) {

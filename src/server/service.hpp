@@ -23,6 +23,8 @@ namespace floodgate::server {
 ///   POST /v1/hit, POST /v1/test, GET /v1/stats, DELETE /v1/keys, GET /v1/auth,
 ///   GET /metrics, GET /healthz, GET /readyz; the dashboard: GET / (the page), POST /v1/simulate
 ///   (playground.cpp), GET /v1/live (live_view.cpp). GET routes also answer HEAD.
+/// DELETE /v1/keys, POST /v1/simulate and GET /v1/live are admin endpoints: they need
+/// `Authorization: Bearer <config.admin.token>`; without a configured token they are refused.
 /// Every decision goes through the Limiter's pipeline (floodgate/limiter.hpp); this class only
 /// resolves the policy and key of a request, applies the allow list and counts per policy.
 ///
@@ -86,6 +88,7 @@ class Service {
     std::string_view path;
     http::verb verb;
     Handler handler;
+    bool admin = false;  ///< needs the admin bearer token (admin_auth.hpp)
   };
   static const Route kRoutes[];
 
@@ -100,6 +103,7 @@ class Service {
   bool route_healthz(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_readyz(const Request& req, Response& res, Pending& p, const Installed& in);
 
+  bool admit(const Request& req, Response& res, const Installed& in);
   bool dispatch(const Request& req, Response& res, Pending& pending, const Installed& in);
   bool prepare_body(const Request& req, Response& res, Pending& p, const Installed& in);
   const Policy* key_query(const Request& req, Response& res, const Installed& in, std::string& key);

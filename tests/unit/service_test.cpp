@@ -13,12 +13,14 @@ namespace floodgate::server {
 namespace {
 
 constexpr Micros kSec = kMicrosPerSecond;
+constexpr const char* kAdminToken = "service-test-admin-token";
 
 using floodgate::testing::SwitchableStorage;
 
 std::shared_ptr<const Config> config(const std::string& policies) {
   auto c = parse_config("storage: memory\ninline_limits: true\npolicies:\n" + policies, "test.yaml");
   EXPECT_TRUE(c.ok()) << c.status();
+  c->admin.token = kAdminToken;
   return std::make_shared<const Config>(*c);
 }
 
@@ -33,6 +35,7 @@ class ServiceTest : public ::testing::Test {
 
   Response call(http::verb verb, std::string target, std::string body = "") {
     Request req{verb, target, 11};
+    req.set(http::field::authorization, std::string("Bearer ") + kAdminToken);  // admin endpoints need it
     req.body() = std::move(body);
     req.prepare_payload();
     Response res;
