@@ -147,8 +147,14 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
   if (const auto& n = root["threads"]) c.threads = static_cast<unsigned>(integer(source, n, "threads", 1, limits::kMaxThreads));
   if (const YAML::Node& st = root["storage"]) {
-    if (st.IsMap()) check_keys(source, st, {"url"}, "storage");
+    if (st.IsMap()) check_keys(source, st, {"url", "start"}, "storage");
     c.storage = scalar<std::string>(source, st.IsMap() ? st["url"] : st, "storage");
+    if (st.IsMap() && st["start"]) {
+      c.storage_start = scalar<std::string>(source, st["start"], "storage.start");
+      if (c.storage_start != "background" && c.storage_start != "fail-fast") {
+        fail(source, st["start"], "storage.start must be background or fail-fast");
+      }
+    }
   }
   if (const auto& n = root["batching"]) {
     c.batching = scalar<std::string>(source, n, "batching");

@@ -105,6 +105,10 @@ struct Config {
   std::uint16_t listen_port = 8080;
   unsigned threads = 0;               ///< 0 = one per core; else 1 to limits::kMaxThreads
   std::string storage = "memory";
+  /// When the storage's server cannot be reached at start: "background" (start anyway, decide by
+  /// each policy's fail mode, connect with backoff; /readyz is 503 meanwhile if a policy fails
+  /// closed) or "fail-fast" (exit with an error).
+  std::string storage_start = "background";
   /// Coalesce concurrent decisions into one storage round trip: "auto" (for networked storages),
   /// "on" or "off".
   std::string batching = "auto";

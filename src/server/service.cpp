@@ -83,7 +83,15 @@ void Service::count(const Pending& p, const Decision& d, Micros now) {
 bool Service::storage_degraded_recently(Micros now) const {
   constexpr Micros kWindow = 5 * kMicrosPerSecond;  // /readyz and the live view
   const Micros last = last_degraded_.load(std::memory_order_relaxed);
-  return last != 0 && now - last < kWindow;
+  return last != 0 && now - last < kWindow && last >= recovered_at_.load(std::memory_order_relaxed);
+}
+
+void Service::set_storage_reachable(bool up) noexcept {
+  if (!up) {
+    storage_up_.store(false, std::memory_order_relaxed);
+  } else if (!storage_up_.exchange(true, std::memory_order_relaxed)) {
+    recovered_at_.store(limiter_.clock().now(), std::memory_order_relaxed);
+  }
 }
 
 void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr<Decision>> out) {
@@ -312,7 +320,10 @@ bool Service::route_healthz(const Request&, Response& res, Pending&, const Insta
 bool Service::route_readyz(const Request&, Response& res, Pending&, const Installed& in) {
   bool closed = false;
   for (const ServicePolicy& p : in.config->policies) closed = closed || p.policy->fail_mode() == FailMode::kClosed;
-  if (closed && storage_degraded_recently(limiter_.clock().now())) {
+  if (closed && !storage_up_.load(std::memory_order_relaxed)) {
+    respond(res, http::status::service_unavailable,
+            "not ready: the storage does not answer and a policy fails closed\n", "text/plain");
+  } else if (closed && storage_degraded_recently(limiter_.clock().now())) {
     respond(res, http::status::service_unavailable,
             "not ready: the storage failed in the last 5 s and a policy fails closed\n", "text/plain");
   } else {

@@ -78,6 +78,11 @@ class Service {
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
   [[nodiscard]] Limiter& limiter() noexcept { return limiter_; }
 
+  /// Whether the storage answered its last probe (StorageWatch). While it does not and some policy
+  /// fails closed, /readyz answers 503. True until told otherwise. When it answers again, the
+  /// failures before that no longer hold /readyz at 503 (only failures after it do, for 5 s).
+  void set_storage_reachable(bool up) noexcept;
+
  private:
   struct Installed {
     std::shared_ptr<const Config> config;
@@ -118,6 +123,8 @@ class Service {
   Published<Installed> installed_;
   InlinePolicies inline_policies_;
   std::atomic<Micros> last_degraded_{0};
+  std::atomic<bool> storage_up_{true};
+  std::atomic<Micros> recovered_at_{0};  // when the storage last answered after not answering
   std::function<void(PromText&)> extra_metrics_;
 };
 

@@ -44,7 +44,7 @@ absl::Status unknown_storage(std::string_view text) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text) {
+absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text, StorageStart start) {
   auto url = parse_storage_url(text);
   if (!url.ok()) return url.status();
   if (url->scheme == "memory") {
@@ -53,7 +53,7 @@ absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text) {
     return std::make_shared<MemoryStorage>(*o);
   }
   if (auto opened = open_memcached_storage(*url)) return *std::move(opened);
-  if (auto opened = open_registered_storage(*url)) return *std::move(opened);
+  if (auto opened = open_registered_storage(*url, start)) return *std::move(opened);
   return unknown_storage(text);
 }
 

@@ -147,5 +147,24 @@ TEST_F(ServiceTest, DegradedTotalsAgreeBetweenTheLiveViewThePoliciesAndMetrics) 
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503);  // a fail-closed policy's store is down
 }
 
+// Issue 15: the service may start before its store. While the store does not answer its probe,
+// a fail-closed policy makes /readyz 503; once it answers, failures from before no longer count.
+TEST_F(ServiceTest, ReadinessFollowsTheStorageProbe) {
+  EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 200);
+  service.set_storage_reachable(false);
+  const Response down = call(http::verb::get, "/readyz");
+  EXPECT_EQ(down.result_int(), 503);
+  EXPECT_NE(down.body().find("does not answer"), std::string::npos) << down.body();
+  storage->failure = absl::UnavailableError("storage down");
+  EXPECT_EQ(hit("login", "k").result_int(), 429);  // fail closed, degraded
+  clock->advance(kSec);
+  storage->failure = absl::OkStatus();
+  service.set_storage_reachable(true);
+  EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 200) << "the failure was before the store answered";
+  storage->failure = absl::UnavailableError("storage down again");
+  EXPECT_EQ(hit("login", "k").result_int(), 429);
+  EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503) << "a failure since it answered still counts";
+}
+
 }  // namespace
 }  // namespace floodgate::server

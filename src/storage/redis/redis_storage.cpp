@@ -35,26 +35,30 @@ RedisStorage::RedisStorage(RedisOptions options) : options_(std::move(options)) 
 
 RedisStorage::~RedisStorage() = default;
 
-absl::StatusOr<std::shared_ptr<RedisStorage>> RedisStorage::open(RedisOptions options) {
+absl::StatusOr<std::shared_ptr<RedisStorage>> RedisStorage::open(RedisOptions options, StorageStart start) {
   auto storage = std::make_shared<RedisStorage>(std::move(options));
-  if (storage->options_.cluster) {
-    if (auto s = storage->refresh_topology(); !s.ok()) return s;
-    return storage;
+  if (start == StorageStart::kFailFast) {
+    if (auto s = storage->probe(); !s.ok()) return s;
   }
-  Node& node = *storage->nodes_.front();
+  return storage;
+}
+
+absl::Status RedisStorage::probe() {
+  if (options_.cluster) return refresh_topology();
+  Node& node = node_for_slot(0);
   auto lease = node.acquire();
   if (!lease.ok()) return lease.status();
   ReplyPtr r(static_cast<redisReply*>(redisCommand(lease->get(), "PING")));
   if (r == nullptr) {
     lease->set_broken();
-    return absl::UnavailableError(
-        fmt::format("redis {}: {}", node.endpoint().name(), lease->get()->errstr));
+    node.record(false);
+    return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), lease->get()->errstr));
   }
   if (r->type == REDIS_REPLY_ERROR) {
-    return absl::UnavailableError(
-        fmt::format("redis {}: {}", node.endpoint().name(), std::string(r->str, r->len)));
+    return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), std::string(r->str, r->len)));
   }
-  return storage;
+  node.record(true);
+  return absl::OkStatus();
 }
 
 std::vector<Storage::ServerState> RedisStorage::servers() const {
@@ -263,11 +267,11 @@ absl::Status RedisStorage::clear(const Policy& policy, std::string_view key) {
 namespace floodgate {
 
 std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(
-    const StorageUrl& url) {
+    const StorageUrl& url, StorageStart start) {
   auto options = redis::parse_redis_url(url);
   if (!options) return std::nullopt;
   if (!options->ok()) return absl::StatusOr<std::shared_ptr<Storage>>(options->status());
-  auto storage = redis::RedisStorage::open(**std::move(options));
+  auto storage = redis::RedisStorage::open(**std::move(options), start);
   if (!storage.ok()) return absl::StatusOr<std::shared_ptr<Storage>>(storage.status());
   return absl::StatusOr<std::shared_ptr<Storage>>(std::shared_ptr<Storage>(*std::move(storage)));
 }
