@@ -140,6 +140,8 @@ enum class StorageStart : std::uint8_t {
 ///                               `memory://?max_keys=100000&shards=64`
 ///   redis://[user:password@]host[:port][/db][?options], redis+unix:///path[?options],
 ///   redis-cluster://host:port[,host:port…][?options]
+///   rediss://…, rediss-cluster://… the same over TLS (tls_ca_file, tls_cert_file, tls_key_file,
+///                               tls_server_name, tls_insecure)
 ///                               Redis and Redis Cluster (docs/redis.md has the options); only when
 ///                               the library is built with the Redis storage.
 /// Errors: InvalidArgument naming the bad URL or option; Unavailable if a server cannot be reached

@@ -38,7 +38,8 @@ absl::StatusOr<MemoryStorageOptions> memory_options(const StorageUrl& url) {
 absl::Status unknown_storage(std::string_view text) {
   return absl::InvalidArgumentError(fmt::format(
       "unknown storage \"{}\": expected memory, redis://host:port, redis+unix:///path, "
-      "redis-cluster://host:port[,host:port…] or memcached://host:port[,host:port…]",
+      "redis-cluster://host:port[,host:port…] (rediss:// and rediss-cluster:// with TLS) or "
+      "memcached://host:port[,host:port…]",
       text));
 }
 

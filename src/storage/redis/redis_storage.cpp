@@ -10,6 +10,7 @@
 
 #include "storage/redis/call.hpp"
 #include "storage/redis/scripts_gen.hpp"
+#include "storage/redis/tls.hpp"
 
 namespace floodgate::redis {
 
@@ -28,7 +29,22 @@ std::int64_t steady_micros() {
 
 }  // namespace
 
-RedisStorage::RedisStorage(RedisOptions options) : options_(std::move(options)) {
+namespace {
+// rediss://: the TLS context, built once for every connection of the storage.
+RedisOptions with_tls_context(RedisOptions o) {
+  if (o.tls.enabled && !o.tls_context) {
+    auto tls = detail::make_tls_context(o.tls);
+    if (tls.ok()) {
+      o.tls_context = *std::move(tls);
+    } else {
+      o.tls_context_error = std::string(tls.status().message());
+    }
+  }
+  return o;
+}
+}  // namespace
+
+RedisStorage::RedisStorage(RedisOptions options) : options_(with_tls_context(std::move(options))) {
   for (const Endpoint& e : options_.seeds) node_named(e);
   if (options_.cluster) slots_.assign(kSlots, 0);
 }
@@ -37,6 +53,9 @@ RedisStorage::~RedisStorage() = default;
 
 absl::StatusOr<std::shared_ptr<RedisStorage>> RedisStorage::open(RedisOptions options, StorageStart start) {
   auto storage = std::make_shared<RedisStorage>(std::move(options));
+  if (!storage->options_.tls_context_error.empty()) {
+    return absl::InvalidArgumentError(storage->options_.tls_context_error);
+  }
   if (start == StorageStart::kFailFast) {
     if (auto s = storage->probe(); !s.ok()) return s;
   }
@@ -48,7 +67,7 @@ absl::Status RedisStorage::probe() {
   Node& node = node_for_slot(0);
   auto lease = node.acquire();
   if (!lease.ok()) return lease.status();
-  ReplyPtr r(static_cast<redisReply*>(redisCommand(lease->get(), "PING")));
+  ReplyPtr r(lease->command({"PING"}));
   if (r == nullptr) {
     lease->set_broken();
     node.record(false);
@@ -116,7 +135,7 @@ absl::Status RedisStorage::refresh_topology_locked_out(bool force) {
       last = lease.status();
       continue;
     }
-    ReplyPtr r(static_cast<redisReply*>(redisCommand(lease->get(), "CLUSTER SLOTS")));
+    ReplyPtr r(lease->command({"CLUSTER", "SLOTS"}));
     if (r == nullptr) {
       last = io_error(*node, lease->get(), errno);
       lease->set_broken();
