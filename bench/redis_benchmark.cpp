@@ -4,6 +4,7 @@
 //
 //   floodgate_redis_benchmark --port 6379 [--host 127.0.0.1] [--clients 4] [--pipeline 16]
 //                             [--seconds 3] [--keys 10000] [--calls 20000] [--no-redis-benchmark]
+//                             [--tls-ca CA_FILE]   (TLS to --port, verified against CA_FILE)
 //
 // Uses the server clock (the default) and the prefix "fgbench:"; run it against a scratch Redis.
 #include <algorithm>
@@ -36,6 +37,7 @@ struct Args {
   int keys = 10000;
   int calls = 20000;
   bool redis_benchmark = true;
+  std::string tls_ca;  // non-empty: TLS (rediss://) verified against this CA file
 };
 
 std::string key_name(int i) { return fmt::format("{:012}", i); }  // as redis-benchmark's __rand_int__
@@ -138,6 +140,7 @@ int main(int argc, char** argv) {
     else if (f == "--keys") a.keys = std::stoi(next());
     else if (f == "--calls") a.calls = std::stoi(next());
     else if (f == "--no-redis-benchmark") a.redis_benchmark = false;
+    else if (f == "--tls-ca") a.tls_ca = next();
     else {
       std::fprintf(stderr, "unknown flag %s\n", f.c_str());
       return 2;
@@ -148,6 +151,8 @@ int main(int argc, char** argv) {
   o.pool = static_cast<std::size_t>(a.clients);
   o.prefix = "fgbench:";
   o.timeout = std::chrono::milliseconds(1000);
+  o.tls.enabled = !a.tls_ca.empty();
+  o.tls.ca_file = a.tls_ca;
   auto storage = RedisStorage::open(o);
   if (!storage.ok()) {
     std::fprintf(stderr, "%s\n", std::string(storage.status().message()).c_str());

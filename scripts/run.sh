@@ -3,12 +3,21 @@
 # and run the service on the in-memory store: `floodgate serve` on 127.0.0.1:8080 with the example
 # configuration (examples/floodgate.yaml). Extra arguments go to `floodgate serve`
 # (e.g. --listen 0.0.0.0:9000, --config my.yaml). Stop it with Ctrl-C (SIGINT) or SIGTERM.
+# It prints the admin token (FLOODGATE_ADMIN_TOKEN, generated unless set) and the dashboard's
+# address with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)" --target floodgate_cli >/dev/null
+# The admin endpoints (DELETE /v1/keys, the dashboard's /v1/simulate and /v1/live) need a bearer
+# token: yours from FLOODGATE_ADMIN_TOKEN, or a fresh random one for this run.
+if [[ -z "${FLOODGATE_ADMIN_TOKEN:-}" ]]; then
+  FLOODGATE_ADMIN_TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+fi
+export FLOODGATE_ADMIN_TOKEN
 echo "floodgate serve --config examples/floodgate.yaml $*" >&2
-echo "dashboard: http://127.0.0.1:8080/ (with the default --listen)" >&2
+echo "admin token: $FLOODGATE_ADMIN_TOKEN (FLOODGATE_ADMIN_TOKEN)" >&2
+echo "dashboard: http://127.0.0.1:8080/#token=$FLOODGATE_ADMIN_TOKEN (with the default --listen)" >&2
 echo "try: curl -i -X POST localhost:8080/v1/hit -d '{\"policy\": \"api\", \"key\": \"user-42\"}'" >&2
 exec build/release/floodgate serve --config examples/floodgate.yaml "$@"

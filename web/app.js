@@ -9,6 +9,44 @@ const VIEW_SECONDS = 30;   // the playground shows the last 30 s
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const $ = (id) => document.getElementById(id);
 
+// ---- the admin token ---------------------------------------------------------------------------
+// /v1/simulate and /v1/live need `Authorization: Bearer <token>` (docs/http-api.md). The token comes
+// from the address (`/#token=…`, or `/#live&token=…`; a fragment never reaches the server or its
+// logs), is kept in this tab's sessionStorage and removed from the address bar; or it is typed in
+// the form that appears when the service refuses a request.
+const TOKEN_KEY = 'floodgate-admin-token';
+(function takeTokenFromAddress() {
+  const parts = location.hash.replace(/^#/, '').split('&');
+  const given = parts.find((p) => p.startsWith('token='));
+  if (!given) return;
+  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(given.slice('token='.length)));
+  const rest = parts.filter((p) => p !== given).join('&');
+  history.replaceState(null, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
+})();
+async function adminFetch(url, options = {}) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const headers = { ...(options.headers || {}) };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const res = await fetch(url, { ...options, headers });
+  if (res.status === 401 || res.status === 403) {
+    $('admin').hidden = false;
+    $('admin-msg').textContent = res.status === 403
+      ? 'The service has no admin token configured (FLOODGATE_ADMIN_TOKEN or admin.token_file).'
+      : (token ? 'The service refused this token.' : 'The service needs its admin token.');
+  }
+  return res;
+}
+function initAdminForm() {
+  $('admin').addEventListener('submit', (e) => {
+    e.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $('admin-token').value.trim());
+    $('admin-token').value = '';
+    $('admin').hidden = true;
+    route();
+    validate();
+  });
+}
+
 // ---- measurements the browser test reads (window.floodgate.stats()) ----------------------------
 const perf = { frameGaps: [], lags: [], lastFrame: 0, simulateMs: [], readyMs: null };
 function frameTick(ts) {
@@ -113,7 +151,7 @@ async function sync() {
   });
   const sent = performance.now();
   try {
-    const res = await fetch('/v1/simulate', { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
+    const res = await adminFetch('/v1/simulate', { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
     const json = await res.json();
     if (generation !== pg.generation) return;
     if (!res.ok) {
@@ -280,7 +318,7 @@ function applySettings(ev) {
 
 // With no traffic yet, ask the service whether the settings are valid (an empty trace).
 async function validate() {
-  const res = await fetch('/v1/simulate', { method: 'POST', body: JSON.stringify({
+  const res = await adminFetch('/v1/simulate', { method: 'POST', body: JSON.stringify({
     limit: pg.settings.limit, burst: pg.settings.burst, strategies: LANES, trace: [] }) });
   const json = await res.json();
   if (!res.ok) { showError(`The service rejected the settings: ${json.error}`); return; }
@@ -360,8 +398,9 @@ function drawBars(svg, allAllowed, allDenied) {
 
 async function refreshLive() {
   try {
-    const res = await fetch('/v1/live', { cache: 'no-store' });
+    const res = await adminFetch('/v1/live', { cache: 'no-store' });
     const json = await res.json();
+    if (!res.ok) throw new Error(json.error || res.status);
     $('live-error').hidden = true;
     const st = json.storage;
     $('storage').innerHTML = `Storage ${escapeHtml(st.url)}: ` + (st.degraded
@@ -436,6 +475,7 @@ window.floodgate = {
   resetStats() { perf.frameGaps = []; perf.lags = []; perf.simulateMs = []; perf.lastFrame = 0; },
 };
 
+initAdminForm();
 initPlayground();
 window.addEventListener('hashchange', route);
 route();

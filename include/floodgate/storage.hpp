@@ -122,6 +122,23 @@ class Storage {
   /// The servers this storage talks to (for the service's live view and /metrics); none for a
   /// storage that has no servers, such as the in-memory store.
   [[nodiscard]] virtual std::vector<ServerState> servers() const { return {}; }
+
+  /// Whether the storage's servers answer now: one round trip (Redis: PING; a cluster: its slot
+  /// map read again). OK for a storage without servers. Errors: Unavailable naming the server.
+  /// A failed probe counts like a failed call (the server's backoff and breaker).
+  /// Thread-safe.
+  virtual absl::Status probe() { return absl::OkStatus(); }
+};
+
+/// What open_storage does when the server of a networked storage cannot be reached yet.
+enum class StorageStart : std::uint8_t {
+  /// Reach the server (Redis: PING; a cluster: read its slot map) or fail with Unavailable.
+  kFailFast,
+  /// Open anyway. Until a server answers, calls fail with Unavailable (so each policy's fail mode
+  /// decides); each call and each `probe` tries to connect again, spaced by the storage's
+  /// reconnect backoff. For storages that do not connect at open (memory, memcached) the same
+  /// as kFailFast.
+  kBackground,
 };
 
 /// Opens a storage by URL:
@@ -129,9 +146,13 @@ class Storage {
 ///                               `memory://?max_keys=100000&shards=64`
 ///   redis://[user:password@]host[:port][/db][?options], redis+unix:///path[?options],
 ///   redis-cluster://host:port[,host:port…][?options]
+///   rediss://…, rediss-cluster://… the same over TLS (tls_ca_file, tls_cert_file, tls_key_file,
+///                               tls_server_name, tls_insecure)
 ///                               Redis and Redis Cluster (docs/redis.md has the options); only when
 ///                               the library is built with the Redis storage.
-/// Errors: InvalidArgument naming the bad URL or option; Unavailable if a server cannot be reached.
-absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view url);
+/// Errors: InvalidArgument naming the bad URL or option; Unavailable if a server cannot be reached
+/// (only with StorageStart::kFailFast).
+absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view url,
+                                                      StorageStart start = StorageStart::kFailFast);
 
 }  // namespace floodgate

@@ -12,12 +12,14 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "server/admin_auth.hpp"
 #include "server/config.hpp"
 #include "server/grpc_server.hpp"
 #include "server/rls.hpp"
 #include "server/http_server.hpp"
 #include "server/metrics.hpp"
 #include "server/service.hpp"
+#include "server/storage_watch.hpp"
 #include "storage/url.hpp"
 
 namespace floodgate::cli {
@@ -28,6 +30,7 @@ struct ServeArgs {
   std::string config_path;
   std::string listen;
   std::string storage;
+  std::string storage_start;
   std::string batching;
   unsigned threads = 0;
   std::string log_level;
@@ -51,6 +54,7 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
     if (auto s = server::parse_listen(a.listen, c.listen_host, c.listen_port); !s.ok()) return s;
   }
   if (!a.storage.empty()) c.storage = a.storage;
+  if (!a.storage_start.empty()) c.storage_start = a.storage_start;
   if (!a.batching.empty()) c.batching = a.batching;
   if (a.threads > 0) c.threads = a.threads;
   if (!a.log_level.empty()) c.log_level = a.log_level;
@@ -61,6 +65,7 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
     }
   }
   if (a.rls_headers) c.rls.response_headers = true;
+  if (auto s = server::resolve_admin_token(c); !s.ok()) return s;
   return c;
 }
 
@@ -230,6 +235,28 @@ absl::Status start_rls(const Loaded& loaded, server::Service& service, std::uniq
   return absl::OkStatus();
 }
 
+// The storage of a start: with "background" an unreachable server is no error (decisions follow
+// each policy's fail mode until it answers, and reconnect with the storage's backoff).
+absl::StatusOr<std::shared_ptr<Storage>> open_service_storage(const server::Config& c) {
+  return open_storage(c.storage, c.storage_start == "fail-fast" ? StorageStart::kFailFast : StorageStart::kBackground);
+}
+
+// A networked storage is probed on a thread of its own: /readyz and the log follow it.
+std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storage>& storage, server::Service& service) {
+  if (!storage->traits().networked) return nullptr;
+  return std::make_unique<server::StorageWatch>(storage, [&service, last = -1](bool up, const absl::Status& error) mutable {
+    service.set_storage_reachable(up);
+    if (static_cast<int>(up) == last) return;
+    last = static_cast<int>(up);
+    if (up) {
+      spdlog::info("storage reachable");
+    } else {
+      spdlog::warn("storage unreachable, deciding by each policy's fail mode until it answers: {}",
+                   std::string(error.message()));
+    }
+  });
+}
+
 int run(const ServeArgs& args) {
   if (!args.check_config.empty()) return check_config(args);
   auto loaded = load_checked(args, args.config_path);
@@ -239,13 +266,14 @@ int run(const ServeArgs& args) {
   }
   spdlog::set_default_logger(spdlog::stderr_color_mt("floodgate"));  // stdout stays for data
   spdlog::set_level(spdlog::level::from_str(loaded->config.log_level));
-  auto storage = open_storage(loaded->config.storage);
+  auto storage = open_service_storage(loaded->config);
   if (!storage.ok()) {
     std::cerr << "floodgate serve: " << storage.status().message() << "\n";
     return 2;
   }
   auto installed = std::make_shared<const server::Config>(loaded->config);
   server::Service service(installed, *storage);
+  const auto storage_watch = watch_storage(*storage, service);
   server::ReloadCounters reloads;
   std::unique_ptr<server::RlsService> rls;
   std::unique_ptr<server::GrpcServer> grpc;
@@ -266,6 +294,10 @@ int run(const ServeArgs& args) {
   }
   spdlog::info("listening on {}:{} ({} policies, storage {})", installed->listen_host, http.port(),
                installed->policies.size(), redact_storage_url(installed->storage));
+  if (installed->admin.token.empty()) {
+    spdlog::warn("no admin token ({} or admin.token_file): DELETE /v1/keys, /v1/simulate and /v1/live "
+                 "(the dashboard's data) are refused", server::kAdminTokenEnv);
+  }
   // The signals are ours before the port files say that we are up: a SIGHUP or SIGTERM sent by
   // whoever waits for those files must not meet the default action (exit).
   boost::asio::io_context control;
@@ -290,6 +322,10 @@ std::function<int()> add_serve(CLI::App& app) {
   cmd->add_option("--config,-c", args->config_path, "YAML configuration file");
   cmd->add_option("--listen", args->listen, "HOST:PORT (default 127.0.0.1:8080)");
   cmd->add_option("--storage", args->storage, "storage URL (default memory)");
+  cmd->add_option("--storage-start", args->storage_start,
+                  "when the storage cannot be reached at start: background (default: start, decide by each "
+                  "policy's fail mode, connect with backoff) or fail-fast (exit)")
+      ->check(CLI::IsMember({"background", "fail-fast"}));
   cmd->add_option("--batching", args->batching,
                   "coalesce decisions into storage batches: auto (networked storages), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}));

@@ -117,6 +117,16 @@ void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r)
   }
 }
 
+void parse_admin(const std::string& source, const YAML::Node& admin, AdminSettings& a) {
+  check_keys(source, admin, {"token_file"}, "admin");
+  if (admin["token_file"]) {
+    std::filesystem::path file = scalar<std::string>(source, admin["token_file"], "admin.token_file");
+    if (file.empty()) fail(source, admin["token_file"], "admin.token_file is empty");
+    if (file.is_relative()) file = std::filesystem::path(source).parent_path() / file;
+    a.token_file = file.string();
+  }
+}
+
 void parse_policies(const std::string& source, const YAML::Node& policies, Config& c) {
   if (!policies.IsSequence()) fail(source, policies, "policies must be a list");
   for (const auto& p : policies) {
@@ -132,13 +142,19 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
   check_keys(source, root,
              {"listen", "threads", "storage", "batching", "log_level", "inline_limits", "max_inline_policies",
-              "auth_denied_status", "http", "rls", "policies"},
+              "auth_denied_status", "http", "rls", "admin", "policies"},
              "the configuration");
   if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
   if (const auto& n = root["threads"]) c.threads = static_cast<unsigned>(integer(source, n, "threads", 1, limits::kMaxThreads));
   if (const YAML::Node& st = root["storage"]) {
-    if (st.IsMap()) check_keys(source, st, {"url"}, "storage");
+    if (st.IsMap()) check_keys(source, st, {"url", "start"}, "storage");
     c.storage = scalar<std::string>(source, st.IsMap() ? st["url"] : st, "storage");
+    if (st.IsMap() && st["start"]) {
+      c.storage_start = scalar<std::string>(source, st["start"], "storage.start");
+      if (c.storage_start != "background" && c.storage_start != "fail-fast") {
+        fail(source, st["start"], "storage.start must be background or fail-fast");
+      }
+    }
   }
   if (const auto& n = root["batching"]) {
     c.batching = scalar<std::string>(source, n, "batching");
@@ -156,6 +172,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   }
   if (const YAML::Node& http = root["http"]) parse_http(source, http, c.http);
   if (const YAML::Node& rls = root["rls"]) parse_rls(source, rls, c.rls);
+  if (const YAML::Node& admin = root["admin"]) parse_admin(source, admin, c.admin);
   if (const YAML::Node& policies = root["policies"]) parse_policies(source, policies, c);
 }
 

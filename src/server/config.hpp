@@ -87,6 +87,16 @@ struct RlsSettings {
   std::size_t max_string_bytes = 1024;
 };
 
+/// Who may use the admin endpoints (docs/http-api.md, "Admin endpoints").
+struct AdminSettings {
+  /// A file whose first line is the bearer token (relative to the configuration file). The
+  /// environment variable FLOODGATE_ADMIN_TOKEN wins over it. Read at start and on every reload.
+  std::string token_file;
+  /// The token in force, filled by resolve_admin_token (server/admin_auth.hpp); empty: none, and
+  /// the admin endpoints are refused to everyone.
+  std::string token;
+};
+
 /// The whole configuration. `floodgate serve` with no file: 127.0.0.1:8080, memory store, no
 /// policies, inline limits allowed.
 struct Config {
@@ -95,6 +105,10 @@ struct Config {
   std::uint16_t listen_port = 8080;
   unsigned threads = 0;               ///< 0 = one per core; else 1 to limits::kMaxThreads
   std::string storage = "memory";
+  /// When the storage's server cannot be reached at start: "background" (start anyway, decide by
+  /// each policy's fail mode, connect with backoff; /readyz is 503 meanwhile if a policy fails
+  /// closed) or "fail-fast" (exit with an error).
+  std::string storage_start = "background";
   /// Coalesce concurrent decisions into one storage round trip: "auto" (for networked storages),
   /// "on" or "off".
   std::string batching = "auto";
@@ -104,6 +118,7 @@ struct Config {
   int auth_denied_status = 429;       ///< nginx auth_request passes only 401/403 through
   HttpLimits http;
   RlsSettings rls;
+  AdminSettings admin;
   std::vector<ServicePolicy> policies;
 
   [[nodiscard]] const ServicePolicy* find(std::string_view name) const;

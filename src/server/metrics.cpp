@@ -61,6 +61,11 @@ std::uint64_t Metrics::total(std::size_t slot, Result r) const {
   return n;
 }
 
+void Metrics::unauthorized(AdminAuth why) noexcept {
+  const std::size_t i = why == AdminAuth::kMissing ? 0 : why == AdminAuth::kWrong ? 1 : 2;
+  unauthorized_[i].fetch_add(1, std::memory_order_relaxed);
+}
+
 void Metrics::render(PromText& out) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto sum = [&](auto field) {
@@ -93,6 +98,13 @@ void Metrics::render(PromText& out) const {
   for (std::size_t c = 0; c < 6; ++c) {
     out.sample("floodgate_http_responses_total", {{"code", kClasses[c]}},
                sum([&](PerThread& t) -> auto& { return t.status_class[c]; }));
+  }
+  out.family("floodgate_http_unauthorized_total", "counter",
+             "Admin requests refused: no bearer token, a wrong one, or none configured.");
+  static constexpr const char* kReasons[] = {"missing", "wrong", "not_configured"};
+  for (std::size_t i = 0; i < unauthorized_.size(); ++i) {
+    out.sample("floodgate_http_unauthorized_total", {{"reason", kReasons[i]}},
+               unauthorized_[i].load(std::memory_order_relaxed));
   }
   out.single("floodgate_http_connections", "gauge", "Open client connections.",
              connections_.load(std::memory_order_relaxed));

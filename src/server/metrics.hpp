@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "floodgate/clock.hpp"
+#include "server/admin_auth.hpp"
 #include "server/per_thread.hpp"
 #include "server/prometheus.hpp"
 
@@ -35,6 +36,8 @@ class Metrics {
   void count(std::size_t slot, Result r) noexcept;
   void storage_latency(Micros us) noexcept;
   void http_status(int status) noexcept;
+  /// An admin request refused (`floodgate_http_unauthorized_total{reason}`); `why` is not kGranted.
+  void unauthorized(AdminAuth why) noexcept;
   void connections(std::int64_t delta) noexcept { connections_.fetch_add(delta, std::memory_order_relaxed); }
   [[nodiscard]] std::int64_t open_connections() const noexcept {
     return connections_.load(std::memory_order_relaxed);
@@ -61,6 +64,7 @@ class Metrics {
   std::vector<std::string> names_;                       // guarded by mu_
   std::vector<std::unique_ptr<PerThread>> threads_;      // guarded by mu_; never shrinks
   std::atomic<std::int64_t> connections_{0};
+  std::array<std::atomic<std::uint64_t>, 3> unauthorized_{};  // missing, wrong, not configured (rare)
 };
 
 /// Configuration reloads (SIGHUP, a changed file): how many were installed and how many were

@@ -41,10 +41,10 @@ const Service::Route Service::kRoutes[] = {
     {"/v1/hit", http::verb::post, &Service::route_hit},
     {"/v1/test", http::verb::post, &Service::route_test},
     {"/v1/stats", http::verb::get, &Service::route_stats},
-    {"/v1/keys", http::verb::delete_, &Service::route_clear},
+    {"/v1/keys", http::verb::delete_, &Service::route_clear, true},
     {"/metrics", http::verb::get, &Service::route_metrics},
-    {"/v1/simulate", http::verb::post, &Service::route_simulate},
-    {"/v1/live", http::verb::get, &Service::route_live},
+    {"/v1/simulate", http::verb::post, &Service::route_simulate, true},
+    {"/v1/live", http::verb::get, &Service::route_live, true},
     {"/healthz", http::verb::get, &Service::route_healthz},
     {"/readyz", http::verb::get, &Service::route_readyz},
 };
@@ -102,7 +102,15 @@ void Service::count(const Pending& p, const Decision& d, Micros now) {
 bool Service::storage_degraded_recently(Micros now) const {
   constexpr Micros kWindow = 5 * kMicrosPerSecond;  // /readyz and the live view
   const Micros last = last_degraded_.load(std::memory_order_relaxed);
-  return last != 0 && now - last < kWindow;
+  return last != 0 && now - last < kWindow && last >= recovered_at_.load(std::memory_order_relaxed);
+}
+
+void Service::set_storage_reachable(bool up) noexcept {
+  if (!up) {
+    storage_up_.store(false, std::memory_order_relaxed);
+  } else if (!storage_up_.exchange(true, std::memory_order_relaxed)) {
+    recovered_at_.store(limiter_.clock().now(), std::memory_order_relaxed);
+  }
 }
 
 void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr<Decision>> out) {
@@ -177,6 +185,7 @@ bool Service::dispatch(const Request& req, Response& res, Pending& pending, cons
       return fail(res, http::status::method_not_allowed,
                   fmt::format("{} takes {}", path, sv(http::to_string(r.verb))));
     }
+    if (r.admin && !admit(req, res, in)) return false;
     return (this->*r.handler)(req, res, pending, in);
   }
   if (const WebAsset* asset = find_asset(path)) {
@@ -189,6 +198,25 @@ bool Service::dispatch(const Request& req, Response& res, Pending& pending, cons
     return false;
   }
   return fail(res, http::status::not_found, fmt::format("no such endpoint: {}", path));
+}
+
+// An admin endpoint: 401 with a challenge for a missing or wrong token (403 when no token is
+// configured, as no credentials can help), counted by reason.
+bool Service::admit(const Request& req, Response& res, const Installed& in) {
+  const auto field = req.find(http::field::authorization);
+  const AdminAuth auth = check_admin(field == req.end() ? std::string_view() : sv(field->value()), in.config->admin.token);
+  if (auth == AdminAuth::kGranted) return true;
+  metrics_.unauthorized(auth);
+  if (auth == AdminAuth::kNotConfigured) {
+    return fail(res, http::status::forbidden,
+                fmt::format("the admin endpoints are disabled: no admin token is configured ({} or admin.token_file)",
+                            kAdminTokenEnv));
+  }
+  const bool wrong = auth == AdminAuth::kWrong;
+  res.set(http::field::www_authenticate,
+          wrong ? R"(Bearer realm="floodgate", error="invalid_token")" : R"(Bearer realm="floodgate")");
+  return fail(res, http::status::unauthorized,
+              wrong ? "wrong admin token" : "this endpoint needs the admin token: Authorization: Bearer <token>");
 }
 
 void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Response& res) {
@@ -320,7 +348,10 @@ bool Service::route_healthz(const Request&, Response& res, Pending&, const Insta
 bool Service::route_readyz(const Request&, Response& res, Pending&, const Installed& in) {
   bool closed = false;
   for (const ServicePolicy& p : in.config->policies) closed = closed || p.policy->fail_mode() == FailMode::kClosed;
-  if (closed && storage_degraded_recently(limiter_.clock().now())) {
+  if (closed && !storage_up_.load(std::memory_order_relaxed)) {
+    respond(res, http::status::service_unavailable,
+            "not ready: the storage does not answer and a policy fails closed\n", "text/plain");
+  } else if (closed && storage_degraded_recently(limiter_.clock().now())) {
     respond(res, http::status::service_unavailable,
             "not ready: the storage failed in the last 5 s and a policy fails closed\n", "text/plain");
   } else {

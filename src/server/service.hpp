@@ -23,6 +23,8 @@ namespace floodgate::server {
 ///   POST /v1/hit, POST /v1/test, GET /v1/stats, DELETE /v1/keys, GET /v1/auth,
 ///   GET /metrics, GET /healthz, GET /readyz; the dashboard: GET / (the page), POST /v1/simulate
 ///   (playground.cpp), GET /v1/live (live_view.cpp). GET routes also answer HEAD.
+/// DELETE /v1/keys, POST /v1/simulate and GET /v1/live are admin endpoints: they need
+/// `Authorization: Bearer <config.admin.token>`; without a configured token they are refused.
 /// Every decision goes through the Limiter's pipeline (floodgate/limiter.hpp); this class only
 /// resolves the policy and key of a request, applies the allow list and counts per policy.
 ///
@@ -77,6 +79,11 @@ class Service {
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
   [[nodiscard]] Limiter& limiter() noexcept { return limiter_; }
 
+  /// Whether the storage answered its last probe (StorageWatch). While it does not and some policy
+  /// fails closed, /readyz answers 503. True until told otherwise. When it answers again, the
+  /// failures before that no longer hold /readyz at 503 (only failures after it do, for 5 s).
+  void set_storage_reachable(bool up) noexcept;
+
  private:
   struct Installed {
     std::shared_ptr<const Config> config;
@@ -87,6 +94,7 @@ class Service {
     std::string_view path;
     http::verb verb;
     Handler handler;
+    bool admin = false;  ///< needs the admin bearer token (admin_auth.hpp)
   };
   static const Route kRoutes[];
 
@@ -101,6 +109,7 @@ class Service {
   bool route_healthz(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_readyz(const Request& req, Response& res, Pending& p, const Installed& in);
 
+  bool admit(const Request& req, Response& res, const Installed& in);
   bool dispatch(const Request& req, Response& res, Pending& pending, const Installed& in);
   static void strip_body(Response& res);
   bool prepare_body(const Request& req, Response& res, Pending& p, const Installed& in);
@@ -117,6 +126,8 @@ class Service {
   Published<Installed> installed_;
   InlinePolicies inline_policies_;
   std::atomic<Micros> last_degraded_{0};
+  std::atomic<bool> storage_up_{true};
+  std::atomic<Micros> recovered_at_{0};  // when the storage last answered after not answering
   std::function<void(PromText&)> extra_metrics_;
 };
 

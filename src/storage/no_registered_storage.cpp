@@ -3,7 +3,7 @@
 
 namespace floodgate {
 
-std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(const StorageUrl&) {
+std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(const StorageUrl&, StorageStart) {
   return std::nullopt;
 }
 

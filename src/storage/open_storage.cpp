@@ -44,13 +44,14 @@ absl::StatusOr<MemoryStorageOptions> memory_options(const StorageUrl& url) {
 absl::Status unknown_storage(std::string_view text) {
   return absl::InvalidArgumentError(fmt::format(
       "unknown storage \"{}\": expected memory, redis://host:port, redis+unix:///path, "
-      "redis-cluster://host:port[,host:port…] or memcached://host:port[,host:port…]",
+      "redis-cluster://host:port[,host:port…] (rediss:// and rediss-cluster:// with TLS) or "
+      "memcached://host:port[,host:port…]",
       text));
 }
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text) {
+absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text, StorageStart start) {
   auto url = parse_storage_url(text);
   if (!url.ok()) return url.status();
   if (url->scheme == "memory") {
@@ -59,7 +60,7 @@ absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text) {
     return std::make_shared<MemoryStorage>(*o);
   }
   if (auto opened = open_memcached_storage(*url)) return *std::move(opened);
-  if (auto opened = open_registered_storage(*url)) return *std::move(opened);
+  if (auto opened = open_registered_storage(*url, start)) return *std::move(opened);
   return unknown_storage(text);
 }
 

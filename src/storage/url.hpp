@@ -66,7 +66,7 @@ std::string redact_storage_url(std::string_view text);
 /// Other storage kinds plug in here (the Redis storage defines it): returns nullopt for a scheme it
 /// does not know.
 std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(
-    const StorageUrl& url);
+    const StorageUrl& url, StorageStart start);
 
 /// Checks one policy against what a storage keeps exactly (e.g. the Redis storage's longest
 /// period): OK, or InvalidArgument naming the policy and the limit.

@@ -13,12 +13,14 @@ namespace floodgate::server {
 namespace {
 
 constexpr Micros kSec = kMicrosPerSecond;
+constexpr const char* kAdminToken = "service-test-admin-token";
 
 using floodgate::testing::SwitchableStorage;
 
 std::shared_ptr<const Config> config(const std::string& policies) {
   auto c = parse_config("storage: memory\ninline_limits: true\npolicies:\n" + policies, "test.yaml");
   EXPECT_TRUE(c.ok()) << c.status();
+  c->admin.token = kAdminToken;
   return std::make_shared<const Config>(*c);
 }
 
@@ -33,6 +35,7 @@ class ServiceTest : public ::testing::Test {
 
   Response call(http::verb verb, std::string target, std::string body = "") {
     Request req{verb, target, 11};
+    req.set(http::field::authorization, std::string("Bearer ") + kAdminToken);  // admin endpoints need it
     req.body() = std::move(body);
     req.prepare_payload();
     Response res;
@@ -179,6 +182,25 @@ TEST_F(ServiceTest, DegradedTotalsAgreeBetweenTheLiveViewThePoliciesAndMetrics) 
                 metric(text, "floodgate_decisions_total{policy=\"login\",result=\"degraded\"}"),
             total);
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503);  // a fail-closed policy's store is down
+}
+
+// Issue 15: the service may start before its store. While the store does not answer its probe,
+// a fail-closed policy makes /readyz 503; once it answers, failures from before no longer count.
+TEST_F(ServiceTest, ReadinessFollowsTheStorageProbe) {
+  EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 200);
+  service.set_storage_reachable(false);
+  const Response down = call(http::verb::get, "/readyz");
+  EXPECT_EQ(down.result_int(), 503);
+  EXPECT_NE(down.body().find("does not answer"), std::string::npos) << down.body();
+  storage->failure = absl::UnavailableError("storage down");
+  EXPECT_EQ(hit("login", "k").result_int(), 429);  // fail closed, degraded
+  clock->advance(kSec);
+  storage->failure = absl::OkStatus();
+  service.set_storage_reachable(true);
+  EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 200) << "the failure was before the store answered";
+  storage->failure = absl::UnavailableError("storage down again");
+  EXPECT_EQ(hit("login", "k").result_int(), 429);
+  EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503) << "a failure since it answered still counts";
 }
 
 }  // namespace

@@ -3,7 +3,11 @@
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
+#include <openssl/ssl.h>
+
 #include <fmt/format.h>
+
+#include "storage/redis/tls.hpp"
 
 namespace floodgate::redis {
 
@@ -43,8 +47,36 @@ void Breaker::on_connect_failure(SteadyTime now) noexcept {
 void Breaker::on_connect_success() noexcept { backoff_ = std::chrono::milliseconds(0); }
 
 Lease::~Lease() {
-  if (node_ != nullptr) node_->release(ctx_, broken_);
+  if (node_ != nullptr) node_->release(conn_, broken_);
 }
+
+void Lease::append(int argc, const char** argv, const std::size_t* lens) {
+  detail::append_command(conn_.ctx, conn_.ssl, out_, argc, argv, lens);
+}
+
+int Lease::flush() { return detail::flush_commands(conn_.ctx, conn_.ssl, out_); }
+
+int Lease::reply(void** out) { return detail::get_reply(conn_.ctx, conn_.ssl, out); }
+
+redisReply* Lease::command(std::initializer_list<std::string_view> args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (std::string_view a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  append(static_cast<int>(argv.size()), argv.data(), lens.data());
+  void* raw = nullptr;
+  if (flush() != REDIS_OK || reply(&raw) != REDIS_OK) return nullptr;
+  return static_cast<redisReply*>(raw);
+}
+
+namespace {
+void close_conn(Conn c) {
+  if (c.ssl != nullptr) SSL_free(c.ssl);
+  redisFree(c.ctx);
+}
+}  // namespace
 
 Node::Node(Endpoint endpoint, const RedisOptions& options)
     : endpoint_(std::move(endpoint)),
@@ -54,7 +86,7 @@ Node::Node(Endpoint endpoint, const RedisOptions& options)
                                         reinterpret_cast<std::uintptr_t>(this)) {}
 
 Node::~Node() {
-  for (redisContext* c : idle_) redisFree(c);
+  for (Conn c : idle_) close_conn(c);
 }
 
 absl::StatusOr<Lease> Node::acquire() {
@@ -67,7 +99,7 @@ absl::StatusOr<Lease> Node::acquire() {
           fmt::format("redis {}: circuit breaker open after repeated failures", endpoint_.name()));
     }
     if (!idle_.empty()) {
-      redisContext* c = idle_.back();
+      const Conn c = idle_.back();
       idle_.pop_back();
       return Lease(this, c);
     }
@@ -113,18 +145,18 @@ void Node::record(bool ok) {
   }
 }
 
-void Node::release(redisContext* ctx, bool broken) {
+void Node::release(Conn conn, bool broken) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (broken || ctx->err != 0) {
-    redisFree(ctx);
+  if (broken || conn.ctx->err != 0) {
+    close_conn(conn);
     --open_;
   } else {
-    idle_.push_back(ctx);
+    idle_.push_back(conn);
   }
   cv_.notify_one();
 }
 
-absl::StatusOr<redisContext*> Node::connect() {
+absl::StatusOr<Conn> Node::connect() {
   const timeval ct = to_timeval(options_.connect_timeout);
   redisContext* c = endpoint_.unix_path.empty()
                         ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, ct)
@@ -135,23 +167,38 @@ absl::StatusOr<redisContext*> Node::connect() {
     return absl::UnavailableError(fmt::format("redis {}: {}", endpoint_.name(), what));
   };
   if (c->err != 0) return fail(fmt::format("cannot connect: {}", c->errstr));
+  Conn conn{c, nullptr};
+  if (options_.tls.enabled) {
+    if (!options_.tls_context) return fail(options_.tls_context_error);
+    // The handshake is bounded by the connect timeout, the commands by the command timeout.
+    if (redisSetTimeout(c, ct) != REDIS_OK) return fail("cannot set the timeout");
+    const std::string& name = options_.tls.server_name.empty() ? endpoint_.host : options_.tls.server_name;
+    auto ssl = detail::tls_handshake(c, options_.tls_context.get(), name);
+    if (!ssl.ok()) return fail(std::string(ssl.status().message()));
+    conn.ssl = *ssl;
+  }
   if (redisSetTimeout(c, to_timeval(options_.timeout)) != REDIS_OK) {
+    if (conn.ssl != nullptr) SSL_free(conn.ssl);
     return fail("cannot set the timeout");
   }
-  auto command = [&](std::vector<std::string> args) -> absl::Status {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* r = static_cast<redisReply*>(
-        redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
-    if (r == nullptr) return fail(fmt::format("{} failed: {}", args[0], c->errstr));
+  if (auto s = handshake_commands(conn); !s.ok()) {
+    if (conn.ssl != nullptr) SSL_free(conn.ssl);
+    return fail(std::string(s.message()));
+  }
+  return conn;
+}
+
+// AUTH and SELECT on a new connection, through a lease that is not returned to the pool.
+absl::Status Node::handshake_commands(Conn conn) {
+  Lease lease(nullptr, conn);
+  auto command = [&](std::initializer_list<std::string_view> args) -> absl::Status {
+    auto* r = lease.command(args);
+    const std::string_view name = *args.begin();
+    if (r == nullptr) return absl::UnavailableError(fmt::format("{} failed: {}", name, conn.ctx->errstr));
     const bool error = r->type == REDIS_REPLY_ERROR;
     std::string text = error ? std::string(r->str, r->len) : std::string();
     freeReplyObject(r);
-    if (error) return fail(fmt::format("{} failed: {}", args[0], text));
+    if (error) return absl::UnavailableError(fmt::format("{} failed: {}", name, text));
     return absl::OkStatus();
   };
   if (!options_.password.empty()) {
@@ -160,9 +207,10 @@ absl::StatusOr<redisContext*> Node::connect() {
     if (!s.ok()) return s;
   }
   if (options_.db != 0) {
-    if (auto s = command({"SELECT", std::to_string(options_.db)}); !s.ok()) return s;
+    const std::string db = std::to_string(options_.db);
+    if (auto s = command({"SELECT", db}); !s.ok()) return s;
   }
-  return c;
+  return absl::OkStatus();
 }
 
 }  // namespace floodgate::redis

@@ -6,8 +6,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <initializer_list>
 #include <mutex>
 #include <random>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,6 +18,8 @@
 #include "storage/redis/protocol.hpp"
 
 struct redisContext;
+struct redisReply;
+typedef struct ssl_st SSL;
 
 namespace floodgate::redis {
 
@@ -55,26 +60,42 @@ class Breaker {
   std::minstd_rand rng_;
 };
 
+/// One connection: a hiredis context, and its TLS session (null for a plain connection).
+struct Conn {
+  redisContext* ctx = nullptr;
+  SSL* ssl = nullptr;
+};
+
 /// A connection borrowed from a Node; returns itself on destruction (healthy unless `broken()`).
+/// Its I/O goes through `append`/`flush`/`reply` (tls.hpp), the same for plain and TLS.
 class Node;
 class Lease {
  public:
   Lease() = default;
-  Lease(Node* node, redisContext* ctx) : node_(node), ctx_(ctx) {}
-  Lease(Lease&& o) noexcept : node_(o.node_), ctx_(o.ctx_), broken_(o.broken_) {
+  Lease(Node* node, Conn conn) : node_(node), conn_(conn) {}
+  Lease(Lease&& o) noexcept : node_(o.node_), conn_(o.conn_), broken_(o.broken_), out_(std::move(o.out_)) {
     o.node_ = nullptr;
-    o.ctx_ = nullptr;
+    o.conn_ = {};
   }
   Lease& operator=(Lease&&) = delete;
   ~Lease();
-  [[nodiscard]] redisContext* get() const noexcept { return ctx_; }
+  [[nodiscard]] redisContext* get() const noexcept { return conn_.ctx; }
   /// The connection failed (I/O error, timeout): it is closed instead of going back.
   void set_broken() noexcept { broken_ = true; }
+  /// Queues a command (written by `flush`).
+  void append(int argc, const char** argv, const std::size_t* lens);
+  /// REDIS_OK or REDIS_ERR (get()->errstr says why; errno kept).
+  int flush();
+  /// The next reply: REDIS_OK or REDIS_ERR, as redisGetReply.
+  int reply(void** out);
+  /// One command and its reply; null on an I/O error (get()->errstr says why).
+  redisReply* command(std::initializer_list<std::string_view> args);
 
  private:
   Node* node_ = nullptr;
-  redisContext* ctx_ = nullptr;
+  Conn conn_;
   bool broken_ = false;
+  std::string out_;  // commands formatted for a TLS connection, not yet written
 };
 
 /// Thread-safe.
@@ -102,14 +123,15 @@ class Node {
 
  private:
   friend class Lease;
-  void release(redisContext* ctx, bool broken);
-  absl::StatusOr<redisContext*> connect();
+  void release(Conn conn, bool broken);
+  absl::StatusOr<Conn> connect();
+  absl::Status handshake_commands(Conn conn);
 
   const Endpoint endpoint_;
   const RedisOptions& options_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<redisContext*> idle_;  // guarded by mu_
+  std::vector<Conn> idle_;           // guarded by mu_
   std::size_t open_ = 0;             // connections in existence (idle or lent); guarded by mu_
   Breaker breaker_;                  // guarded by mu_
 };

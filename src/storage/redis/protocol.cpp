@@ -57,7 +57,7 @@ namespace {
 
 // The servers of a URL, by scheme: false for a scheme that is not Redis's.
 absl::StatusOr<bool> parse_servers(const StorageUrl& url, RedisOptions& o) {
-  if (url.scheme == "redis") {
+  if (url.scheme == "redis" || url.scheme == "rediss") {
     if (url.hosts.find(',') != std::string::npos) return bad(url, "one host expected (use redis-cluster:// for several)");
     auto e = parse_host_port(url, url.hosts, 6379);
     if (!e.ok()) return e.status();
@@ -74,7 +74,7 @@ absl::StatusOr<bool> parse_servers(const StorageUrl& url, RedisOptions& o) {
     Endpoint e;
     e.unix_path = url.path;
     o.seeds.push_back(e);
-  } else if (url.scheme == "redis-cluster") {
+  } else if (url.scheme == "redis-cluster" || url.scheme == "rediss-cluster") {
     o.cluster = true;
     for (std::string_view rest = url.hosts;;) {
       const std::size_t comma = rest.find(',');
@@ -104,6 +104,28 @@ constexpr NumericOption<RedisOptions> kNumericOptions[] = {
     {"backoff_max_ms", 1, 3600000, [](RedisOptions& o, long long n) { o.backoff_max = milliseconds(n); }},
 };
 
+absl::Status parse_tls_option(const StorageUrl& url, const std::string& name, const std::string& value,
+                              TlsOptions& t) {
+  if (!t.enabled) return bad(url, fmt::format("option {} needs TLS: use rediss:// or rediss-cluster://", name));
+  if (name == "tls_insecure") {
+    if (value != "true" && value != "false") return bad(url, "option tls_insecure must be true or false");
+    t.insecure = value == "true";
+    return absl::OkStatus();
+  }
+  std::string* field = name == "tls_ca_file"       ? &t.ca_file
+                       : name == "tls_cert_file"   ? &t.cert_file
+                       : name == "tls_key_file"    ? &t.key_file
+                       : name == "tls_server_name" ? &t.server_name
+                                                   : nullptr;
+  if (field == nullptr) {
+    return bad(url, fmt::format("unknown option \"{}\" (TLS takes tls_ca_file, tls_cert_file, tls_key_file, "
+                                "tls_server_name, tls_insecure)", name));
+  }
+  if (value.empty()) return bad(url, fmt::format("option {} is empty", name));
+  *field = value;
+  return absl::OkStatus();
+}
+
 absl::Status parse_option(const StorageUrl& url, const std::string& name, const std::string& value,
                           RedisOptions& o) {
   if (auto numeric = parse_numeric_option(url, kNumericOptions, name, value, o)) return *numeric;
@@ -112,13 +134,16 @@ absl::Status parse_option(const StorageUrl& url, const std::string& name, const 
       return bad(url, "option prefix may not contain '{' or '}' (they would change the hash tag)");
     }
     o.prefix = value;
+  } else if (name.rfind("tls_", 0) == 0) {
+    return parse_tls_option(url, name, value, o.tls);
   } else if (name == "clock") {
     if (value != "client" && value != "redis") return bad(url, fmt::format("option clock={} must be redis or client", value));
     o.client_clock = value == "client";
   } else {
     return bad(url, fmt::format("unknown option \"{}\" (redis takes connect_timeout_ms, timeout_ms, pool, prefix, "
                                 "clock, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, "
-                                "backoff_min_ms, backoff_max_ms)",
+                                "backoff_min_ms, backoff_max_ms; rediss:// also tls_ca_file, tls_cert_file, "
+                                "tls_key_file, tls_server_name, tls_insecure)",
                                 name));
   }
   return absl::OkStatus();
@@ -131,6 +156,7 @@ std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& ur
   auto known = parse_servers(url, o);
   if (!known.ok()) return known.status();
   if (!*known) return std::nullopt;
+  o.tls.enabled = url.scheme == "rediss" || url.scheme == "rediss-cluster";
   o.user = url.user;
   o.password = url.password;
   if (!o.user.empty() && o.password.empty()) {

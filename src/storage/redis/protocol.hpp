@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include "storage/url.hpp"
 
 struct redisReply;
+struct ssl_ctx_st;
 
 namespace floodgate::redis {
 
@@ -30,9 +32,24 @@ struct Endpoint {
   friend bool operator==(const Endpoint&, const Endpoint&) = default;
 };
 
+/// TLS to the servers: rediss:// and rediss-cluster:// (docs/redis.md, "TLS").
+struct TlsOptions {
+  bool enabled = false;
+  std::string ca_file;      ///< `tls_ca_file`: PEM CA bundle; empty: the system store
+  std::string cert_file;    ///< `tls_cert_file`: client certificate (PEM), for servers that ask
+  std::string key_file;     ///< `tls_key_file`: its key (PEM); empty: in the certificate file
+  std::string server_name;  ///< `tls_server_name`: SNI and the name checked; empty: the host
+  bool insecure = false;    ///< `tls_insecure=true`: no verification of the server (tests only)
+};
+
 /// Options of a Redis storage, from its URL (`?name=value&…`). Every default is safe and non-zero.
 struct RedisOptions {
   bool cluster = false;          ///< redis-cluster://: slot map, MOVED/ASK
+  TlsOptions tls;                ///< rediss://, rediss-cluster://
+  /// The TLS context built from `tls` (the RedisStorage constructor fills it); null without TLS,
+  /// or when it could not be built: then `tls_context_error` says why (a CA file unreadable, …).
+  std::shared_ptr<ssl_ctx_st> tls_context;
+  std::string tls_context_error;
   std::vector<Endpoint> seeds;   ///< the one server, or the cluster nodes to start from
   std::string user;              ///< AUTH user (Redis 6 ACL), may be empty
   std::string password;          ///< AUTH password; empty = no AUTH

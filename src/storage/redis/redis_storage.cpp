@@ -10,6 +10,7 @@
 
 #include "storage/redis/call.hpp"
 #include "storage/redis/scripts_gen.hpp"
+#include "storage/redis/tls.hpp"
 
 namespace floodgate::redis {
 
@@ -28,33 +29,55 @@ std::int64_t steady_micros() {
 
 }  // namespace
 
-RedisStorage::RedisStorage(RedisOptions options) : options_(std::move(options)) {
+namespace {
+// rediss://: the TLS context, built once for every connection of the storage.
+RedisOptions with_tls_context(RedisOptions o) {
+  if (o.tls.enabled && !o.tls_context) {
+    auto tls = detail::make_tls_context(o.tls);
+    if (tls.ok()) {
+      o.tls_context = *std::move(tls);
+    } else {
+      o.tls_context_error = std::string(tls.status().message());
+    }
+  }
+  return o;
+}
+}  // namespace
+
+RedisStorage::RedisStorage(RedisOptions options) : options_(with_tls_context(std::move(options))) {
   for (const Endpoint& e : options_.seeds) node_named(e);
   if (options_.cluster) slots_.assign(kSlots, 0);
 }
 
 RedisStorage::~RedisStorage() = default;
 
-absl::StatusOr<std::shared_ptr<RedisStorage>> RedisStorage::open(RedisOptions options) {
+absl::StatusOr<std::shared_ptr<RedisStorage>> RedisStorage::open(RedisOptions options, StorageStart start) {
   auto storage = std::make_shared<RedisStorage>(std::move(options));
-  if (storage->options_.cluster) {
-    if (auto s = storage->refresh_topology(); !s.ok()) return s;
-    return storage;
+  if (!storage->options_.tls_context_error.empty()) {
+    return absl::InvalidArgumentError(storage->options_.tls_context_error);
   }
-  Node& node = *storage->nodes_.front();
-  auto lease = node.acquire();
-  if (!lease.ok()) return lease.status();
-  ReplyPtr r(static_cast<redisReply*>(redisCommand(lease->get(), "PING")));
-  if (r == nullptr) {
-    lease->set_broken();
-    return absl::UnavailableError(
-        fmt::format("redis {}: {}", node.endpoint().name(), lease->get()->errstr));
-  }
-  if (r->type == REDIS_REPLY_ERROR) {
-    return absl::UnavailableError(
-        fmt::format("redis {}: {}", node.endpoint().name(), std::string(r->str, r->len)));
+  if (start == StorageStart::kFailFast) {
+    if (auto s = storage->probe(); !s.ok()) return s;
   }
   return storage;
+}
+
+absl::Status RedisStorage::probe() {
+  if (options_.cluster) return refresh_topology();
+  Node& node = node_for_slot(0);
+  auto lease = node.acquire();
+  if (!lease.ok()) return lease.status();
+  ReplyPtr r(lease->command({"PING"}));
+  if (r == nullptr) {
+    lease->set_broken();
+    node.record(false);
+    return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), lease->get()->errstr));
+  }
+  if (r->type == REDIS_REPLY_ERROR) {
+    return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), std::string(r->str, r->len)));
+  }
+  node.record(true);
+  return absl::OkStatus();
 }
 
 std::vector<Storage::ServerState> RedisStorage::servers() const {
@@ -112,7 +135,7 @@ absl::Status RedisStorage::refresh_topology_locked_out(bool force) {
       last = lease.status();
       continue;
     }
-    ReplyPtr r(static_cast<redisReply*>(redisCommand(lease->get(), "CLUSTER SLOTS")));
+    ReplyPtr r(lease->command({"CLUSTER", "SLOTS"}));
     if (r == nullptr) {
       last = io_error(*node, lease->get(), errno);
       lease->set_broken();
@@ -263,11 +286,11 @@ absl::Status RedisStorage::clear(const Policy& policy, std::string_view key) {
 namespace floodgate {
 
 std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_registered_storage(
-    const StorageUrl& url) {
+    const StorageUrl& url, StorageStart start) {
   auto options = redis::parse_redis_url(url);
   if (!options) return std::nullopt;
   if (!options->ok()) return absl::StatusOr<std::shared_ptr<Storage>>(options->status());
-  auto storage = redis::RedisStorage::open(**std::move(options));
+  auto storage = redis::RedisStorage::open(**std::move(options), start);
   if (!storage.ok()) return absl::StatusOr<std::shared_ptr<Storage>>(storage.status());
   return absl::StatusOr<std::shared_ptr<Storage>>(std::shared_ptr<Storage>(*std::move(storage)));
 }

@@ -38,9 +38,13 @@ class RedisStorage final : public Storage {
   explicit RedisStorage(RedisOptions options);
   ~RedisStorage() override;
 
-  /// Builds the storage and checks that the server answers (a cluster: reads its slot map).
+  /// Builds the storage and, with kFailFast, checks that the server answers (`probe`).
   /// Errors: Unavailable.
-  static absl::StatusOr<std::shared_ptr<RedisStorage>> open(RedisOptions options);
+  static absl::StatusOr<std::shared_ptr<RedisStorage>> open(RedisOptions options,
+                                                            StorageStart start = StorageStart::kFailFast);
+
+  /// PING on the server (a cluster: CLUSTER SLOTS, the slot map read again).
+  absl::Status probe() override;
 
   absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key, std::int64_t cost,
                                  Effect effect, Micros now) override;

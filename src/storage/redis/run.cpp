@@ -42,8 +42,10 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
   redisContext* ctx = lease->get();
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
+  const char* asking = "ASKING";
+  const std::size_t asking_len = 6;
   for (Call* c : calls) {
-    if (c->ask_target != nullptr) redisAppendCommand(ctx, "ASKING");
+    if (c->ask_target != nullptr) lease->append(1, &asking, &asking_len);
     argv.clear();
     lens.clear();
     for (std::size_t i = 0; i < c->argv.size(); ++i) {
@@ -53,12 +55,9 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
       argv.push_back(a.data());
       lens.push_back(a.size());
     }
-    redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data());
+    lease->append(static_cast<int>(argv.size()), argv.data(), lens.data());
   }
-  int done = 0;
-  int rc = REDIS_OK;
-  while (rc == REDIS_OK && done == 0) rc = redisBufferWrite(ctx, &done);
-  if (rc != REDIS_OK) {
+  if (lease->flush() != REDIS_OK) {
     lease->set_broken();
     node.record(false);
     finish_all(calls, io_error(node, ctx, errno));
@@ -71,6 +70,7 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
 // slot map should be read again (MOVED, or a broken connection).
 bool RedisStorage::receive(Flight& flight) {
   redisContext* ctx = flight.lease.get();
+  Lease& lease = flight.lease;
   absl::Status broken;
   bool refresh = false;
   for (Call* c : flight.calls) {
@@ -81,9 +81,9 @@ bool RedisStorage::receive(Flight& flight) {
     const bool asked = c->ask_target != nullptr;
     c->ask_target = nullptr;
     void* raw = nullptr;
-    if (asked && redisGetReply(ctx, &raw) == REDIS_OK) freeReplyObject(raw);  // +OK to ASKING
+    if (asked && lease.reply(&raw) == REDIS_OK) freeReplyObject(raw);  // +OK to ASKING
     raw = nullptr;
-    if (redisGetReply(ctx, &raw) != REDIS_OK || raw == nullptr) {
+    if (lease.reply(&raw) != REDIS_OK || raw == nullptr) {
       broken = io_error(*flight.node, ctx, errno);
       flight.lease.set_broken();
       finish_all({c}, broken);

@@ -54,8 +54,11 @@ policies:
     fail: closed
 `);
 const portFile = path.join(dir, 'port');
+// The admin token the page is given through its address (/#token=…), as scripts/run.sh prints it.
+const adminToken = 'browser-test-admin-token-0123';
 const server = spawn(binary, ['serve', '--config', path.join(dir, 'floodgate.yaml'), '--listen', '127.0.0.1:0',
-  '--port-file', portFile, '--threads', '2', '--log-level', 'warn'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  '--port-file', portFile, '--threads', '2', '--log-level', 'warn'],
+  { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, FLOODGATE_ADMIN_TOKEN: adminToken } });
 let browser;
 async function cleanup() {
   if (browser) await browser.close().catch(() => {});
@@ -79,8 +82,9 @@ try {
 
   // ---- page load ------------------------------------------------------------------------------
   const t0 = Date.now();
-  await page.goto(`${base}/`, { waitUntil: 'load' });
+  await page.goto(`${base}/#token=${adminToken}`, { waitUntil: 'load' });
   const loadMs = Date.now() - t0;
+  check(!page.url().includes('token='), 'the page takes the token out of the address bar');
   // Ready: the service has described every lane's policy (the page's first /v1/simulate answered).
   await until('the lanes described', () => page.$eval('[data-lane="gcra"] .lane-policy', (e) => e.textContent));
   const readyMs = await until('the ready time', () => page.evaluate(() => window.floodgate.stats().readyMs));
@@ -306,7 +310,11 @@ try {
   // ---- a narrow screen -----------------------------------------------------------------------------
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 1 });
   const small = await phone.newPage();
-  await small.goto(`${base}/`, { waitUntil: 'load' });
+  await small.goto(`${base}/`, { waitUntil: 'load' });  // no token yet: the page asks for it
+  await until('the admin token form', () => small.$eval('#admin', (e) => !e.hidden));
+  check(!small.url().includes('token'), 'the address carries no token');
+  await small.fill('#admin-token', adminToken);
+  await small.click('#admin button');
   await until('the lanes described (narrow)', () => small.$eval('[data-lane="gcra"] .lane-policy', (e) => e.textContent));
   await small.click('#hit');
   await small.waitForTimeout(300);

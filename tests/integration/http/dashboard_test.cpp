@@ -3,6 +3,8 @@
 #include <poll.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -127,7 +129,8 @@ TEST(Dashboard, BodyLimitsWhenTheRequestLineArrivesInPieces) {
     boost::asio::ip::tcp::socket socket(ioc);
     socket.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
     const std::string request = "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                                std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+                                std::to_string(body.size()) + "\r\nAuthorization: Bearer " + kTestAdminToken +
+                                "\r\nConnection: close\r\n\r\n" + body;
     boost::asio::write(socket, boost::asio::buffer(request.data(), split));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     boost::system::error_code ec;
@@ -185,6 +188,7 @@ struct Pending {
     http::request<http::string_body> req{method, target, 11};
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::content_type, "application/json");
+    req.set(http::field::authorization, std::string("Bearer ") + kTestAdminToken);
     req.body() = body;
     req.prepare_payload();
     http::write(socket, req);
@@ -258,6 +262,49 @@ TEST(Dashboard, SimulationsBeyondTheBoundAreRefusedWithRetryAfter) {
                 .result_int(),
             200)
       << "once they are done, simulations are accepted again";
+}
+
+// The admin token through the real binary: from admin.token_file, checked on every admin request,
+// rotated by rewriting the file and SIGHUP; a reload whose token is invalid is refused and the
+// token in force stays.
+TEST(Dashboard, AdminEndpointsTakeTheTokenFromItsFileAndRotateOnReload) {
+  const auto dir = std::filesystem::temp_directory_path() / ("floodgate-admin-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "token").string();
+  std::ofstream(file) << "first-token-0123456789\n";
+  ServerProcess server("admin: {token_file: " + file + "}\n" + kConfig, {}, false);
+  auto live = [&](const std::string& token) {
+    return server.request(http::verb::get, "/v1/live", "", {{"Authorization", "Bearer " + token}}).result_int();
+  };
+  EXPECT_EQ(live("first-token-0123456789"), 200);
+  EXPECT_EQ(live("second-token-0123456789"), 401);
+  const Response none = server.request(http::verb::delete_, "/v1/keys?policy=login&key=k", "", {{"Authorization", ""}});
+  EXPECT_EQ(none.result_int(), 401);
+  EXPECT_EQ(none[http::field::www_authenticate], R"(Bearer realm="floodgate")");
+  EXPECT_EQ(server.request(http::verb::post, "/v1/hit", R"({"policy": "login", "key": "k"})", {{"Authorization", ""}})
+                .result_int(),
+            200);  // decisions stay open
+  auto reloaded = [&](const std::string& result) {  // waits for the reload's counter
+    const std::string line = "floodgate_config_reloads_total{result=\"" + result + "\"} 1\n";
+    for (int i = 0; i < 300; ++i) {
+      if (server.request(http::verb::get, "/metrics").body().find(line) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  std::ofstream(file) << "second-token-0123456789\n";
+  kill(server.pid(), SIGHUP);
+  ASSERT_TRUE(reloaded("ok"));
+  EXPECT_EQ(live("second-token-0123456789"), 200);
+  EXPECT_EQ(live("first-token-0123456789"), 401);
+  std::ofstream(file) << "short\n";
+  kill(server.pid(), SIGHUP);
+  ASSERT_TRUE(reloaded("failed"));
+  EXPECT_EQ(live("second-token-0123456789"), 200) << "an invalid token file is refused, the old token stays";
+  const std::string metrics = server.request(http::verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("floodgate_http_unauthorized_total{reason=\"wrong\"} 2\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("floodgate_config_reloads_total{result=\"failed\"} 1\n"), std::string::npos) << metrics;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 
 #include <boost/json.hpp>
@@ -82,6 +83,70 @@ TEST(Degraded, RedisKilledUnderLoadCountsEveryDegradedDecisionOnceEverywhere) {
                 series(text, R"(floodgate_decisions_total{policy="login",result="degraded"})"),
             total);
   std::filesystem::remove_all(dir);
+}
+
+// Issue 15: `serve` used to exit when Redis was not reachable yet. Now it starts, decides by each
+// policy's fail mode (counted as degraded), reports not ready while a fail-closed policy's store
+// is down, and takes real decisions once Redis answers (connected in the background).
+TEST(Degraded, StartsBeforeRedisAndSwitchesToRealDecisionsOnceItAnswers) {
+  const auto dir = std::filesystem::temp_directory_path() / ("floodgate-before-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const int port = free_port();
+  ServerProcess server("storage: redis://127.0.0.1:" + std::to_string(port) +
+                       "?timeout_ms=500&connect_timeout_ms=200\n"
+                       "policies:\n"
+                       "  - {name: api, strategy: fixed-window, limit: 2/hour}\n"
+                       "  - {name: login, strategy: gcra, limit: 1000/hour, fail: closed}\n");
+  ASSERT_NE(server.port(), 0);
+  auto hit = [&](const std::string& policy, const std::string& key) {
+    return server.request(http::verb::post, "/v1/hit", R"({"policy": ")" + policy + R"(", "key": ")" + key + R"("})")
+        .result_int();
+  };
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(hit("api", "k"), 200) << "fail open: allowed, even beyond 2/hour";
+  EXPECT_EQ(hit("login", "k"), 429) << "fail closed";
+  EXPECT_EQ(server.request(http::verb::get, "/readyz").result_int(), 503);
+  EXPECT_EQ(series(server.request(http::verb::get, "/metrics").body(), "floodgate_storage_degraded_total"), 4u);
+
+  const std::string pidfile = (dir / "redis.pid").string();
+  ASSERT_EQ(std::system(("redis-server --port " + std::to_string(port) + " --bind 127.0.0.1 --save '' " +
+                         "--appendonly no --daemonize yes --dir " + dir.string() + " --pidfile " + pidfile +
+                         " --logfile " + (dir / "redis.log").string()).c_str()),
+            0);
+  const auto start = std::chrono::steady_clock::now();
+  while (server.request(http::verb::get, "/readyz").result_int() != 200 &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto ready_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  RecordProperty("ready_after_redis_ms", std::to_string(ready_ms.count()));
+  // The watch probes at most 1 s apart while Redis is down; the decisions' 5 s "failed
+  // recently" window no longer holds readiness once Redis has answered.
+  EXPECT_LT(ready_ms, std::chrono::milliseconds(2500)) << server.log_text();
+  EXPECT_EQ(hit("login", "k"), 200) << "a real decision";
+  EXPECT_EQ(hit("api", "k"), 200);
+  EXPECT_EQ(hit("api", "k"), 200);
+  EXPECT_EQ(hit("api", "k"), 429) << "the limit holds again: 2/hour";
+  EXPECT_EQ(series(server.request(http::verb::get, "/metrics").body(), "floodgate_storage_degraded_total"), 4u);
+  EXPECT_NE(server.log_text().find("storage reachable"), std::string::npos) << server.log_text();
+  std::ifstream in(pidfile);
+  int pid = 0;
+  in >> pid;
+  if (pid > 0) kill(pid, SIGKILL);
+  std::filesystem::remove_all(dir);
+}
+
+// The option that keeps the old behaviour: exit at once, naming the problem.
+TEST(Degraded, StorageStartFailFastExitsWhenRedisIsDown) {
+  const std::string command = std::string(FLOODGATE_BINARY) + " serve --listen 127.0.0.1:0 --storage-start fail-fast " +
+                              "--storage 'redis://127.0.0.1:" + std::to_string(free_port()) + "' 2>&1";
+  FILE* out = popen(command.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  std::string text;
+  char buf[512];
+  while (fgets(buf, sizeof buf, out) != nullptr) text += buf;
+  const int status = pclose(out);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << text;
+  EXPECT_NE(text.find("cannot connect"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -23,11 +23,16 @@ namespace floodgate::testing {
 namespace http = boost::beast::http;
 using Response = http::response<http::string_body>;
 
+/// The admin token every ServerProcess is started with (FLOODGATE_ADMIN_TOKEN); `request` sends
+/// it unless the test gives an Authorization field of its own.
+inline constexpr const char* kTestAdminToken = "e2e-test-admin-token-0123";
+
 /// One `floodgate serve` process with a configuration file of the test's own.
 class ServerProcess {
  public:
   /// Writes `yaml` to a fresh directory, starts the binary with it, waits for its port.
-  explicit ServerProcess(const std::string& yaml, std::vector<std::string> extra = {}) {
+  /// `admin_env`: start it with FLOODGATE_ADMIN_TOKEN=kTestAdminToken.
+  explicit ServerProcess(const std::string& yaml, std::vector<std::string> extra = {}, bool admin_env = true) {
     dir_ = std::filesystem::temp_directory_path() /
            ("floodgate-e2e-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
     std::filesystem::create_directories(dir_);
@@ -48,6 +53,11 @@ class ServerProcess {
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
+      if (admin_env) {
+        setenv("FLOODGATE_ADMIN_TOKEN", kTestAdminToken, 1);
+      } else {
+        unsetenv("FLOODGATE_ADMIN_TOKEN");
+      }
       execv(argv[0], argv.data());
       _exit(127);
     }
@@ -77,6 +87,7 @@ class ServerProcess {
     std::filesystem::rename(config_ + ".tmp", config_);
   }
   [[nodiscard]] unsigned short port() const { return port_; }
+  [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
   [[nodiscard]] pid_t pid() const { return pid_; }
   [[nodiscard]] std::string log_text() const {
     std::ifstream in(dir_ / "serve.log");
@@ -102,7 +113,8 @@ class ServerProcess {
     stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port_));
     http::request<http::string_body> req{method, target, 11};
     req.set(http::field::host, "127.0.0.1");
-    for (auto& [n, v] : headers) req.set(n, v);
+    req.set(http::field::authorization, std::string("Bearer ") + kTestAdminToken);
+    for (auto& [n, v] : headers) req.set(n, v);  // may replace the token (or clear it: "")
     if (!body.empty()) {
       req.set(http::field::content_type, "application/json");
       req.body() = body;

@@ -4,6 +4,11 @@
 #   redis_fixture.sh start-cluster DIR    3 masters, a cluster;  writes DIR/ports (p1,p2,p3)
 #   redis_fixture.sh stop DIR             stops every server started under DIR and removes DIR
 #   redis_fixture.sh start-server DIR     one server on a free port, for a test that kills it
+#   redis_fixture.sh start-tls DIR        certificates made now with openssl under DIR/tls (a CA,
+#                                         the server's for 127.0.0.1/localhost, a client's, and a CA
+#                                         nobody trusts), and two TLS servers: DIR/port (plain, for
+#                                         set-up) + DIR/tls_port (client certificate optional, ACL
+#                                         user floodgate/s3cret), DIR/mtls_port (certificate required)
 # Ports: the first free ones from a base derived from DIR, so that two build trees (and two
 # engineers) do not collide; a port another process takes between the check and the bind is
 # skipped (we check that the server answering is ours by its working directory).
@@ -142,6 +147,55 @@ start_cluster() {
   return 1
 }
 
+# make_certs: EC P-256 keys (fast to make), valid for two days; nothing is kept in the tree.
+make_certs() {
+  local t=$dir/tls
+  mkdir -p "$t"
+  (
+    cd "$t"
+    local key=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+    openssl req -x509 "${key[@]}" -keyout ca.key -out ca.crt -days 2 -subj "/CN=floodgate test CA"
+    openssl req -x509 "${key[@]}" -keyout other-ca.key -out other-ca.crt -days 2 -subj "/CN=untrusted CA"
+    openssl req "${key[@]}" -keyout server.key -out server.csr -subj "/CN=localhost"
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \
+      -extfile server.ext
+    openssl req "${key[@]}" -keyout client.key -out client.csr -subj "/CN=floodgate client"
+    openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2
+  ) >"$dir/certs.log" 2>&1 || { cat "$dir/certs.log" >&2; return 1; }
+}
+
+# start_tls_node NAME AUTH_CLIENTS: a plain port (set-up, the liveness check) and a TLS port.
+start_tls_node() {
+  local name=$1 auth=$2 t p q tries
+  t=$(cd "$dir/tls" && pwd -P)
+  p=$(( $(base_port) + 50 ))
+  for tries in $(seq 1 20); do
+    p=$(next_port "$p")
+    q=$(next_port $((p + 1)))
+    if start_one "$dir/$name" "$p" --tls-port "$q" --tls-cert-file "$t/server.crt" \
+         --tls-key-file "$t/server.key" --tls-ca-cert-file "$t/ca.crt" --tls-auth-clients "$auth" \
+         --user floodgate on '>s3cret' '~*' '&*' '+@all'; then
+      echo "$p $q"
+      return 0
+    fi
+    p=$((q + 1))
+  done
+  return 1
+}
+
+start_tls() {
+  mkdir -p "$dir"
+  make_certs
+  local a b
+  a=$(start_tls_node node-tls optional) || { echo "could not start redis-server with TLS" >&2; return 1; }
+  b=$(start_tls_node node-mtls yes) || { echo "could not start redis-server with TLS" >&2; return 1; }
+  echo "${a% *}" >"$dir/port"
+  echo "${a#* }" >"$dir/tls_port"
+  echo "${b#* }" >"$dir/mtls_port"
+  echo "redis with TLS on 127.0.0.1:${a#* } (plain ${a% *}), requiring client certificates on ${b#* }"
+}
+
 stop_all() {
   [ -d "$dir" ] || return 0
   local node
@@ -155,6 +209,7 @@ case "$cmd" in
   start-single) stop_all; start_single ;;
   start-cluster) stop_all; start_cluster ;;
   start-server) start_server "$@" ;;
+  start-tls) stop_all; start_tls ;;
   stop) stop_all ;;
   *) echo "unknown command $cmd" >&2; exit 2 ;;
 esac

@@ -50,9 +50,21 @@ inline std::string unique_prefix(const std::string& what) {
          std::to_string(counter++) + ":" + what + ":";
 }
 
+#ifdef FLOODGATE_REDIS_TLS
+// The same suite over TLS (the fixture's start-tls): rediss:// with the CA the fixture made, as
+// the ACL user it created (Redis 7's AUTH user password); single_port() stays the plain port of
+// the same server, for set-up with Raw.
+inline std::string tls_dir() { return std::string(FLOODGATE_REDIS_SINGLE_DIR) + "/tls"; }
+inline int tls_port() { return std::stoi(read_file(std::string(FLOODGATE_REDIS_SINGLE_DIR) + "/tls_port")); }
+inline std::string single_url(const std::string& query) {
+  return "rediss://floodgate:s3cret@127.0.0.1:" + std::to_string(tls_port()) + "?tls_ca_file=" + tls_dir() +
+         "/ca.crt&" + query;
+}
+#else
 inline std::string single_url(const std::string& query) {
   return "redis://127.0.0.1:" + std::to_string(single_port()) + "?" + query;
 }
+#endif
 
 inline std::string cluster_url(const std::string& query) {
   std::string url = "redis-cluster://";

@@ -1,0 +1,38 @@
+// TLS to Redis (rediss://): Debian 12's hiredis 0.14 has no TLS, so a TLS connection is a hiredis
+// context whose socket carries an OpenSSL session. hiredis still formats the commands and parses
+// the replies (redisFormatCommandArgv, redisReaderFeed/redisGetReplyFromReader); only the bytes go
+// through SSL_write/SSL_read. A plain connection (ssl == nullptr) uses hiredis's own I/O.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "storage/redis/protocol.hpp"
+
+typedef struct ssl_st SSL;
+typedef struct ssl_ctx_st SSL_CTX;
+
+namespace floodgate::redis::detail {
+
+/// The client side of TLS for one storage, from its URL's tls_* options: peer verification on
+/// (the CA file, else the system store) unless `tls_insecure=true`; a client certificate and key
+/// when given. Errors: InvalidArgument naming the unreadable or invalid file.
+absl::StatusOr<std::shared_ptr<SSL_CTX>> make_tls_context(const TlsOptions& tls);
+
+/// Runs the TLS handshake on `c`'s connected socket: SNI and the host-name check against
+/// `server_name` (the URL's tls_server_name, else the host). Errors: Unavailable with OpenSSL's
+/// reason ("certificate verify failed", …).
+absl::StatusOr<SSL*> tls_handshake(redisContext* c, SSL_CTX* ctx, const std::string& server_name);
+
+/// Appends one command to `out` (TLS) or to hiredis's buffer (plain). False: out of memory.
+bool append_command(redisContext* c, SSL* ssl, std::string& out, int argc, const char** argv,
+                    const std::size_t* lens);
+/// Writes what was appended. REDIS_OK or REDIS_ERR (c->err/errstr set; errno kept).
+int flush_commands(redisContext* c, SSL* ssl, std::string& out);
+/// The next reply, reading as needed. REDIS_OK or REDIS_ERR, as redisGetReply.
+int get_reply(redisContext* c, SSL* ssl, void** reply);
+
+}  // namespace floodgate::redis::detail
