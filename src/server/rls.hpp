@@ -40,6 +40,9 @@ struct RlsLimits {
   /// For networked storages (`floodgate serve` sets it like the HTTP service's `batching`).
   bool batching = false;
   unsigned batch_threads = 2;
+  /// Fill the response's dynamic_metadata as envoyproxy/ratelimit does with
+  /// RESPONSE_DYNAMIC_METADATA (rls_dynamic_metadata in rls_items.hpp). Off by default.
+  bool dynamic_metadata = false;
 };
 
 /// Answers ShouldRateLimit following envoyproxy/ratelimit's documented behaviour:

@@ -56,6 +56,9 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
   }
   const Item* constraining = nullptr;
   bool overall_over = false;
+  int quotas = 0;
+  int quotas_over = 0;
+  std::vector<const RlsMeta*> passed;  // the metadata of the descriptors that pass
   for (Item& it : p.items) {
     auto* status = response.add_statuses();
     status->set_code(rlsv3::RateLimitResponse::OK);
@@ -67,8 +70,13 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
     it.decision = it.deny_all ? deny_all(it.unit, p.now) : *p.results[it.result];
     count(it, it.decision, p.charged);
     const bool denied = blocks(it.shadow, it.decision);
-    overall_over = overall_over || denied;
+    // quota_mode: the descriptor says OVER_LIMIT; the request is refused only when every
+    // quota-mode descriptor of it is over.
+    quotas += it.quota ? 1 : 0;
+    quotas_over += it.quota && denied ? 1 : 0;
+    overall_over = overall_over || (denied && !it.quota);
     fill_status(it, it.decision, denied, *status);
+    if (!denied && it.rule != nullptr && it.rule->metadata != nullptr) passed.push_back(it.rule->metadata.get());
     if (it.policy == nullptr) continue;
     const bool was_denied = constraining != nullptr && blocks(constraining->shadow, constraining->decision);
     if (constraining == nullptr || (denied && !was_denied) ||
@@ -76,6 +84,8 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
       constraining = &it;
     }
   }
+  overall_over = overall_over || (quotas > 0 && quotas_over == quotas);
+  if (limits_.dynamic_metadata) rls_dynamic_metadata(*p.request, passed, *response.mutable_dynamic_metadata());
   response.set_overall_code(overall_over ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
   if (limits_.response_headers && constraining != nullptr) {
     Decision d = constraining->decision;
