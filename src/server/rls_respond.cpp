@@ -10,10 +10,11 @@ namespace floodgate::server {
 
 namespace {
 
+// As envoyproxy/ratelimit: whole seconds, a fraction rounded up (Envoy's x-ratelimit-reset is
+// this number of seconds).
 void set_duration(google::protobuf::Duration& out, Micros us) {
   if (us < 0) us = 0;
-  out.set_seconds(us / kMicrosPerSecond);
-  out.set_nanos(static_cast<std::int32_t>((us % kMicrosPerSecond) * 1000));
+  out.set_seconds((us + kMicrosPerSecond - 1) / kMicrosPerSecond);
 }
 
 bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
@@ -68,6 +69,10 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
       continue;
     }
     it.decision = it.deny_all ? deny_all(it.unit, p.now) : *p.results[it.result];
+    // Never more than the unit: a sliding window counter is back to full capacity only after up
+    // to two units and a moving window a microsecond after one, but what Envoy shows as
+    // x-ratelimit-reset is the rule's window, as with envoyproxy's fixed windows.
+    it.decision.reset_after = std::min(it.decision.reset_after, rls_unit_period(it.unit));
     count(it, it.decision, p.charged);
     const bool denied = blocks(it.shadow, it.decision);
     // quota_mode: the descriptor says OVER_LIMIT; the request is refused only when every

@@ -325,5 +325,29 @@ descriptors:
   EXPECT_EQ(m.at("tags").list_value().values(0).string_value(), "x");
 }
 
+TEST_F(RlsErl, DurationUntilResetIsWholeSecondsRoundedUpAndNeverMoreThanTheUnit) {
+  load(R"(
+domain: d
+descriptors:
+  - {key: fixed, rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: sliding, rate_limit: {unit: minute, requests_per_unit: 1, algorithm: sliding-window-counter}}
+  - {key: moving, rate_limit: {unit: minute, requests_per_unit: 1, algorithm: moving-window}}
+  - {key: blocked, rate_limit: {unit: second}}
+)");
+  clock_->advance(500'000);  // 10.5 s into the minute: 49.5 s left → 50
+  const auto reset = [&](const char* key) {
+    const Response r = call({{{key, "x"}}});
+    EXPECT_EQ(r.statuses(0).duration_until_reset().nanos(), 0) << key;
+    return r.statuses(0).duration_until_reset().seconds();
+  };
+  EXPECT_EQ(reset("fixed"), 50);
+  EXPECT_EQ(reset("blocked"), 1);  // 0.5 s → 1
+  reset("sliding");
+  clock_->advance(60 * kMicrosPerSecond);  // the next minute, the previous one still weighs
+  EXPECT_EQ(reset("sliding"), 60);          // full capacity only in 109.5 s: bounded to the unit
+  reset("moving");
+  EXPECT_EQ(reset("moving"), 60);           // 60 s + 1 µs: bounded to the unit
+}
+
 }  // namespace
 }  // namespace floodgate::server

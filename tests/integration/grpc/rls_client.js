@@ -87,6 +87,7 @@ async function main() {
     const d = over.statuses[0].duration_until_reset;
     const reset = Number(d.seconds) + (d.nanos || 0) / 1e9;
     check(reset > 0 && reset <= 60, 'duration_until_reset within the minute', over.statuses[0]);
+    check(!d.nanos, 'duration_until_reset in whole seconds, as envoyproxy/ratelimit', d);
   }
 
   // The most specific match wins.
