@@ -186,7 +186,7 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
     it.unit = it.rule->unit;
     it.policy = it.rule->unlimited ? nullptr : it.rule->policy;
     if (auto s = in.slots.find(it.rule); s != in.slots.end()) it.slot = s->second;
-    it.quota = it.rule->quota_mode;
+    it.quota = it.rule->quota_mode || limits_.quota_mode;
     if (it.rule->detailed_metric || walked != nullptr) {
       std::string label = metric_label(d, walked, it.rule->detailed_metric);
       if (label != it.rule->path) {

@@ -89,7 +89,7 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
       constraining = &it;
     }
   }
-  overall_over = overall_over || (quotas > 0 && quotas_over == quotas);
+  overall_over = (overall_over || (quotas > 0 && quotas_over == quotas)) && !limits_.shadow_mode;
   if (limits_.dynamic_metadata) rls_dynamic_metadata(*p.request, passed, *response.mutable_dynamic_metadata());
   response.set_overall_code(overall_over ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
   if (limits_.response_headers && constraining != nullptr) {

@@ -325,6 +325,28 @@ descriptors:
   EXPECT_EQ(m.at("tags").list_value().values(0).string_value(), "x");
 }
 
+TEST_F(RlsErl, GlobalShadowAndQuotaModes) {
+  const std::string rules = R"(
+domain: d
+descriptors:
+  - {key: a, rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: b, rate_limit: {unit: minute, requests_per_unit: 1}}
+)";
+  RlsLimits shadow;
+  shadow.shadow_mode = true;  // SHADOW_MODE: decided and reported, never refused
+  load(rules, shadow);
+  call({{{"a", "1"}}});
+  const Response r = call({{{"a", "1"}}});
+  EXPECT_EQ(r.overall_code(), Response::OK);
+  EXPECT_EQ(r.statuses(0).code(), Response::OVER_LIMIT);
+  RlsLimits quota;
+  quota.quota_mode = true;  // QUOTA_MODE: every rule a quota
+  load(rules, quota);
+  call({{{"a", "1"}}});
+  EXPECT_EQ(call({{{"a", "1"}}, {{"b", "1"}}}).overall_code(), Response::OK);
+  EXPECT_EQ(call({{{"a", "1"}}, {{"b", "1"}}}).overall_code(), Response::OVER_LIMIT);
+}
+
 TEST_F(RlsErl, DurationUntilResetIsWholeSecondsRoundedUpAndNeverMoreThanTheUnit) {
   load(R"(
 domain: d
