@@ -94,5 +94,12 @@ TEST(ErlEnv, ValuesEnvoyproxyRefusesAreErrorsNamingTheVariable) {
             "REDIS_TYPE=sentinel: Redis Sentinel is not supported yet by --envoyproxy-env");
 }
 
+TEST(ErlEnv, TheSameSwitchesInTheConfigurationFile) {
+  auto c = parse_config("rls:\n  merge_domains: true\n  dynamic_metadata: true\n  shadow_mode: true\n  quota_mode: true\n",
+                        "f.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->rls.merge_domains && c->rls.dynamic_metadata && c->rls.shadow_mode && c->rls.quota_mode);
+}
+
 }  // namespace
 }  // namespace floodgate::server
