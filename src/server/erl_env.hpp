@@ -15,7 +15,7 @@ namespace floodgate::server {
 using Environment = std::map<std::string, std::string, std::less<>>;
 
 /// Applies envoyproxy/ratelimit's variables of `env` to `config`, with that service's defaults
-/// for the ones it does not set: HOST/PORT (0.0.0.0:8080) → the HTTP listener (where /json,
+/// for the ones it does not set: HOST/PORT (0.0.0.0:8080) → the HTTP listener (where
 /// /healthcheck and /metrics answer); GRPC_HOST/GRPC_PORT (0.0.0.0:8081) → the gRPC service;
 /// RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY → the rules directory (root/sub/app,
 /// watched for changes like any rules directory); REDIS_URL/REDIS_TYPE (single, cluster)/

@@ -14,8 +14,8 @@ struct Unhonoured {
 };
 
 constexpr Unhonoured kUnhonoured[] = {
-    {"DEBUG_HOST", "there is no debug listener; /metrics, /healthcheck and /json are on PORT"},
-    {"DEBUG_PORT", "there is no debug listener; /metrics, /healthcheck and /json are on PORT"},
+    {"DEBUG_HOST", "there is no debug listener; /metrics and /healthcheck are on PORT"},
+    {"DEBUG_PORT", "there is no debug listener; /metrics and /healthcheck are on PORT"},
     {"GRPC_UDS", "the gRPC service listens on GRPC_HOST:GRPC_PORT only"},
     {"GRPC_MAX_CONNECTION_AGE", "connections are not aged out"},
     {"GRPC_MAX_CONNECTION_AGE_GRACE", "connections are not aged out"},

@@ -61,6 +61,7 @@ TEST_F(ServiceTest, RoutesAnswerUnknownPathsWrongMethodsAndHead) {
   EXPECT_TRUE(head.body().empty());
   EXPECT_EQ(head[http::field::content_length], "3");  // that of "ok\n"
   EXPECT_EQ(call(http::verb::post, "/healthz").result_int(), 405);
+  EXPECT_EQ(call(http::verb::get, "/healthcheck").result_int(), 200);  // envoyproxy/ratelimit's health path
 }
 
 TEST_F(ServiceTest, HitAnswersJsonAndHeadersThenTooManyRequests) {
