@@ -1,4 +1,5 @@
 // floodgate serve: the rate-limit service over HTTP.
+#include <mutex>
 #include <sys/stat.h>
 
 #include <csignal>
@@ -15,6 +16,7 @@
 #include "server/admin_auth.hpp"
 #include "server/config.hpp"
 #include "server/grpc_server.hpp"
+#include "server/erl_env.hpp"
 #include "server/rls.hpp"
 #include "server/http_server.hpp"
 #include "server/metrics.hpp"
@@ -40,6 +42,7 @@ struct ServeArgs {
   std::string grpc_listen;
   std::string grpc_port_file;
   bool rls_headers = false;
+  bool envoyproxy_env = false;
 };
 
 // The command line wins over the file for what it names.
@@ -49,6 +52,14 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
     auto loaded = server::load_config(config_path);
     if (!loaded.ok()) return loaded.status();
     c = *std::move(loaded);
+  }
+  if (a.envoyproxy_env) {  // envoyproxy/ratelimit's variables over the file, under the flags
+    auto warnings = server::apply_erl_env(server::process_environment(), c);
+    if (!warnings.ok()) return warnings.status();
+    static std::once_flag once;  // at start, not at every reload
+    std::call_once(once, [&] {
+      for (const std::string& w : *warnings) spdlog::warn("--envoyproxy-env: {}", w);
+    });
   }
   if (!a.listen.empty()) {
     if (auto s = server::parse_listen(a.listen, c.listen_host, c.listen_port); !s.ok()) return s;
@@ -87,7 +98,7 @@ absl::StatusOr<Loaded> load_checked(const ServeArgs& a, const std::string& confi
   Loaded out{*std::move(c), nullptr};
   const std::string dir = rules_dir.empty() ? out.config.rls.config_dir : rules_dir;
   if (!dir.empty()) {
-    auto rules = server::load_rls_config(dir);
+    auto rules = server::load_rls_config(dir, out.config.rls.merge_domains);
     if (!rules.ok()) return rules.status();
     if (auto s = server::check_rules_storage(**rules, out.config.storage); !s.ok()) return s;
     out.rules = *std::move(rules);
@@ -141,6 +152,9 @@ server::RlsLimits rls_limits(const server::RlsSettings& s) {
   l.max_entries = s.max_entries;
   l.max_string_bytes = s.max_string_bytes;
   l.response_headers = s.response_headers;
+  l.dynamic_metadata = s.dynamic_metadata;
+  l.shadow_mode = s.shadow_mode;
+  l.quota_mode = s.quota_mode;
   return l;
 }
 
@@ -337,6 +351,9 @@ std::function<int()> add_serve(CLI::App& app) {
                   "directory of envoyproxy/ratelimit YAML files: serve Envoy's RateLimitService over gRPC");
   cmd->add_option("--grpc-listen", args->grpc_listen, "HOST:PORT of the gRPC service (default 127.0.0.1:8081)");
   cmd->add_option("--grpc-port-file", args->grpc_port_file, "write the bound gRPC port to this file");
+  cmd->add_flag("--envoyproxy-env", args->envoyproxy_env,
+                "configure from envoyproxy/ratelimit's environment variables (PORT, GRPC_PORT, RUNTIME_*, "
+                "REDIS_*, ...; docs/envoy.md); command-line options still win");
   cmd->add_flag("--rls-response-headers", args->rls_headers,
                 "add RateLimit / X-RateLimit-* headers to ShouldRateLimit responses");
   return [args] { return run(*args); };

@@ -95,8 +95,8 @@ void parse_http(const std::string& source, const YAML::Node& http, HttpLimits& l
 
 void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r) {
   check_keys(source, rls,
-             {"config", "listen", "response_headers", "max_message_bytes", "max_descriptors", "max_entries",
-              "max_string_bytes"},
+             {"config", "listen", "response_headers", "merge_domains", "dynamic_metadata", "shadow_mode", "quota_mode",
+              "max_message_bytes", "max_descriptors", "max_entries", "max_string_bytes"},
              "rls");
   if (rls["config"]) {
     std::filesystem::path dir = scalar<std::string>(source, rls["config"], "rls.config");
@@ -107,6 +107,10 @@ void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r)
   }
   if (rls["listen"]) listen(source, rls["listen"], "rls.listen", r.listen_host, r.listen_port);
   if (rls["response_headers"]) r.response_headers = scalar<bool>(source, rls["response_headers"], "rls.response_headers");
+  for (auto [key, into] : {std::pair{"merge_domains", &r.merge_domains}, std::pair{"dynamic_metadata", &r.dynamic_metadata},
+                           std::pair{"shadow_mode", &r.shadow_mode}, std::pair{"quota_mode", &r.quota_mode}}) {
+    if (rls[key]) *into = scalar<bool>(source, rls[key], std::string("rls.") + key);
+  }
   if (const auto& n = rls["max_message_bytes"]) {
     r.max_message_bytes = size(source, n, "rls.max_message_bytes", limits::kMaxRlsMessageBytes, "bytes");
   }

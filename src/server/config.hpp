@@ -81,6 +81,10 @@ struct RlsSettings {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8081;
   bool response_headers = false;  ///< RateLimit / X-RateLimit-* in response_headers_to_add
+  bool merge_domains = false;     ///< files of one domain merge (envoyproxy's MERGE_DOMAIN_CONFIG)
+  bool dynamic_metadata = false;  ///< response dynamic_metadata (RESPONSE_DYNAMIC_METADATA)
+  bool shadow_mode = false;       ///< every answer OK, counted as it would be (SHADOW_MODE)
+  bool quota_mode = false;        ///< every rule in quota mode (QUOTA_MODE)
   std::size_t max_message_bytes = 64 * 1024;
   std::size_t max_descriptors = 64;
   std::size_t max_entries = 16;

@@ -20,14 +20,52 @@ namespace {
 
 
 // The storage key of a descriptor: its domain and entries, length-prefixed so that no two
-// different descriptors share a key whatever bytes they hold.
+// different descriptors share a key whatever bytes they hold. An entry that matched a
+// share_threshold wildcard (steps given) contributes the pattern, marked '*', instead of its value:
+// every value of the pattern counts in one state.
 std::string storage_key(std::string_view domain,
-                        const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor& d) {
+                        const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor& d,
+                        const std::vector<RlsStep>* steps) {
   std::string k = fmt::format("{}:{}", domain.size(), domain);
-  for (const auto& e : d.entries()) {
-    fmt::format_to(std::back_inserter(k), "|{}:{}={}:{}", e.key().size(), e.key(), e.value().size(), e.value());
+  for (int i = 0; i < d.entries_size(); ++i) {
+    const auto& e = d.entries(i);
+    const RlsStep* step = steps != nullptr ? &(*steps)[static_cast<std::size_t>(i)] : nullptr;
+    if (step != nullptr && step->how == RlsHow::kWildcard && step->node->share_threshold) {
+      fmt::format_to(std::back_inserter(k), "|{}:{}*{}:{}", e.key().size(), e.key(), step->node->config_value.size(),
+                     step->node->config_value);
+    } else {
+      fmt::format_to(std::back_inserter(k), "|{}:{}={}:{}", e.key().size(), e.key(), e.value().size(), e.value());
+    }
   }
   return k;
+}
+
+// The metric label of a matched descriptor, as envoyproxy names its stats: per entry "key_value",
+// where the value is the request's (detailed_metric, an exact match, value_to_metric) or the
+// configured pattern (a wildcard, always when share_threshold), and nothing for a key-only
+// node without value_to_metric. Without steps: detailed_metric's "key_value" of every entry.
+std::string metric_label(const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor& d,
+                         const std::vector<RlsStep>* steps, bool detailed) {
+  std::string label;
+  for (int i = 0; i < d.entries_size(); ++i) {
+    const auto& e = d.entries(i);
+    if (!label.empty()) label.push_back('.');
+    label.append(e.key());
+    if (steps == nullptr) {
+      label.append("_").append(e.value());
+      continue;
+    }
+    const RlsStep& step = (*steps)[static_cast<std::size_t>(i)];
+    const bool shared = step.how == RlsHow::kWildcard && step.node->share_threshold;
+    std::string_view value = e.value();
+    if (shared || (!detailed && step.how == RlsHow::kWildcard && !step.node->value_to_metric)) {
+      value = step.node->config_value;
+    } else if (!detailed && step.how == RlsHow::kDefault && !step.node->value_to_metric) {
+      value = {};
+    }
+    if (!value.empty() || (detailed && !shared)) label.append("_").append(value);
+  }
+  return label;
 }
 
 }  // namespace
@@ -156,6 +194,9 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
                                  const Installed& in, Item& it) {
   const auto& d = request.descriptors(i);
   it.rule = domain.match(d.entries());
+  std::vector<RlsStep> steps;  // how each entry matched, for rules whose key or label need it
+  if (it.rule != nullptr && it.rule->walk) it.rule = domain.walk(d.entries(), steps);
+  const std::vector<RlsStep>* walked = steps.empty() ? nullptr : &steps;
   const std::int64_t request_hits = request.hits_addend() == 0 ? 1 : static_cast<std::int64_t>(request.hits_addend());
   it.hits = !d.has_hits_addend() ? request_hits
             : d.hits_addend().value() == 0 ? 1
@@ -166,10 +207,13 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
     it.unit = it.rule->unit;
     it.policy = it.rule->unlimited ? nullptr : it.rule->policy;
     if (auto s = in.slots.find(it.rule); s != in.slots.end()) it.slot = s->second;
-    if (it.rule->detailed_metric) {
-      std::string label;
-      for (const auto& e : d.entries()) fmt::format_to(std::back_inserter(label), "{}{}_{}", label.empty() ? "" : ".", e.key(), e.value());
-      if (auto s = metrics_.detailed_slot(domain.domain, it.rule->path, label)) it.slot = *s;
+    it.quota = it.rule->quota_mode || limits_.quota_mode;
+    if (it.rule->detailed_metric || walked != nullptr) {
+      // ERL's series name (detailed values, value_to_metric): its own bound (rls_metrics.hpp).
+      std::string label = metric_label(d, walked, it.rule->detailed_metric);
+      if (label != it.rule->path) {
+        if (auto s = metrics_.detailed_slot(domain.domain, it.rule->path, label)) it.slot = *s;
+      }
     }
   }
   if (d.has_limit()) {  // the request's own limit replaces the configured one
@@ -180,9 +224,11 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, fmt::format("descriptor {}: invalid limit override", i));
     }
     it.shadow = false;  // as envoyproxy: a limit Envoy sends is enforced, never shadowed
+    it.quota = false;   // nor in quota mode
+    walked = nullptr;   // and counted per descriptor, never shared
   }
   it.deny_all = it.requests_per_unit == 0 && it.unit != RlsUnit::kUnknown;  // a block list
-  if (it.policy != nullptr) it.key = storage_key(request.domain(), d);
+  if (it.policy != nullptr) it.key = storage_key(request.domain(), d, walked);
   return grpc::Status::OK;
 }
 
@@ -209,6 +255,7 @@ bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
 
 grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, Prepared& p) {
   if (grpc::Status s = validate(request); !s.ok()) return s;
+  p.request = &request;
   p.installed = installed_.get();
   p.domain = request.domain();
   const RlsDomain* domain = p.installed->config->find(request.domain());
@@ -222,9 +269,9 @@ grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, Prepare
   for (Item& it : p.items) {
     if (it.policy != nullptr) {
       it.result = p.batch.size();
-      p.batch.push_back({it.policy.get(), it.key, it.hits, Effect::kHit, it.shadow});
+      p.batch.push_back({it.policy.get(), it.key, it.hits, Effect::kHit, it.shadow || it.quota});
     }
-    p.over = p.over || (it.deny_all && !it.shadow);
+    p.over = p.over || (it.deny_all && !it.shadow && !it.quota);
   }
   p.results.resize(p.batch.size());
   return grpc::Status::OK;
@@ -248,7 +295,9 @@ void RlsService::decide(Prepared& p) {
   }
   p.charged = limiter_.decide_group(p.batch, p.now, p.results);
   for (const Item& it : p.items) {
-    if (it.policy != nullptr && p.results[it.result].ok()) p.over = p.over || blocks(it.shadow, *p.results[it.result]);
+    if (it.policy != nullptr && p.results[it.result].ok()) {
+      p.over = p.over || blocks(it.shadow || it.quota, *p.results[it.result]);
+    }
   }
   // Not committed with no item blocking: a storage error (the fail mode decided) or a request
   // that came between a non-atomic group's calls; nothing more is charged either way.

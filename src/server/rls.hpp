@@ -41,6 +41,13 @@ struct RlsLimits {
   /// For networked storages (`floodgate serve` sets it like the HTTP service's `batching`).
   bool batching = false;
   unsigned batch_threads = 2;
+  /// Fill the response's dynamic_metadata as envoyproxy/ratelimit does with
+  /// RESPONSE_DYNAMIC_METADATA (rls_dynamic_metadata in rls_items.hpp). Off by default.
+  bool dynamic_metadata = false;
+  /// envoyproxy's SHADOW_MODE: the overall code is always OK (statuses and counters as decided).
+  bool shadow_mode = false;
+  /// envoyproxy's QUOTA_MODE: every matched rule in quota mode (RlsRule::quota_mode).
+  bool quota_mode = false;
 };
 
 /// Answers ShouldRateLimit following envoyproxy/ratelimit's documented behaviour:

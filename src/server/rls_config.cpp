@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "absl/strings/str_split.h"
+
 #include "server/yaml_errors.hpp"
 #include "storage/url.hpp"
 
@@ -113,11 +115,12 @@ struct Parser {
     r->identity = identity;
     if (node["name"]) r->name = scalar<std::string>(source, node["name"], "name");
     if (const YAML::Node& rep = node["replaces"]) replaces(rep, where, *r);
+    for (const std::string& n : r->replaces) {
+      if (n == r->name) fail(source, node["replaces"], fmt::format("{}: replaces names the rule itself (\"{}\")", where, n));
+    }
     if (node["unlimited"]) r->unlimited = scalar<bool>(source, node["unlimited"], "unlimited");
-    if (r->unlimited) {
-      if (node["unit"] || node["requests_per_unit"]) {
-        fail(source, node, where + ": unlimited takes no unit or requests_per_unit");
-      }
+    if (r->unlimited) {  // as envoyproxy: a requests_per_unit beside it is ignored, a unit refused
+      if (node["unit"]) fail(source, node["unit"], where + ": unlimited takes no unit");
       return r;
     }
     if (!node["unit"]) fail(source, node, where + " needs a unit (second, minute, hour, day, week, month, year)");
@@ -127,12 +130,14 @@ struct Parser {
       fail(source, node["unit"],
            fmt::format("{}: invalid unit \"{}\" (second, minute, hour, day, week, month, year)", where, unit_text));
     }
-    if (!node["requests_per_unit"]) fail(source, node, where + " needs requests_per_unit");
-    const auto rpu = scalar<std::int64_t>(source, node["requests_per_unit"], "requests_per_unit");
-    if (rpu < 0 || rpu > std::numeric_limits<std::uint32_t>::max()) {
-      fail(source, node["requests_per_unit"], where + ": requests_per_unit must be a whole number from 0 to 4294967295");
+    // As envoyproxy: without requests_per_unit the limit is 0, and every request is over it.
+    if (node["requests_per_unit"]) {
+      const auto rpu = scalar<std::int64_t>(source, node["requests_per_unit"], "requests_per_unit");
+      if (rpu < 0 || rpu > std::numeric_limits<std::uint32_t>::max()) {
+        fail(source, node["requests_per_unit"], where + ": requests_per_unit must be a whole number from 0 to 4294967295");
+      }
+      r->requests_per_unit = static_cast<std::uint32_t>(rpu);
     }
-    r->requests_per_unit = static_cast<std::uint32_t>(rpu);
     options(node, where, *r);
     if (r->requests_per_unit > 0) {
       Limit limit;
@@ -151,6 +156,34 @@ struct Parser {
     return r;
   }
 
+  // `metadata`: any YAML tree; plain scalars become booleans, numbers or null where YAML reads
+  // them so (as envoyproxy's YAML library does), quoted ones stay strings.
+  RlsMeta meta(const YAML::Node& node) {
+    RlsMeta m;
+    if (node.IsMap()) {
+      m.kind = RlsMeta::Kind::kMap;
+      for (const auto& kv : node) m.fields.emplace_back(scalar<std::string>(source, kv.first, "metadata key"), meta(kv.second));
+    } else if (node.IsSequence()) {
+      m.kind = RlsMeta::Kind::kList;
+      for (const auto& item : node) m.items.push_back(meta(item));
+    } else if (node.IsScalar() && node.Tag() != "!") {
+      if (YAML::convert<bool>::decode(node, m.boolean)) {
+        m.kind = RlsMeta::Kind::kBool;
+      } else if (YAML::convert<double>::decode(node, m.number)) {
+        m.kind = RlsMeta::Kind::kNumber;
+      } else {
+        m.kind = RlsMeta::Kind::kString;
+        m.string = node.Scalar();
+      }
+    } else if (node.IsScalar()) {
+      m.kind = RlsMeta::Kind::kString;
+      m.string = node.Scalar();
+    }
+    return m;
+  }
+
+  bool flag(const YAML::Node& d, const char* key) { return d[key] && scalar<bool>(source, d[key], key); }
+
   std::string text(const YAML::Node& node, const char* what) {
     auto v = scalar<std::string>(source, node, what);
     if (v.find('\0') != std::string::npos || v.find('\1') != std::string::npos) {
@@ -160,18 +193,21 @@ struct Parser {
   }
 
   void descriptors(const YAML::Node& list, RlsNode& parent, const std::string& prefix,
-                   const std::vector<std::string>& parent_id) {
+                   const std::vector<std::string>& parent_id, bool walk) {
+    if (list.IsNull()) return;
     if (!list.IsSequence()) fail(source, list, "descriptors must be a list");
     for (const auto& d : list) {
       if (!d.IsMap()) fail(source, d, "a descriptor must be a map with a key");
-      check_keys(source, d, {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric"},
+      check_keys(source, d,
+                 {"key", "value", "rate_limit", "descriptors", "shadow_mode", "quota_mode", "detailed_metric",
+                  "value_to_metric", "share_threshold", "metadata"},
                  "a descriptor");
       if (!d["key"]) fail(source, d, "a descriptor needs a key");
       const auto key = text(d["key"], "key");
       if (key.empty()) fail(source, d["key"], "a descriptor key is empty");
-      std::string value;
-      const bool has_value = static_cast<bool>(d["value"]);
-      if (has_value) value = text(d["value"], "value");
+      // As envoyproxy: an empty value is no value (a key-only node).
+      const std::string value = d["value"] ? text(d["value"], "value") : std::string();
+      const bool has_value = !value.empty();
       // A part per key and per value ('=' before a value, "" for none): unambiguous.
       std::vector<std::string> id = parent_id;
       id.push_back(key);
@@ -183,19 +219,32 @@ struct Parser {
         fail(source, d, fmt::format("duplicate descriptor \"{}\" in domain \"{}\"", path, domain));
       }
       auto node = std::make_unique<RlsNode>();
-      const bool shadow = d["shadow_mode"] && scalar<bool>(source, d["shadow_mode"], "shadow_mode");
-      const bool detailed = d["detailed_metric"] && scalar<bool>(source, d["detailed_metric"], "detailed_metric");
+      node->config_value = value;
+      node->share_threshold = flag(d, "share_threshold");
+      node->value_to_metric = flag(d, "value_to_metric");
+      const bool wildcard = value.find('*') != std::string::npos;
+      if (node->share_threshold && !wildcard) {
+        fail(source, d["share_threshold"],
+             fmt::format("share_threshold needs a wildcard value (with '*'), and \"{}\" has none", path));
+      }
+      const bool walks = walk || node->share_threshold || node->value_to_metric;
+      std::shared_ptr<const RlsMeta> metadata;
+      if (const YAML::Node& m = d["metadata"]; m && !m.IsNull()) {
+        if (!m.IsMap()) fail(source, m, "metadata must be a map");
+        metadata = std::make_shared<const RlsMeta>(meta(m));
+      }
       if (const YAML::Node& rl = d["rate_limit"]) {
         node->rule = rule(rl, path, id);
-        node->rule->shadow_mode = shadow;
-        node->rule->detailed_metric = detailed;
+        node->rule->shadow_mode = flag(d, "shadow_mode");
+        node->rule->quota_mode = flag(d, "quota_mode");
+        node->rule->detailed_metric = flag(d, "detailed_metric");
+        node->rule->walk = walks;
+        node->rule->metadata = std::move(metadata);
         config.rules.push_back(node->rule.get());
         config.rule_domains.push_back(domain);
       }
-      if (const YAML::Node& nested = d["descriptors"]) descriptors(nested, *node, path, id);
-      if (has_value && !value.empty() && value.back() == '*') {
-        parent.wildcards.push_back({key, value.substr(0, value.size() - 1), child});
-      }
+      if (const YAML::Node& nested = d["descriptors"]) descriptors(nested, *node, path, id, walks);
+      if (wildcard) parent.wildcards.push_back({key, absl::StrSplit(value, '*'), child});
       parent.children.emplace(child, std::move(node));
     }
   }
@@ -203,7 +252,7 @@ struct Parser {
 
 }  // namespace
 
-absl::Status parse_rls_file(const std::string& yaml, const std::string& source, RlsConfig& into) {
+absl::Status parse_rls_file(const std::string& yaml, const std::string& source, RlsConfig& into, bool merge) {
   return yaml::guarded(source, [&] {
     const YAML::Node root = yaml::load_document(yaml, source);
     if (!root.IsMap()) fail(source, root, "a rate-limit file must be a map with domain and descriptors");
@@ -211,21 +260,27 @@ absl::Status parse_rls_file(const std::string& yaml, const std::string& source, 
     if (!root["domain"]) fail(source, root, "the file needs a domain");
     const auto domain = scalar<std::string>(source, root["domain"], "domain");
     if (domain.empty()) fail(source, root["domain"], "the domain is empty");
-    if (const RlsDomain* seen = into.find(domain)) {
-      fail(source, root["domain"], fmt::format("domain \"{}\" is already defined in {}", domain, seen->source));
+    RlsDomain* d = nullptr;
+    std::unique_ptr<RlsDomain> fresh;
+    if (auto it = into.domains.find(domain); it != into.domains.end()) {
+      if (!merge) {
+        fail(source, root["domain"],
+             fmt::format("domain \"{}\" is already defined in {}", domain, it->second->source));
+      }
+      d = it->second.get();  // MERGE_DOMAIN_CONFIG: this file's descriptors join the domain's
+    } else {
+      fresh = std::make_unique<RlsDomain>();
+      fresh->domain = domain;
+      fresh->source = source;
+      d = fresh.get();
     }
-    auto d = std::make_unique<RlsDomain>();
-    d->domain = domain;
-    d->source = source;
     Parser p{source, domain, into};
-    if (const YAML::Node& list = root["descriptors"]) {
-      if (!list.IsNull()) p.descriptors(list, d->root, "", {domain});
-    }
-    into.domains.emplace(domain, std::move(d));
+    if (const YAML::Node& list = root["descriptors"]) p.descriptors(list, d->root, "", {domain}, false);
+    if (fresh) into.domains.emplace(domain, std::move(fresh));
   });
 }
 
-absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::string& dir) {
+absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::string& dir, bool merge) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -243,7 +298,7 @@ absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::stri
   for (const fs::path& f : files) {
     auto text = yaml::read_config_file(f.string());
     if (!text.ok()) return text.status();
-    if (auto s = parse_rls_file(*text, f.string(), *config); !s.ok()) return s;
+    if (auto s = parse_rls_file(*text, f.string(), *config, merge); !s.ok()) return s;
   }
   return std::shared_ptr<const RlsConfig>(std::move(config));
 }

@@ -19,12 +19,14 @@ struct RlsService::Item {
   RlsUnit unit = RlsUnit::kUnknown;
   bool deny_all = false;                  // requests_per_unit 0
   bool shadow = false;
+  bool quota = false;                     // quota_mode: over alone does not refuse the request
   std::size_t slot = RlsMetrics::kMaxSeries;  // kMaxSeries: not counted
   std::size_t result = 0;                 // index into the storage results
   Decision decision;
 };
 
 struct RlsService::Prepared {
+  const rlsv3::RateLimitRequest* request = nullptr;  // lives until the answer (should_rate_limit_async)
   std::shared_ptr<const Installed> installed;
   std::string domain;
   std::vector<Item> items;
@@ -37,5 +39,12 @@ struct RlsService::Prepared {
   // One storage call and nothing denied without it: the request can join any batch of hits.
   [[nodiscard]] bool single_hit() const { return batch.size() == 1 && !over; }
 };
+
+/// envoyproxy's response dynamic metadata: the domain, each descriptor's entries ("key=value"),
+/// limit and hits_addend, the request's hits_addend, and under "metadata" the `metadata` of the
+/// rules of the descriptors that pass, merged in order (maps merge key by key, recursively; any
+/// other value is replaced by the later one) (rls_metadata.cpp).
+void rls_dynamic_metadata(const rlsv3::RateLimitRequest& request, const std::vector<const RlsMeta*>& passed,
+                          google::protobuf::Struct& out);
 
 }  // namespace floodgate::server

@@ -12,10 +12,11 @@ namespace floodgate::server {
 
 namespace {
 
+// As envoyproxy/ratelimit: whole seconds, a fraction rounded up (Envoy's x-ratelimit-reset is
+// this number of seconds).
 void set_duration(google::protobuf::Duration& out, Micros us) {
   if (us < 0) us = 0;
-  out.set_seconds(us / kMicrosPerSecond);
-  out.set_nanos(static_cast<std::int32_t>((us % kMicrosPerSecond) * 1000));
+  out.set_seconds((us + kMicrosPerSecond - 1) / kMicrosPerSecond);
 }
 
 bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
@@ -81,6 +82,9 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
   }
   const Item* constraining = nullptr;
   bool overall_over = false;
+  int quotas = 0;
+  int quotas_over = 0;
+  std::vector<const RlsMeta*> passed;  // the metadata of the descriptors that pass
   for (Item& it : p.items) {
     auto* status = response.add_statuses();
     status->set_code(rlsv3::RateLimitResponse::OK);
@@ -90,10 +94,19 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
       continue;
     }
     it.decision = it.deny_all ? deny_all(it.unit, p.now) : *p.results[it.result];
+    // Never more than the unit: a sliding window counter is back to full capacity only after up
+    // to two units and a moving window a microsecond after one, but what Envoy shows as
+    // x-ratelimit-reset is the rule's window, as with envoyproxy's fixed windows.
+    it.decision.reset_after = std::min(it.decision.reset_after, rls_unit_period(it.unit));
     count(it, it.decision, p.charged);
     const bool denied = blocks(it.shadow, it.decision);
-    overall_over = overall_over || denied;
+    // quota_mode: the descriptor says OVER_LIMIT; the request is refused only when every
+    // quota-mode descriptor of it is over.
+    quotas += it.quota ? 1 : 0;
+    quotas_over += it.quota && denied ? 1 : 0;
+    overall_over = overall_over || (denied && !it.quota);
     fill_status(it, it.decision, denied, *status);
+    if (!denied && it.rule != nullptr && it.rule->metadata != nullptr) passed.push_back(it.rule->metadata.get());
     if (it.policy == nullptr) continue;
     const bool was_denied = constraining != nullptr && blocks(constraining->shadow, constraining->decision);
     if (constraining == nullptr || (denied && !was_denied) ||
@@ -101,6 +114,8 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
       constraining = &it;
     }
   }
+  overall_over = (overall_over || (quotas > 0 && quotas_over == quotas)) && !limits_.shadow_mode;
+  if (limits_.dynamic_metadata) rls_dynamic_metadata(*p.request, passed, *response.mutable_dynamic_metadata());
   response.set_overall_code(overall_over ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
   const bool retryable_block = constraining != nullptr && blocks(constraining->shadow, constraining->decision) &&
                                constraining->decision.can_retry();

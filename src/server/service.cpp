@@ -46,6 +46,7 @@ const Service::Route Service::kRoutes[] = {
     {"/v1/simulate", http::verb::post, &Service::route_simulate, true},
     {"/v1/live", http::verb::get, &Service::route_live, true},
     {"/healthz", http::verb::get, &Service::route_healthz},
+    {"/healthcheck", http::verb::get, &Service::route_healthz},  // envoyproxy/ratelimit's name
     {"/readyz", http::verb::get, &Service::route_readyz},
 };
 

@@ -83,7 +83,7 @@ TEST_P(RlsConfigErrors, NameFileLineAndReason) {
   const absl::Status s = parse(GetParam().yaml);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), GetParam().message);
+  EXPECT_EQ(std::string(s.message()), GetParam().message);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -97,11 +97,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "year)"},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    vaule: v\n",
                 "rules.yaml:4:5: unknown key \"vaule\" in a descriptor (known: key, value, rate_limit, "
-                "descriptors, shadow_mode, detailed_metric)"},
+                "descriptors, shadow_mode, quota_mode, detailed_metric, value_to_metric, share_threshold, "
+                "metadata)"},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    value: v\n  - key: k\n    value: v\n",
                 "rules.yaml:5:5: duplicate descriptor \"k_v\" in domain \"d\""},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: second}\n",
-                "rules.yaml:4:17: the rate_limit of \"k\": unlimited takes no unit or requests_per_unit"},
+                "rules.yaml:4:41: the rate_limit of \"k\": unlimited takes no unit"},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: -1}\n",
                 "rules.yaml:4:51: the rate_limit of \"k\": requests_per_unit must be a whole number from 0 to "
                 "4294967295"},

@@ -64,6 +64,7 @@ TEST_F(ServiceTest, RoutesAnswerUnknownPathsWrongMethodsAndHead) {
   EXPECT_TRUE(head.body().empty());
   EXPECT_EQ(head[http::field::content_length], "3");  // that of "ok\n"
   EXPECT_EQ(call(http::verb::post, "/healthz").result_int(), 405);
+  EXPECT_EQ(call(http::verb::get, "/healthcheck").result_int(), 200);  // envoyproxy/ratelimit's health path
 }
 
 // Found by http_fuzz: HEAD on an unknown path or a POST route answered its error with a body, which

@@ -87,11 +87,22 @@ async function main() {
     const d = over.statuses[0].duration_until_reset;
     const reset = Number(d.seconds) + (d.nanos || 0) / 1e9;
     check(reset > 0 && reset <= 60, 'duration_until_reset within the minute', over.statuses[0]);
+    check(!d.nanos, 'duration_until_reset in whole seconds, as envoyproxy/ratelimit', d);
   }
 
   // The most specific match wins.
   await expectCount('tenant=vip user', { domain: 'e2e', descriptors: [descriptor(['tenant', 'vip'], ['user', `u-${run}`])] }, 8, 8);
   await expectCount('tenant=free user', { domain: 'e2e', descriptors: [descriptor(['tenant', 'free'], ['user', `u-${run}`])] }, 3, 3);
+
+  // Wildcards anywhere; share_threshold: every matching value in one counter.
+  const route = (r) => ({ domain: 'e2e', descriptors: [descriptor(['run', run], ['route', r])] });
+  for (const r of ['/api/a/v1', '/api/b/v1', '/apiv1']) {
+    const { err, res } = await call(route(r));
+    check(!err && res.overall_code === 'OK', `shared wildcard: ${r} is OK`, err ? err.message : res.overall_code);
+  }
+  await expectCount('shared wildcard: the 4th matching route', route('/api/c/v1'), 0, 3);
+  await expectCount('nested wildcard svc*ep*rpc', route('svc-a-ep-b-rpc'), 2, 2);
+  await expectCount('nested wildcard, another value', route('svcXepYrpc'), 2, 2);
 
   // Two descriptors: the denied request charges neither.
   const both = { domain: 'e2e', descriptors: [descriptor(['tenant', 'other'], ['user', `b-${run}`]), descriptor(['api_key', `b-${run}`])] };

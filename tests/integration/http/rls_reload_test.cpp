@@ -56,7 +56,10 @@ TEST_F(RlsReload, NewRuleFilesAreLoadedAndBadOnesRejectedWithTheirLine) {
 }
 
 TEST_F(RlsReload, ABadRuleDirectoryStopsTheStart) {
-  write("bad.yaml", "domain: x\ndescriptors:\n  - key: k\n    rate_limit: {unit: second}\n");
+  // A file envoyproxy/ratelimit refuses too: a rule that replaces itself.
+  write("bad.yaml",
+        "domain: x\ndescriptors:\n  - key: k\n    rate_limit: {name: a, unit: second, requests_per_unit: 1, "
+        "replaces: [{name: a}]}\n");
   const std::string out = (rules_ / "out").string();
   const std::string cmd = std::string(FLOODGATE_BINARY) + " serve --listen 127.0.0.1:0 --rls-config " +
                           rules_.string() + " --grpc-listen 127.0.0.1:0 2>" + out;
@@ -65,7 +68,7 @@ TEST_F(RlsReload, ABadRuleDirectoryStopsTheStart) {
   std::ifstream in(out);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   EXPECT_EQ(text, "floodgate serve: " + (rules_ / "bad.yaml").string() +
-                      ":4:17: the rate_limit of \"k\" needs requests_per_unit\n");
+                      ":4:73: the rate_limit of \"k\": replaces names the rule itself (\"a\")\n");
 }
 
 }  // namespace

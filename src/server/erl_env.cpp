@@ -1,0 +1,158 @@
+#include "server/erl_env.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace floodgate::server {
+
+namespace {
+
+using Status = absl::Status;
+
+std::string get(const Environment& env, std::string_view name, std::string_view fallback) {
+  const auto it = env.find(name);
+  return it == env.end() ? std::string(fallback) : it->second;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+Status bad(std::string_view name, const std::string& value, std::string_view why) {
+  return absl::InvalidArgumentError(fmt::format("{}={}: {}", name, value, why));
+}
+
+// strconv.ParseBool's spellings.
+absl::StatusOr<bool> flag(const Environment& env, std::string_view name, bool fallback) {
+  const auto it = env.find(name);
+  if (it == env.end()) return fallback;
+  const std::string v = it->second;
+  if (v == "1" || v == "t" || v == "T" || v == "true" || v == "TRUE" || v == "True") return true;
+  if (v == "0" || v == "f" || v == "F" || v == "false" || v == "FALSE" || v == "False") return false;
+  return bad(name, v, "not a boolean");
+}
+
+absl::StatusOr<std::uint16_t> port(const Environment& env, std::string_view name, std::uint16_t fallback) {
+  const auto it = env.find(name);
+  if (it == env.end()) return fallback;
+  unsigned v = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || end != it->second.data() + it->second.size() || v > 65535) {
+    return bad(name, it->second, "not a port number");
+  }
+  return static_cast<std::uint16_t>(v);
+}
+
+// A Go duration ("10s", "250ms", "1m30s", "1.5s") in whole milliseconds, at least 1.
+absl::StatusOr<std::int64_t> duration_ms(std::string_view name, const std::string& text) {
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"ns", 1e-6}, {"us", 1e-3}, {"µs", 1e-3}, {"ms", 1}, {"s", 1e3}, {"m", 60e3}, {"h", 3600e3}};
+  std::string_view rest = text;
+  double total = 0;
+  if (rest.empty()) return bad(name, text, "not a duration (such as 10s or 250ms)");
+  while (!rest.empty()) {
+    std::size_t n = 0;
+    while (n < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[n])) || rest[n] == '.')) ++n;
+    double number = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + n, number);
+    if (n == 0 || ec != std::errc() || end != rest.data() + n) return bad(name, text, "not a duration (such as 10s or 250ms)");
+    rest.remove_prefix(n);
+    double scale = 0;
+    for (const auto& [unit, ms] : kUnits) {  // "ms" before "m", "us" before "s"
+      if (rest.starts_with(unit) && (scale == 0)) {
+        scale = ms;
+        rest.remove_prefix(unit.size());
+      }
+    }
+    if (scale == 0) return bad(name, text, "a duration needs a unit (ns, us, ms, s, m, h)");
+    total += number * scale;
+  }
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(total)));
+}
+
+// REDIS_* → a storage URL.
+absl::StatusOr<std::string> redis_url(const Environment& env) {
+  const std::string type = lower(get(env, "REDIS_TYPE", "single"));
+  const std::string socket = lower(get(env, "REDIS_SOCKET_TYPE", "unix"));
+  const std::string url = get(env, "REDIS_URL", "/var/run/nutcracker/ratelimit.sock");
+  std::string auth = get(env, "REDIS_AUTH", "");
+  if (!auth.empty() && auth.find(':') == std::string::npos) auth = ":" + auth;  // a password alone
+  const std::string at = auth.empty() ? "" : auth + "@";
+  auto ms = duration_ms("REDIS_TIMEOUT", get(env, "REDIS_TIMEOUT", "10s"));
+  if (!ms.ok()) return ms.status();
+  const std::string pool = get(env, "REDIS_POOL_SIZE", "10");
+  if (pool.empty() || !std::all_of(pool.begin(), pool.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    return bad("REDIS_POOL_SIZE", pool, "not a number");
+  }
+  const std::string options = fmt::format("?timeout_ms={}&pool={}", *ms, pool);
+  if (socket != "tcp" && socket != "unix") return bad("REDIS_SOCKET_TYPE", socket, "expected tcp or unix");
+  if (type == "single") {
+    if (socket == "unix") return fmt::format("redis+unix://{}{}", url, options);
+    return fmt::format("redis://{}{}{}", at, url, options);
+  }
+  if (type == "cluster") return fmt::format("redis-cluster://{}{}{}", at, url, options);
+  if (type == "sentinel") return bad("REDIS_TYPE", type, "Redis Sentinel is not supported yet by --envoyproxy-env");
+  return bad("REDIS_TYPE", type, "expected single, cluster or sentinel");
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> apply_erl_env(const Environment& env, Config& c) {
+  std::vector<std::string> warnings;
+  auto http_port = port(env, "PORT", 8080);
+  auto grpc_port = port(env, "GRPC_PORT", 8081);
+  if (!http_port.ok()) return http_port.status();
+  if (!grpc_port.ok()) return grpc_port.status();
+  c.listen_host = get(env, "HOST", "0.0.0.0");
+  c.listen_port = *http_port;
+  c.rls.listen_host = get(env, "GRPC_HOST", "0.0.0.0");
+  c.rls.listen_port = *grpc_port;
+  // The runtime layout: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY holds the rule files.
+  std::string dir = get(env, "RUNTIME_ROOT", "/srv/runtime_data/current");
+  for (const char* part : {"RUNTIME_SUBDIRECTORY", "RUNTIME_APPDIRECTORY"}) {
+    const std::string p = get(env, part, part == std::string_view("RUNTIME_APPDIRECTORY") ? "config" : "");
+    if (!p.empty()) dir += "/" + p;
+  }
+  c.rls.config_dir = dir;
+  const std::string backend = lower(get(env, "BACKEND_TYPE", "redis"));
+  if (backend != "redis") return bad("BACKEND_TYPE", backend, "--envoyproxy-env supports the redis backend only");
+  auto storage = redis_url(env);
+  if (!storage.ok()) return storage.status();
+  c.storage = *storage;
+  c.log_level = lower(get(env, "LOG_LEVEL", "warn"));
+  if (c.log_level == "warning") c.log_level = "warn";
+  if (c.log_level == "fatal" || c.log_level == "panic") c.log_level = "critical";
+  struct Flag {
+    const char* name;
+    bool* into;
+  };
+  for (const Flag& f : {Flag{"LIMIT_RESPONSE_HEADERS_ENABLED", &c.rls.response_headers},
+                        Flag{"MERGE_DOMAIN_CONFIG", &c.rls.merge_domains},
+                        Flag{"RESPONSE_DYNAMIC_METADATA", &c.rls.dynamic_metadata},
+                        Flag{"SHADOW_MODE", &c.rls.shadow_mode}, Flag{"QUOTA_MODE", &c.rls.quota_mode}}) {
+    auto v = flag(env, f.name, false);
+    if (!v.ok()) return v.status();
+    *f.into = *v;
+  }
+  erl_env_warnings(env, c, warnings);
+  return warnings;
+}
+
+Environment process_environment() {
+  Environment env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  return env;
+}
+
+}  // namespace floodgate::server

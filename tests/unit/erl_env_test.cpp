@@ -1,0 +1,105 @@
+// `floodgate serve --envoyproxy-env`: envoyproxy/ratelimit's environment → floodgate's options.
+#include <gtest/gtest.h>
+
+#include "server/erl_env.hpp"
+#include "storage/url.hpp"
+
+namespace floodgate::server {
+namespace {
+
+TEST(ErlEnv, NothingSetIsEnvoyproxysDefaults) {
+  Config c;
+  auto warnings = apply_erl_env({}, c);
+  ASSERT_TRUE(warnings.ok()) << warnings.status();
+  EXPECT_TRUE(warnings->empty());
+  EXPECT_EQ(c.listen_host, "0.0.0.0");
+  EXPECT_EQ(c.listen_port, 8080);
+  EXPECT_EQ(c.rls.listen_host, "0.0.0.0");
+  EXPECT_EQ(c.rls.listen_port, 8081);
+  EXPECT_EQ(c.rls.config_dir, "/srv/runtime_data/current/config");
+  EXPECT_EQ(c.storage, "redis+unix:///var/run/nutcracker/ratelimit.sock?timeout_ms=10000&pool=10");
+  EXPECT_EQ(c.log_level, "warn");
+  EXPECT_FALSE(c.rls.response_headers || c.rls.merge_domains || c.rls.shadow_mode || c.rls.quota_mode ||
+               c.rls.dynamic_metadata);
+}
+
+TEST(ErlEnv, EveryHonouredVariable) {
+  Config c;
+  auto warnings = apply_erl_env({{"HOST", "127.0.0.2"}, {"PORT", "9000"}, {"GRPC_HOST", "127.0.0.3"},
+                                 {"GRPC_PORT", "9001"}, {"RUNTIME_ROOT", "/data"},
+                                 {"RUNTIME_SUBDIRECTORY", "ratelimit"}, {"RUNTIME_APPDIRECTORY", "rules"},
+                                 {"REDIS_SOCKET_TYPE", "tcp"}, {"REDIS_URL", "redis.local:6380"},
+                                 {"REDIS_AUTH", "s3cret"}, {"REDIS_POOL_SIZE", "4"}, {"REDIS_TIMEOUT", "1.5s"},
+                                 {"LOG_LEVEL", "DEBUG"}, {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"},
+                                 {"MERGE_DOMAIN_CONFIG", "1"}, {"RESPONSE_DYNAMIC_METADATA", "T"},
+                                 {"SHADOW_MODE", "true"}, {"QUOTA_MODE", "True"}, {"NEAR_LIMIT_RATIO", "0.8"},
+                                 {"USE_PROMETHEUS", "true"}, {"PROMETHEUS_ADDR", ":9000"}},
+                                c);
+  ASSERT_TRUE(warnings.ok()) << warnings.status();
+  EXPECT_TRUE(warnings->empty()) << (*warnings)[0];
+  EXPECT_EQ(c.listen_host, "127.0.0.2");
+  EXPECT_EQ(c.listen_port, 9000);
+  EXPECT_EQ(c.rls.listen_host, "127.0.0.3");
+  EXPECT_EQ(c.rls.listen_port, 9001);
+  EXPECT_EQ(c.rls.config_dir, "/data/ratelimit/rules");
+  EXPECT_EQ(c.storage, "redis://:s3cret@redis.local:6380?timeout_ms=1500&pool=4");
+  EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_TRUE(c.rls.response_headers && c.rls.merge_domains && c.rls.shadow_mode && c.rls.quota_mode &&
+              c.rls.dynamic_metadata);
+}
+
+TEST(ErlEnv, RedisCluster) {
+  Config c;
+  ASSERT_TRUE(apply_erl_env({{"REDIS_TYPE", "CLUSTER"}, {"REDIS_SOCKET_TYPE", "tcp"},
+                             {"REDIS_URL", "10.0.0.1:7000,10.0.0.2:7000"}, {"REDIS_TIMEOUT", "250ms"}},
+                            c)
+                  .ok());
+  EXPECT_EQ(c.storage, "redis-cluster://10.0.0.1:7000,10.0.0.2:7000?timeout_ms=250&pool=10");
+  EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
+}
+
+TEST(ErlEnv, EveryUnhonouredVariableIsNamed) {
+  Config c;
+  auto warnings = apply_erl_env({{"CACHE_KEY_PREFIX", "erl_"}, {"NEAR_LIMIT_RATIO", "0.9"}, {"DEBUG_PORT", "6070"},
+                                 {"REDIS_PERSECOND", "true"}, {"LIMIT_RESET_HEADER", "X-Reset"},
+                                 {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"},
+                                 {"PROMETHEUS_ADDR", ":9090"}, {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true"},
+                                 {"UNRELATED", "x"}},
+                                c);
+  ASSERT_TRUE(warnings.ok()) << warnings.status();
+  std::string all;
+  for (const auto& w : *warnings) all += w + "\n";
+  EXPECT_EQ(warnings->size(), 8u) << all;
+  for (const char* name : {"CACHE_KEY_PREFIX is not honoured", "NEAR_LIMIT_RATIO=0.9", "DEBUG_PORT",
+                           "REDIS_PERSECOND", "LIMIT_RESET_HEADER", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false",
+                           "PROMETHEUS_ADDR=:9090", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED"}) {
+    EXPECT_NE(all.find(name), std::string::npos) << name << " in\n" << all;
+  }
+}
+
+TEST(ErlEnv, ValuesEnvoyproxyRefusesAreErrorsNamingTheVariable) {
+  const auto error = [](Environment env) {
+    Config c;
+    auto r = apply_erl_env(env, c);
+    return r.ok() ? std::string("ok") : std::string(r.status().message());
+  };
+  EXPECT_EQ(error({{"PORT", "http"}}), "PORT=http: not a port number");
+  EXPECT_EQ(error({{"GRPC_PORT", "70000"}}), "GRPC_PORT=70000: not a port number");
+  EXPECT_EQ(error({{"REDIS_TIMEOUT", "10"}}), "REDIS_TIMEOUT=10: a duration needs a unit (ns, us, ms, s, m, h)");
+  EXPECT_EQ(error({{"REDIS_TYPE", "ring"}}), "REDIS_TYPE=ring: expected single, cluster or sentinel");
+  EXPECT_EQ(error({{"SHADOW_MODE", "yes"}}), "SHADOW_MODE=yes: not a boolean");
+  EXPECT_EQ(error({{"BACKEND_TYPE", "memcache"}}), "BACKEND_TYPE=memcache: --envoyproxy-env supports the redis backend only");
+  EXPECT_EQ(error({{"REDIS_TYPE", "sentinel"}}),
+            "REDIS_TYPE=sentinel: Redis Sentinel is not supported yet by --envoyproxy-env");
+}
+
+TEST(ErlEnv, TheSameSwitchesInTheConfigurationFile) {
+  auto c = parse_config("rls:\n  merge_domains: true\n  dynamic_metadata: true\n  shadow_mode: true\n  quota_mode: true\n",
+                        "f.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->rls.merge_domains && c->rls.dynamic_metadata && c->rls.shadow_mode && c->rls.quota_mode);
+}
+
+}  // namespace
+}  // namespace floodgate::server

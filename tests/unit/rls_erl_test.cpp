@@ -1,0 +1,375 @@
+// Every rule-file key of current envoyproxy/ratelimit with its meaning: share_threshold,
+// value_to_metric, detailed_metric, metadata, quota_mode, unlimited beside a limit, a unit without
+// requests_per_unit, wildcards anywhere in a value, domain merging and the files it refuses.
+#include <gtest/gtest.h>
+
+#include "floodgate/memory_storage.hpp"
+#include "server/rls.hpp"
+#include "server/rls_config.hpp"
+
+namespace floodgate::server {
+namespace {
+
+using Response = rlsv3::RateLimitResponse;
+using Entries = std::vector<std::pair<std::string, std::string>>;
+
+absl::Status parse(const std::string& yaml) {
+  RlsConfig c;
+  return parse_rls_file(yaml, "rules.yaml", c);
+}
+
+// ---- wildcards ----------------------------------------------------------------------------------
+
+bool fits(const std::string& pattern, std::string_view value) {
+  std::vector<std::string> parts;
+  std::size_t from = 0;
+  for (std::size_t star; (star = pattern.find('*', from)) != std::string::npos; from = star + 1) {
+    parts.push_back(pattern.substr(from, star - from));
+  }
+  parts.push_back(pattern.substr(from));
+  return rls_wildcard_match(parts, value);
+}
+
+TEST(RlsWildcard, AStarAnywhereStandsForAnyRunOfBytes) {
+  EXPECT_TRUE(fits("img*", "img"));
+  EXPECT_TRUE(fits("img*", "img/cat.png"));
+  EXPECT_FALSE(fits("img*", "im"));
+  EXPECT_TRUE(fits("/v2*users", "/v2/users"));
+  EXPECT_TRUE(fits("/v2*users", "/v2users"));
+  EXPECT_FALSE(fits("/v2*users", "/v2/users/7"));
+  EXPECT_TRUE(fits("*.png", "a.png"));
+  EXPECT_FALSE(fits("*.png", "a.jpg"));
+  EXPECT_TRUE(fits("grp*op*call", "grp-a-op-b-call"));
+  EXPECT_TRUE(fits("grp*op*call", "grpopcall"));
+  EXPECT_FALSE(fits("grp*op*call", "grp-call-op"));
+  EXPECT_FALSE(fits("xy*yx", "xyx"));  // the ends may not overlap
+  EXPECT_TRUE(fits("a*b*b", "abb"));
+  EXPECT_FALSE(fits("a*b*b", "ab"));
+  EXPECT_TRUE(fits("**", ""));
+}
+
+// ---- the loader ---------------------------------------------------------------------------------
+
+TEST(RlsErlConfig, AcceptsEveryKeyOfCurrentEnvoyproxy) {
+  RlsConfig c;
+  const absl::Status s = parse_rls_file(R"(
+domain: all_keys
+descriptors:
+  - key: path
+    value: "/img*"
+    share_threshold: true
+    value_to_metric: true
+    quota_mode: true
+    shadow_mode: false
+    detailed_metric: false
+    metadata: {team: media, tier: 2, paid: true, tags: [a, b], owner: {name: x}}
+    rate_limit: {name: images, replaces: [{name: other}], unit: minute, requests_per_unit: 9}
+  - key: free
+    rate_limit: {unlimited: true, requests_per_unit: 50}
+  - key: blocked
+    rate_limit: {unit: hour}
+  - key: empty_value
+    value: ""
+    rate_limit: {unit: second, requests_per_unit: 1}
+)", "all.yaml", c);
+  ASSERT_TRUE(s.ok()) << s;
+  const RlsDomain& d = *c.find("all_keys");
+  const RlsNode& img = *d.root.children.at(rls_child_key("path", "/img*"));
+  EXPECT_TRUE(img.share_threshold);
+  EXPECT_TRUE(img.value_to_metric);
+  EXPECT_TRUE(img.rule->quota_mode);
+  EXPECT_TRUE(img.rule->walk);
+  ASSERT_NE(img.rule->metadata, nullptr);
+  ASSERT_EQ(img.rule->metadata->fields.size(), 5u);
+  EXPECT_EQ(img.rule->metadata->fields[1].second.kind, RlsMeta::Kind::kNumber);
+  EXPECT_EQ(img.rule->metadata->fields[2].second.kind, RlsMeta::Kind::kBool);
+  EXPECT_EQ(img.rule->metadata->fields[3].second.items.size(), 2u);
+  EXPECT_TRUE(d.root.children.at(rls_default_key("free"))->rule->unlimited);
+  const RlsRule& blocked = *d.root.children.at(rls_default_key("blocked"))->rule;
+  EXPECT_EQ(blocked.requests_per_unit, 0u);  // a unit alone: every request is over
+  EXPECT_EQ(blocked.unit, RlsUnit::kHour);
+  EXPECT_EQ(blocked.policy, nullptr);
+  // An empty value is no value: the key-only default.
+  EXPECT_TRUE(d.root.children.contains(rls_default_key("empty_value")));
+}
+
+struct Refused {
+  const char* yaml;
+  const char* message;
+};
+class RlsErlRefusals : public ::testing::TestWithParam<Refused> {};
+
+TEST_P(RlsErlRefusals, AsEnvoyproxyRefusesTheFile) {
+  const absl::Status s = parse(GetParam().yaml);
+  ASSERT_FALSE(s.ok()) << GetParam().yaml;
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(s.message()), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Erl, RlsErlRefusals,
+    ::testing::Values(
+        Refused{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {name: me, unit: second, requests_per_unit: 1, "
+                "replaces: [{name: me}]}\n",
+                "rules.yaml:4:74: the rate_limit of \"k\": replaces names the rule itself (\"me\")"},
+        Refused{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, "
+                "replaces: [{name: \"\"}]}\n",
+                "rules.yaml:4:65: the rate_limit of \"k\": a replaces name is empty"},
+        Refused{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: minute, "
+                "requests_per_unit: 5}\n",
+                "rules.yaml:4:41: the rate_limit of \"k\": unlimited takes no unit"},
+        Refused{"domain: d\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n",
+                "rules.yaml:5:22: share_threshold needs a wildcard value (with '*'), and \"k_v\" has none"},
+        Refused{"domain: d\ndescriptors:\n  - key: \"\"\n", "rules.yaml:3:10: a descriptor key is empty"},
+        Refused{"domain: d\ndescriptors:\n  - key: k\n    value: \"v*\"\n  - key: k\n    value: \"v*\"\n",
+                "rules.yaml:5:5: duplicate descriptor \"k_v*\" in domain \"d\""},
+        Refused{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: sec, requests_per_unit: 1}\n",
+                "rules.yaml:4:24: the rate_limit of \"k\": invalid unit \"sec\" (second, minute, hour, day, week, "
+                "month, year)"},
+        Refused{"domain: d\ndescriptors:\n  - key: k\n    share_treshold: true\n",
+                "rules.yaml:4:5: unknown key \"share_treshold\" in a descriptor (known: key, value, rate_limit, "
+                "descriptors, shadow_mode, quota_mode, detailed_metric, value_to_metric, share_threshold, "
+                "metadata)"},
+        Refused{"domain: d\ndescriptors:\n  - key: k\n    metadata: [a]\n", "rules.yaml:4:15: metadata must be a map"},
+        Refused{"domain: d\ndescriptors:\n  - key: [k]\n",
+                "rules.yaml:3:10: key must be a single value"},
+        Refused{"domain: d\ndescriptors:\n  - k\n", "rules.yaml:3:5: a descriptor must be a map with a key"}));
+
+TEST(RlsErlConfig, MergesADomainAcrossFilesOnlyWhenAsked) {
+  auto separate = load_rls_config(FLOODGATE_RLS_MERGE_DIR);
+  ASSERT_FALSE(separate.ok());
+  EXPECT_NE(separate.status().message().find("domain \"shop\" is already defined in"), std::string_view::npos);
+  auto merged = load_rls_config(FLOODGATE_RLS_MERGE_DIR, /*merge=*/true);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  const RlsDomain& shop = *(*merged)->find("shop");
+  EXPECT_EQ(shop.root.children.at(rls_child_key("tenant", "alpha"))->rule->requests_per_unit, 2u);
+  EXPECT_EQ(shop.root.children.at(rls_child_key("tenant", "beta"))->rule->requests_per_unit, 3u);
+  // A descriptor defined by both files is still a duplicate.
+  RlsConfig c;
+  ASSERT_TRUE(parse_rls_file("domain: d\ndescriptors: [{key: k}]\n", "1.yaml", c, true).ok());
+  const absl::Status dup = parse_rls_file("domain: d\ndescriptors: [{key: k}]\n", "2.yaml", c, true);
+  EXPECT_EQ(dup.message(), "2.yaml:2:15: duplicate descriptor \"k\" in domain \"d\"");
+}
+
+// ---- the decisions ------------------------------------------------------------------------------
+
+class RlsErl : public ::testing::Test {
+ protected:
+  static constexpr Micros kStart = 1'700'000'040 * kMicrosPerSecond + 10 * kMicrosPerSecond;
+
+  void load(const std::string& yaml, RlsLimits limits = {}) {
+    auto c = std::make_shared<RlsConfig>();
+    const absl::Status s = parse_rls_file(yaml, "test.yaml", *c);
+    ASSERT_TRUE(s.ok()) << s;
+    service_ = std::make_unique<RlsService>(std::make_shared<MemoryStorage>(), clock_, limits);
+    service_->reload(c);
+  }
+  static rlsv3::RateLimitRequest request(const std::vector<Entries>& descriptors) {
+    rlsv3::RateLimitRequest r;
+    r.set_domain("d");
+    for (const Entries& d : descriptors) {
+      auto* desc = r.add_descriptors();
+      for (const auto& [k, v] : d) {
+        auto* e = desc->add_entries();
+        e->set_key(k);
+        e->set_value(v);
+      }
+    }
+    return r;
+  }
+  Response call(const std::vector<Entries>& descriptors) {
+    Response out;
+    const grpc::Status s = service_->should_rate_limit(request(descriptors), out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return out;
+  }
+  int admitted(const Entries& entries, int max = 100) {
+    for (int i = 0; i < max; ++i) {
+      if (call({entries}).overall_code() != Response::OK) return i;
+    }
+    return max;
+  }
+  std::uint64_t hits(const std::string& label) {
+    auto slot = service_->metrics().slot("d", label);
+    return slot ? service_->metrics().get(*slot, RlsMetrics::kTotalHits) : 0;
+  }
+
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kStart);
+  std::unique_ptr<RlsService> service_;
+};
+
+TEST_F(RlsErl, ExactBeatsTheFirstFittingWildcardWhichBeatsTheDefault) {
+  load(R"(
+domain: d
+descriptors:
+  - {key: route, value: "/v2*users", rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: route, value: "/v2*", rate_limit: {unit: minute, requests_per_unit: 2}}
+  - {key: route, value: "/v2/users", rate_limit: {unit: minute, requests_per_unit: 3}}
+  - {key: route, rate_limit: {unit: minute, requests_per_unit: 4}}
+)");
+  EXPECT_EQ(admitted({{"route", "/v2/users"}}), 3);
+  EXPECT_EQ(admitted({{"route", "/v2/x/users"}}), 1);
+  EXPECT_EQ(admitted({{"route", "/v2/x/orders"}}), 2);
+  EXPECT_EQ(admitted({{"route", "/v1"}}), 4);
+}
+
+TEST_F(RlsErl, ShareThresholdCountsEveryMatchInOneState) {
+  load(R"(
+domain: d
+descriptors:
+  - {key: doc, value: "docs/*", share_threshold: true, rate_limit: {unit: minute, requests_per_unit: 3}}
+  - {key: img, value: "img/*", rate_limit: {unit: minute, requests_per_unit: 3}}
+  - key: svc
+    value: "s*prod"
+    share_threshold: true
+    descriptors:
+      - key: op
+        value: "get*"
+        share_threshold: true
+        descriptors:
+          - {key: user, rate_limit: {unit: minute, requests_per_unit: 2}}
+)");
+  EXPECT_EQ(admitted({{"doc", "docs/a.pdf"}}, 2), 2);
+  EXPECT_EQ(admitted({{"doc", "docs/b.csv"}}), 1);  // one counter for the pattern
+  EXPECT_EQ(admitted({{"img", "img/a.png"}}), 3);   // without it: one each
+  EXPECT_EQ(admitted({{"img", "img/b.png"}}), 3);
+  // Nested wildcards, both shared: one counter per user across services and operations.
+  EXPECT_EQ(admitted({{"svc", "s1prod"}, {"op", "getA"}, {"user", "u"}}, 1), 1);
+  EXPECT_EQ(admitted({{"svc", "s2prod"}, {"op", "getB"}, {"user", "u"}}), 1);
+  EXPECT_EQ(admitted({{"svc", "s3prod"}, {"op", "get"}, {"user", "v"}}), 2);
+  // Metrics name the pattern, once.
+  EXPECT_EQ(hits("doc_docs/*"), 4u);
+  EXPECT_EQ(hits("svc_s*prod.op_get*.user"), 6u);
+}
+
+TEST_F(RlsErl, ValueToMetricAndDetailedMetricNameTheSeries) {
+  load(R"(
+domain: d
+descriptors:
+  - key: method
+    value_to_metric: true
+    descriptors:
+      - {key: path, value: "/api*", value_to_metric: true, rate_limit: {unit: minute, requests_per_unit: 9}}
+      - {key: user, rate_limit: {unit: minute, requests_per_unit: 9}}
+  - {key: client, detailed_metric: true, rate_limit: {unit: minute, requests_per_unit: 9}}
+  - {key: plain, rate_limit: {unit: minute, requests_per_unit: 9}}
+)");
+  call({{{"method", "GET"}, {"path", "/api/x"}}});
+  call({{{"method", "GET"}, {"user", "bob"}}});
+  call({{{"client", "c1"}}});
+  call({{{"plain", "p1"}}});
+  EXPECT_EQ(hits("method_GET.path_/api/x"), 1u);
+  EXPECT_EQ(hits("method_GET.user"), 1u);
+  EXPECT_EQ(hits("client_c1"), 1u);
+  EXPECT_EQ(hits("plain"), 1u);
+  EXPECT_EQ(hits("method.user"), 0u);
+}
+
+TEST_F(RlsErl, QuotaModeRefusesOnlyWhenEveryQuotaIsOver) {
+  load(R"(
+domain: d
+descriptors:
+  - {key: q1, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: q2, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 2}}
+  - {key: r, rate_limit: {unit: minute, requests_per_unit: 1}}
+)");
+  EXPECT_EQ(call({{{"q1", "a"}}, {{"q2", "a"}}}).overall_code(), Response::OK);
+  const Response one_over = call({{{"q1", "a"}}, {{"q2", "a"}}});
+  EXPECT_EQ(one_over.overall_code(), Response::OK);
+  EXPECT_EQ(one_over.statuses(0).code(), Response::OVER_LIMIT);
+  EXPECT_EQ(one_over.statuses(1).code(), Response::OK);
+  EXPECT_EQ(call({{{"q1", "a"}}, {{"q2", "a"}}}).overall_code(), Response::OVER_LIMIT);
+  // An ordinary descriptor over its limit refuses whatever the quotas say.
+  EXPECT_EQ(call({{{"r", "a"}}}).overall_code(), Response::OK);
+  EXPECT_EQ(call({{{"r", "a"}}, {{"q2", "b"}}}).overall_code(), Response::OVER_LIMIT);
+}
+
+TEST_F(RlsErl, UnlimitedBesideALimitAndAUnitWithoutOne) {
+  load(R"(
+domain: d
+descriptors:
+  - {key: free, rate_limit: {unlimited: true, requests_per_unit: 1}}
+  - {key: blocked, rate_limit: {unit: minute}}
+)");
+  EXPECT_EQ(admitted({{"free", "x"}}, 20), 20);
+  const Response r = call({{{"blocked", "x"}}});
+  EXPECT_EQ(r.overall_code(), Response::OVER_LIMIT);
+  EXPECT_EQ(r.statuses(0).current_limit().requests_per_unit(), 0u);
+}
+
+TEST_F(RlsErl, MetadataOfPassingDescriptorsWhenAsked) {
+  const std::string rules = R"(
+domain: d
+descriptors:
+  - {key: a, metadata: {team: {name: one, size: 3}, on: true}, rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: b, metadata: {team: {lead: z}, tags: [x]}, rate_limit: {unit: minute, requests_per_unit: 5}}
+)";
+  load(rules);
+  EXPECT_FALSE(call({{{"a", "1"}}}).has_dynamic_metadata());
+  RlsLimits limits;
+  limits.dynamic_metadata = true;
+  load(rules, limits);
+  const Response both = call({{{"a", "1"}}, {{"b", "1"}}});
+  const auto& f = both.dynamic_metadata().fields();
+  EXPECT_EQ(f.at("domain").string_value(), "d");
+  EXPECT_EQ(f.at("descriptors").list_value().values(1).struct_value().fields().at("entries").list_value().values(0).string_value(), "b=1");
+  const auto& team = f.at("metadata").struct_value().fields().at("team").struct_value().fields();
+  EXPECT_EQ(team.at("name").string_value(), "one");
+  EXPECT_EQ(team.at("size").number_value(), 3);
+  EXPECT_EQ(team.at("lead").string_value(), "z");  // maps merge
+  EXPECT_TRUE(f.at("metadata").struct_value().fields().at("on").bool_value());
+  // "a" is over now: only "b"'s metadata.
+  const Response one = call({{{"a", "1"}}, {{"b", "2"}}});
+  const auto& m = one.dynamic_metadata().fields().at("metadata").struct_value().fields();
+  EXPECT_FALSE(m.contains("on"));
+  EXPECT_EQ(m.at("tags").list_value().values(0).string_value(), "x");
+}
+
+TEST_F(RlsErl, GlobalShadowAndQuotaModes) {
+  const std::string rules = R"(
+domain: d
+descriptors:
+  - {key: a, rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: b, rate_limit: {unit: minute, requests_per_unit: 1}}
+)";
+  RlsLimits shadow;
+  shadow.shadow_mode = true;  // SHADOW_MODE: decided and reported, never refused
+  load(rules, shadow);
+  call({{{"a", "1"}}});
+  const Response r = call({{{"a", "1"}}});
+  EXPECT_EQ(r.overall_code(), Response::OK);
+  EXPECT_EQ(r.statuses(0).code(), Response::OVER_LIMIT);
+  RlsLimits quota;
+  quota.quota_mode = true;  // QUOTA_MODE: every rule a quota
+  load(rules, quota);
+  call({{{"a", "1"}}});
+  EXPECT_EQ(call({{{"a", "1"}}, {{"b", "1"}}}).overall_code(), Response::OK);
+  EXPECT_EQ(call({{{"a", "1"}}, {{"b", "1"}}}).overall_code(), Response::OVER_LIMIT);
+}
+
+TEST_F(RlsErl, DurationUntilResetIsWholeSecondsRoundedUpAndNeverMoreThanTheUnit) {
+  load(R"(
+domain: d
+descriptors:
+  - {key: fixed, rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: sliding, rate_limit: {unit: minute, requests_per_unit: 1, algorithm: sliding-window-counter}}
+  - {key: moving, rate_limit: {unit: minute, requests_per_unit: 1, algorithm: moving-window}}
+  - {key: blocked, rate_limit: {unit: second}}
+)");
+  clock_->advance(500'000);  // 10.5 s into the minute: 49.5 s left → 50
+  const auto reset = [&](const char* key) {
+    const Response r = call({{{key, "x"}}});
+    EXPECT_EQ(r.statuses(0).duration_until_reset().nanos(), 0) << key;
+    return r.statuses(0).duration_until_reset().seconds();
+  };
+  EXPECT_EQ(reset("fixed"), 50);
+  EXPECT_EQ(reset("blocked"), 1);  // 0.5 s → 1
+  reset("sliding");
+  clock_->advance(60 * kMicrosPerSecond);  // the next minute, the previous one still weighs
+  EXPECT_EQ(reset("sliding"), 60);          // full capacity only in 109.5 s: bounded to the unit
+  reset("moving");
+  EXPECT_EQ(reset("moving"), 60);           // 60 s + 1 µs: bounded to the unit
+}
+
+}  // namespace
+}  // namespace floodgate::server
