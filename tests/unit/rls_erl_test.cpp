@@ -5,6 +5,7 @@
 
 #include "floodgate/memory_storage.hpp"
 #include "server/rls.hpp"
+#include "server/prometheus.hpp"
 #include "server/rls_config.hpp"
 
 namespace floodgate::server {
@@ -189,9 +190,14 @@ class RlsErl : public ::testing::Test {
     }
     return max;
   }
+  // The series as Prometheus scrapes it (a rule's own series or a detailed one alike).
   std::uint64_t hits(const std::string& label) {
-    auto slot = service_->metrics().slot("d", label);
-    return slot ? service_->metrics().get(*slot, RlsMetrics::kTotalHits) : 0;
+    PromText out;
+    service_->metrics().render(out);
+    const std::string text = out.take();
+    const std::string sample = "floodgate_rls_total_hits_total{domain=\"d\",rule=\"" + label + "\"} ";
+    const std::size_t at = text.find(sample);
+    return at == std::string::npos ? 0 : std::stoull(text.substr(at + sample.size()));
   }
 
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kStart);
