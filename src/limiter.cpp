@@ -156,7 +156,12 @@ absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
   if (auto s = check_cost(r.cost); !s.ok()) return s;
   if (auto local = blocked(r, now)) return *local;
   absl::StatusOr<Decision> d;
-  timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
+  if (lock_singles()) {
+    auto guard = key_locks_->lock(std::span<const Request>(&r, 1));
+    timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
+  } else {
+    timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
+  }
   settle(r, d, now);
   return d;
 }
@@ -183,7 +188,12 @@ void Limiter::decide(std::span<const Request> requests, Micros now,
   }
   if (ask.empty()) return;
   std::vector<absl::StatusOr<Decision>> results(ask.size());
-  timed([&] { storage_->apply_batch(ask, now, results); });
+  if (lock_singles()) {
+    auto guard = key_locks_->lock(ask);
+    timed([&] { storage_->apply_batch(ask, now, results); });
+  } else {
+    timed([&] { storage_->apply_batch(ask, now, results); });
+  }
   for (std::size_t j = 0; j < ask.size(); ++j) {
     settle(ask[j], results[j], now);
     out[where[j]] = std::move(results[j]);
@@ -192,6 +202,7 @@ void Limiter::decide(std::span<const Request> requests, Micros now,
 
 bool Limiter::decide_group(std::span<const Request> requests, Micros now,
                            std::span<absl::StatusOr<Decision>> out) {
+  if (!groups_.load(std::memory_order_relaxed)) expect_groups();
   std::vector<std::optional<Decision>> local(requests.size());
   bool blocked_here = false;
   for (std::size_t i = 0; i < requests.size(); ++i) {

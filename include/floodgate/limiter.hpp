@@ -80,6 +80,15 @@ class Limiter {
   bool decide_group(std::span<const Request> requests, Micros now,
                     std::span<absl::StatusOr<Decision>> out);
 
+  /// On a storage whose groups are not atomic by themselves (StorageTraits::atomic_groups), a
+  /// group is made all-or-nothing in this process by per-key locks; a single decision on one of
+  /// its keys must take them too, or it can take the last unit between the group's test and its
+  /// commit. Single decisions take them once groups are expected: `decide_group` sets it on its
+  /// first call; call this before sharing the limiter when groups and single decisions on the
+  /// same keys may run at the same time from the start (the gRPC service does). A limiter that
+  /// never decides groups (the HTTP API) pays nothing.
+  void expect_groups() noexcept { groups_.store(true, std::memory_order_release); }
+
   /// Sets the observer of storage call durations. Call before the limiter is shared.
   void observe_storage_latency(LatencyObserver observer) { latency_ = std::move(observer); }
 
@@ -116,6 +125,10 @@ class Limiter {
   std::atomic<std::uint64_t> blocked_hits_{0};
   std::unique_ptr<BlockedCaches> blocked_;
   std::unique_ptr<detail::KeyLocks> key_locks_;
+  std::atomic<bool> groups_{false};  // single decisions take the key locks too (expect_groups)
+  [[nodiscard]] bool lock_singles() const noexcept {
+    return !traits_.atomic_groups && groups_.load(std::memory_order_acquire);
+  }
 };
 
 /// The decision a policy's FailMode gives when its storage fails (see Limiter).

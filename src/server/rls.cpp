@@ -74,6 +74,7 @@ std::string metric_label(const ::envoy::extensions::common::ratelimit::v3::RateL
 
 RlsService::RlsService(Limiter& limiter, RlsLimits limits)
     : limiter_(limiter), limits_(limits), installed_(nullptr) {
+  limiter_.expect_groups();  // multi-descriptor calls are groups: single calls on their keys wait for them
   reload(std::make_shared<const RlsConfig>());
   if (limits_.batching) {
     coalescer_ = std::make_unique<Coalescer<Job>>(limits_.batch_threads,
