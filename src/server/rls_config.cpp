@@ -162,7 +162,10 @@ struct Parser {
     RlsMeta m;
     if (node.IsMap()) {
       m.kind = RlsMeta::Kind::kMap;
-      for (const auto& kv : node) m.fields.emplace_back(scalar<std::string>(source, kv.first, "metadata key"), meta(kv.second));
+      for (const auto& kv : node) {
+        m.names.push_back(scalar<std::string>(source, kv.first, "metadata key"));
+        m.items.push_back(meta(kv.second));
+      }
     } else if (node.IsSequence()) {
       m.kind = RlsMeta::Kind::kList;
       for (const auto& item : node) m.items.push_back(meta(item));

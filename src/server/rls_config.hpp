@@ -36,8 +36,10 @@ struct RlsMeta {
   bool boolean = false;
   double number = 0;
   std::string string;
-  std::vector<RlsMeta> items;                          // kList
-  std::vector<std::pair<std::string, RlsMeta>> fields;  // kMap, in file order
+  // kList: the elements; kMap: the values, named by `names` (in file order). Two vectors rather
+  // than pairs: a pair needs RlsMeta complete, a vector does not (clang + libstdc++ refuse it).
+  std::vector<RlsMeta> items;
+  std::vector<std::string> names;  // kMap
 };
 
 /// A `rate_limit` block of one descriptor node.

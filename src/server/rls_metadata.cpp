@@ -24,7 +24,7 @@ void to_value(const RlsMeta& m, Value& out) {
       break;
     case RlsMeta::Kind::kMap: {
       auto& fields = *out.mutable_struct_value()->mutable_fields();
-      for (const auto& [k, v] : m.fields) to_value(v, fields[k]);
+      for (std::size_t i = 0; i < m.names.size(); ++i) to_value(m.items[i], fields[m.names[i]]);
       break;
     }
   }

@@ -81,10 +81,10 @@ descriptors:
   EXPECT_TRUE(img.rule->quota_mode);
   EXPECT_TRUE(img.rule->walk);
   ASSERT_NE(img.rule->metadata, nullptr);
-  ASSERT_EQ(img.rule->metadata->fields.size(), 5u);
-  EXPECT_EQ(img.rule->metadata->fields[1].second.kind, RlsMeta::Kind::kNumber);
-  EXPECT_EQ(img.rule->metadata->fields[2].second.kind, RlsMeta::Kind::kBool);
-  EXPECT_EQ(img.rule->metadata->fields[3].second.items.size(), 2u);
+  ASSERT_EQ(img.rule->metadata->names.size(), 5u);
+  EXPECT_EQ(img.rule->metadata->items[1].kind, RlsMeta::Kind::kNumber);
+  EXPECT_EQ(img.rule->metadata->items[2].kind, RlsMeta::Kind::kBool);
+  EXPECT_EQ(img.rule->metadata->items[3].items.size(), 2u);
   EXPECT_TRUE(d.root.children.at(rls_default_key("free"))->rule->unlimited);
   const RlsRule& blocked = *d.root.children.at(rls_default_key("blocked"))->rule;
   EXPECT_EQ(blocked.requests_per_unit, 0u);  // a unit alone: every request is over
