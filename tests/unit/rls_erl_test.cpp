@@ -7,12 +7,13 @@
 #include "server/rls.hpp"
 #include "server/prometheus.hpp"
 #include "server/rls_config.hpp"
+#include "support/rls_request.hpp"
 
 namespace floodgate::server {
 namespace {
 
 using Response = rlsv3::RateLimitResponse;
-using Entries = std::vector<std::pair<std::string, std::string>>;
+using Entries = testing::RlsEntries;
 
 absl::Status parse(const std::string& yaml) {
   RlsConfig c;
@@ -166,17 +167,7 @@ class RlsErl : public ::testing::Test {
     service_->reload(c);
   }
   static rlsv3::RateLimitRequest request(const std::vector<Entries>& descriptors) {
-    rlsv3::RateLimitRequest r;
-    r.set_domain("d");
-    for (const Entries& d : descriptors) {
-      auto* desc = r.add_descriptors();
-      for (const auto& [k, v] : d) {
-        auto* e = desc->add_entries();
-        e->set_key(k);
-        e->set_value(v);
-      }
-    }
-    return r;
+    return testing::rls_request("d", descriptors);
   }
   Response call(const std::vector<Entries>& descriptors) {
     Response out;

@@ -15,6 +15,7 @@
 #include "server/config.hpp"
 #include "server/rls.hpp"
 #include "server/rls_config.hpp"
+#include "support/rls_request.hpp"
 
 namespace floodgate::server {
 namespace {
@@ -177,21 +178,10 @@ class Rls : public ::testing::Test {
     service_->reload(*c);
   }
 
-  using Entries = std::vector<std::pair<std::string, std::string>>;
+  using Entries = testing::RlsEntries;
   static rlsv3::RateLimitRequest request(const std::string& domain, const std::vector<Entries>& descriptors,
                                          std::uint32_t hits = 0) {
-    rlsv3::RateLimitRequest r;
-    r.set_domain(domain);
-    r.set_hits_addend(hits);
-    for (const Entries& d : descriptors) {
-      auto* desc = r.add_descriptors();
-      for (const auto& [k, v] : d) {
-        auto* e = desc->add_entries();
-        e->set_key(k);
-        e->set_value(v);
-      }
-    }
-    return r;
+    return testing::rls_request(domain, descriptors, hits);
   }
   Response call(const rlsv3::RateLimitRequest& r) {
     Response out;
