@@ -9,6 +9,11 @@
 #                                         nobody trusts), and two TLS servers: DIR/port (plain, for
 #                                         set-up) + DIR/tls_port (client certificate optional, ACL
 #                                         user floodgate/s3cret), DIR/mtls_port (certificate required)
+#   redis_fixture.sh start-sentinel DIR   a master (DIR/data1), its replica (DIR/data2) and three
+#                                         sentinels watching them as "mymaster" (quorum 2, fast
+#                                         timeouts); writes DIR/ports (data1 data2) and
+#                                         DIR/sentinel_ports (s1,s2,s3)
+#   redis_fixture.sh restart DIR NODE     starts DIR/NODE again with its first arguments (after kill -9)
 # Ports: the first free ones from a base derived from DIR, so that two build trees (and two
 # engineers) do not collide; a port another process takes between the check and the bind is
 # skipped (we check that the server answering is ours by its working directory).
@@ -30,6 +35,7 @@ start_one() {
   local node_dir=$1 port=$2
   shift 2
   mkdir -p "$node_dir"
+  printf '%s\n' "$port" "$@" >"$node_dir/args"  # for `restart`
   redis-server --port "$port" --bind 127.0.0.1 --dir "$node_dir" --daemonize yes \
     --pidfile "$node_dir/redis.pid" --logfile "$node_dir/redis.log" --save '' \
     --appendonly no --protected-mode no "$@" >/dev/null 2>&1 || return 1
@@ -196,6 +202,89 @@ start_tls() {
   echo "redis with TLS on 127.0.0.1:${a#* } (plain ${a% *}), requiring client certificates on ${b#* }"
 }
 
+# start_sentinel NODE_DIR PORT MASTER_PORT: a sentinel with a config file of its own (it rewrites
+# it), fast timeouts (SENTINEL DEBUG shortens the periods Redis 7 otherwise fixes at seconds).
+start_sentinel() {
+  local node_dir=$1 port=$2 master=$3 i
+  mkdir -p "$node_dir"
+  cat >"$node_dir/sentinel.conf" <<CONF
+port $port
+bind 127.0.0.1
+daemonize yes
+pidfile $node_dir/redis.pid
+logfile $node_dir/redis.log
+dir $node_dir
+sentinel monitor mymaster 127.0.0.1 $master 2
+sentinel down-after-milliseconds mymaster 400
+sentinel failover-timeout mymaster 2000
+sentinel parallel-syncs mymaster 1
+CONF
+  redis-sentinel "$node_dir/sentinel.conf" >/dev/null 2>&1 || return 1
+  for i in $(seq 1 100); do
+    if redis-cli -p "$port" sentinel get-master-addr-by-name mymaster 2>/dev/null | grep -q "^$master\$"; then
+      redis-cli -p "$port" sentinel debug info-period 200 publish-period 200 ask-period 200 \
+        ping-period 100 election-timeout 500 >/dev/null
+      echo "$port" >"$node_dir/port"
+      return 0
+    fi
+    sleep 0.05
+  done
+  stop_node "$node_dir"
+  return 1
+}
+
+start_sentinel_set() {
+  local p ports=() m r i
+  p=$(( $(base_port) + 5 ))
+  mkdir -p "$dir"
+  for i in 1 2; do
+    p=$(next_port "$p")
+    if [ "$i" = 1 ]; then
+      start_one "$dir/data1" "$p" || { echo "could not start the master" >&2; return 1; }
+      m=$p
+    else
+      start_one "$dir/data2" "$p" --replicaof 127.0.0.1 "$m" || { echo "could not start the replica" >&2; return 1; }
+      r=$p
+    fi
+    p=$((p + 1))
+  done
+  for i in $(seq 1 100); do
+    redis-cli -p "$r" info replication | grep -q 'master_link_status:up' && break
+    sleep 0.05
+  done
+  for i in 1 2 3; do
+    p=$(next_port "$p")
+    start_sentinel "$dir/sentinel$i" "$p" "$m" || { echo "could not start sentinel $i" >&2; return 1; }
+    ports+=("$p")
+    p=$((p + 1))
+  done
+  # Every sentinel knows the replica and its peers before a test asks for a failover.
+  for i in $(seq 1 200); do
+    local ok=0 q
+    for q in "${ports[@]}"; do
+      local info
+      info=$(redis-cli -p "$q" sentinel master mymaster 2>/dev/null | tr '\n' ' ')
+      [[ "$info" =~ num-slaves\ 1\ .*num-other-sentinels\ 2\  ]] && ok=$((ok + 1))
+    done
+    if [ "$ok" -eq 3 ]; then
+      echo "$m $r" >"$dir/ports"
+      echo "${ports[0]},${ports[1]},${ports[2]}" >"$dir/sentinel_ports"
+      echo "redis master on $m, replica on $r, sentinels on ${ports[*]}"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "the sentinels did not find each other and the replica" >&2
+  return 1
+}
+
+restart_node() {
+  local node_dir=$dir/${3:?NODE} port
+  mapfile -t args <"$node_dir/args"
+  port=${args[0]}
+  start_one "$node_dir" "$port" "${args[@]:1}"
+}
+
 stop_all() {
   [ -d "$dir" ] || return 0
   local node
@@ -210,6 +299,8 @@ case "$cmd" in
   start-cluster) stop_all; start_cluster ;;
   start-server) start_server "$@" ;;
   start-tls) stop_all; start_tls ;;
+  start-sentinel) stop_all; start_sentinel_set ;;
+  restart) restart_node "$@" ;;
   stop) stop_all ;;
   *) echo "unknown command $cmd" >&2; exit 2 ;;
 esac
