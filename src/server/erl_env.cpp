@@ -77,6 +77,44 @@ absl::StatusOr<std::int64_t> duration_ms(std::string_view name, const std::strin
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(total)));
 }
 
+// REDIS_TLS_* → the rediss options (envoyproxy reads them only when REDIS_TLS is true).
+absl::StatusOr<std::string> tls_options(const Environment& env) {
+  std::string out;
+  for (const auto& [var, option] : {std::pair<const char*, const char*>{"REDIS_TLS_CACERT", "tls_ca_file"},
+                                    {"REDIS_TLS_CLIENT_CERT", "tls_cert_file"},
+                                    {"REDIS_TLS_CLIENT_KEY", "tls_key_file"}}) {
+    const std::string file = get(env, var, "");
+    if (!file.empty()) out += fmt::format("&{}={}", option, file);
+  }
+  // envoyproxy then still verifies the chain, not the name: so does tls_verify_hostname=false.
+  auto skip = flag(env, "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false);
+  if (!skip.ok()) return skip.status();
+  if (*skip) out += "&tls_verify_hostname=false";
+  return out;
+}
+
+// REDIS_URL of REDIS_TYPE=sentinel, "master,host:port,host:port…" → redis+sentinel://master@hosts
+// with REDIS_AUTH for the data nodes and REDIS_SENTINEL_AUTH for the sentinels as options.
+absl::StatusOr<std::string> sentinel_url(const Environment& env, const std::string& url, const std::string& options,
+                                         bool tls) {
+  const std::size_t comma = url.find(',');
+  if (comma == 0 || comma == std::string::npos || comma + 1 == url.size()) {
+    return bad("REDIS_URL", url, "REDIS_TYPE=sentinel expects the master's name, then host:port of each sentinel, "
+                                 "comma-separated");
+  }
+  std::string auth_options;
+  for (const auto& [var, prefix] : {std::pair<const char*, const char*>{"REDIS_AUTH", ""},
+                                    {"REDIS_SENTINEL_AUTH", "sentinel_"}}) {
+    const std::string auth = get(env, var, "");
+    if (auth.empty()) continue;
+    const std::size_t colon = auth.find(':');
+    if (colon != std::string::npos) auth_options += fmt::format("&{}user={}", prefix, auth.substr(0, colon));
+    auth_options += fmt::format("&{}password={}", prefix, colon == std::string::npos ? auth : auth.substr(colon + 1));
+  }
+  return fmt::format("{}://{}@{}{}{}", tls ? "rediss+sentinel" : "redis+sentinel", url.substr(0, comma),
+                     url.substr(comma + 1), options, auth_options);
+}
+
 // REDIS_* → a storage URL.
 absl::StatusOr<std::string> redis_url(const Environment& env) {
   const std::string type = lower(get(env, "REDIS_TYPE", "single"));
@@ -91,14 +129,23 @@ absl::StatusOr<std::string> redis_url(const Environment& env) {
   if (pool.empty() || !std::all_of(pool.begin(), pool.end(), [](unsigned char c) { return std::isdigit(c); })) {
     return bad("REDIS_POOL_SIZE", pool, "not a number");
   }
-  const std::string options = fmt::format("?timeout_ms={}&pool={}", *ms, pool);
+  auto tls = flag(env, "REDIS_TLS", false);
+  if (!tls.ok()) return tls.status();
+  std::string options = fmt::format("?timeout_ms={}&pool={}", *ms, pool);
+  if (*tls) {
+    auto t = tls_options(env);
+    if (!t.ok()) return t.status();
+    options += *t;
+  }
+  const std::string s = *tls ? "s" : "";
   if (socket != "tcp" && socket != "unix") return bad("REDIS_SOCKET_TYPE", socket, "expected tcp or unix");
   if (type == "single") {
+    if (socket == "unix" && *tls) return bad("REDIS_TLS", "true", "TLS needs REDIS_SOCKET_TYPE=tcp");
     if (socket == "unix") return fmt::format("redis+unix://{}{}", url, options);
-    return fmt::format("redis://{}{}{}", at, url, options);
+    return fmt::format("redis{}://{}{}{}", s, at, url, options);
   }
-  if (type == "cluster") return fmt::format("redis-cluster://{}{}{}", at, url, options);
-  if (type == "sentinel") return bad("REDIS_TYPE", type, "Redis Sentinel is not supported yet by --envoyproxy-env");
+  if (type == "cluster") return fmt::format("redis{}-cluster://{}{}{}", s, at, url, options);
+  if (type == "sentinel") return sentinel_url(env, url, options, *tls);
   return bad("REDIS_TYPE", type, "expected single, cluster or sentinel");
 }
 

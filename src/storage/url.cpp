@@ -6,7 +6,9 @@
 
 namespace floodgate {
 
-std::string redact_storage_url(std::string_view text) {
+namespace {
+// The user info's password as "***".
+std::string redact_user_info(std::string_view text) {
   const std::size_t scheme = text.find("://");
   if (scheme == std::string_view::npos) return std::string(text);
   const std::size_t start = scheme + 3;
@@ -19,6 +21,27 @@ std::string redact_storage_url(std::string_view text) {
   out += "***";
   out += text.substr(start + at);
   return out;
+}
+}  // namespace
+
+std::string redact_storage_url(std::string_view text) {
+  std::string out = redact_user_info(text);
+  // Options whose name ends in "password" (redis+sentinel://'s password, sentinel_password).
+  const std::size_t q = out.find('?');
+  if (q == std::string::npos) return out;
+  std::string query;
+  std::string_view rest = std::string_view(out).substr(q + 1);
+  while (true) {
+    const std::size_t amp = rest.find('&');
+    const std::string_view item = rest.substr(0, amp);
+    const std::size_t eq = item.find('=');
+    const bool secret = eq != std::string_view::npos && item.substr(0, eq).ends_with("password") && item.size() > eq + 1;
+    query += secret ? std::string(item.substr(0, eq + 1)) + "***" : std::string(item);
+    if (amp == std::string_view::npos) break;
+    query += '&';
+    rest = rest.substr(amp + 1);
+  }
+  return out.substr(0, q + 1) + query;
 }
 
 absl::StatusOr<StorageUrl> parse_storage_url(std::string_view text) {

@@ -90,8 +90,61 @@ TEST(ErlEnv, ValuesEnvoyproxyRefusesAreErrorsNamingTheVariable) {
   EXPECT_EQ(error({{"REDIS_TYPE", "ring"}}), "REDIS_TYPE=ring: expected single, cluster or sentinel");
   EXPECT_EQ(error({{"SHADOW_MODE", "yes"}}), "SHADOW_MODE=yes: not a boolean");
   EXPECT_EQ(error({{"BACKEND_TYPE", "memcache"}}), "BACKEND_TYPE=memcache: --envoyproxy-env supports the redis backend only");
-  EXPECT_EQ(error({{"REDIS_TYPE", "sentinel"}}),
-            "REDIS_TYPE=sentinel: Redis Sentinel is not supported yet by --envoyproxy-env");
+  EXPECT_EQ(error({{"REDIS_TYPE", "sentinel"}, {"REDIS_URL", "mymaster"}}),
+            "REDIS_URL=mymaster: REDIS_TYPE=sentinel expects the master's name, then host:port of each sentinel, "
+            "comma-separated");
+  EXPECT_EQ(error({{"REDIS_TYPE", "sentinel"}, {"REDIS_URL", ",10.0.0.1:26379"}}).substr(0, 27),
+            "REDIS_URL=,10.0.0.1:26379: ");
+  EXPECT_EQ(error({{"REDIS_TLS", "yes"}}), "REDIS_TLS=yes: not a boolean");
+  EXPECT_EQ(error({{"REDIS_TLS", "true"}}), "REDIS_TLS=true: TLS needs REDIS_SOCKET_TYPE=tcp");
+}
+
+// envoyproxy's README: "mastername,host:port,host:port"; REDIS_AUTH authenticates to the data
+// nodes, REDIS_SENTINEL_AUTH to the sentinels.
+TEST(ErlEnv, RedisSentinel) {
+  Config c;
+  auto w = apply_erl_env({{"REDIS_TYPE", "sentinel"}, {"REDIS_SOCKET_TYPE", "tcp"},
+                          {"REDIS_URL", "mymaster,10.0.0.1:26379,10.0.0.2:26379"}, {"REDIS_AUTH", "app:s3cret"},
+                          {"REDIS_SENTINEL_AUTH", "sent"}, {"REDIS_TIMEOUT", "100ms"}},
+                         c);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->empty()) << (*w)[0];
+  EXPECT_EQ(c.storage, "redis+sentinel://mymaster@10.0.0.1:26379,10.0.0.2:26379?timeout_ms=100&pool=10"
+                       "&user=app&password=s3cret&sentinel_password=sent");
+  EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
+  EXPECT_EQ(redact_storage_url(c.storage),
+            "redis+sentinel://mymaster@10.0.0.1:26379,10.0.0.2:26379?timeout_ms=100&pool=10"
+            "&user=app&password=***&sentinel_password=***");
+}
+
+TEST(ErlEnv, RedisTls) {
+  const Environment tls{{"REDIS_TLS", "true"}, {"REDIS_TLS_CACERT", "/etc/ca.pem"},
+                        {"REDIS_TLS_CLIENT_CERT", "/etc/c.pem"}, {"REDIS_TLS_CLIENT_KEY", "/etc/k.pem"},
+                        {"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "true"}, {"REDIS_SOCKET_TYPE", "tcp"},
+                        {"REDIS_URL", "redis.local:6380"}, {"REDIS_AUTH", "s3cret"}};
+  const std::string options = "?timeout_ms=10000&pool=10&tls_ca_file=/etc/ca.pem&tls_cert_file=/etc/c.pem"
+                              "&tls_key_file=/etc/k.pem&tls_verify_hostname=false";
+  Config c;
+  auto w = apply_erl_env(tls, c);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->empty()) << (*w)[0];
+  EXPECT_EQ(c.storage, "rediss://:s3cret@redis.local:6380" + options);
+  EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
+  Environment cluster = tls;
+  cluster["REDIS_TYPE"] = "cluster";
+  ASSERT_TRUE(apply_erl_env(cluster, c).ok());
+  EXPECT_EQ(c.storage, "rediss-cluster://:s3cret@redis.local:6380" + options);
+  Environment sentinel = tls;
+  sentinel["REDIS_TYPE"] = "sentinel";
+  sentinel["REDIS_URL"] = "m,10.0.0.1:26379";
+  ASSERT_TRUE(apply_erl_env(sentinel, c).ok());
+  EXPECT_EQ(c.storage, "rediss+sentinel://m@10.0.0.1:26379" + options + "&password=s3cret");
+  EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
+  // Without REDIS_TLS=true the files are not read (as envoyproxy).
+  Environment plain = tls;
+  plain.erase("REDIS_TLS");
+  ASSERT_TRUE(apply_erl_env(plain, c).ok());
+  EXPECT_EQ(c.storage, "redis://:s3cret@redis.local:6380?timeout_ms=10000&pool=10");
 }
 
 TEST(ErlEnv, TheSameSwitchesInTheConfigurationFile) {

@@ -173,7 +173,7 @@ absl::StatusOr<Conn> Node::connect() {
     // The handshake is bounded by the connect timeout, the commands by the command timeout.
     if (redisSetTimeout(c, ct) != REDIS_OK) return fail("cannot set the timeout");
     const std::string& name = options_.tls.server_name.empty() ? endpoint_.host : options_.tls.server_name;
-    auto ssl = detail::tls_handshake(c, options_.tls_context.get(), name);
+    auto ssl = detail::tls_handshake(c, options_.tls_context.get(), name, options_.tls.verify_hostname);
     if (!ssl.ok()) return fail(std::string(ssl.status().message()));
     conn.ssl = *ssl;
   }

@@ -55,6 +55,27 @@ std::string Endpoint::name() const {
 
 namespace {
 
+absl::Status parse_host_list(const StorageUrl& url, int default_port, std::vector<Endpoint>& out) {
+  for (std::string_view rest = url.hosts;;) {
+    const std::size_t comma = rest.find(',');
+    auto e = parse_host_port(url, rest.substr(0, comma), default_port);
+    if (!e.ok()) return e.status();
+    out.push_back(*e);
+    if (comma == std::string_view::npos) return absl::OkStatus();
+    rest = rest.substr(comma + 1);
+  }
+}
+
+absl::Status parse_db(const StorageUrl& url, RedisOptions& o) {
+  if (url.path.empty() || url.path == "/") return absl::OkStatus();
+  long long db = 0;
+  if (!to_int(std::string_view(url.path).substr(1), db) || db < 0 || db > 1000000) {
+    return bad(url, fmt::format("database \"{}\" is not a number", url.path.substr(1)));
+  }
+  o.db = static_cast<int>(db);
+  return absl::OkStatus();
+}
+
 // The servers of a URL, by scheme: false for a scheme that is not Redis's.
 absl::StatusOr<bool> parse_servers(const StorageUrl& url, RedisOptions& o) {
   if (url.scheme == "redis" || url.scheme == "rediss") {
@@ -62,13 +83,7 @@ absl::StatusOr<bool> parse_servers(const StorageUrl& url, RedisOptions& o) {
     auto e = parse_host_port(url, url.hosts, 6379);
     if (!e.ok()) return e.status();
     o.seeds.push_back(*e);
-    if (!url.path.empty() && url.path != "/") {
-      long long db = 0;
-      if (!to_int(std::string_view(url.path).substr(1), db) || db < 0 || db > 1000000) {
-        return bad(url, fmt::format("database \"{}\" is not a number", url.path.substr(1)));
-      }
-      o.db = static_cast<int>(db);
-    }
+    if (auto s = parse_db(url, o); !s.ok()) return s;
   } else if (url.scheme == "redis+unix") {
     if (!url.hosts.empty() || url.path.empty()) return bad(url, "expected redis+unix:///path/to/socket");
     Endpoint e;
@@ -76,15 +91,16 @@ absl::StatusOr<bool> parse_servers(const StorageUrl& url, RedisOptions& o) {
     o.seeds.push_back(e);
   } else if (url.scheme == "redis-cluster" || url.scheme == "rediss-cluster") {
     o.cluster = true;
-    for (std::string_view rest = url.hosts;;) {
-      const std::size_t comma = rest.find(',');
-      auto e = parse_host_port(url, rest.substr(0, comma), 6379);
-      if (!e.ok()) return e.status();
-      o.seeds.push_back(*e);
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
-    }
+    if (auto s = parse_host_list(url, 6379, o.seeds); !s.ok()) return s;
     if (!url.path.empty() && url.path != "/") return bad(url, "a cluster has no databases (drop the path)");
+  } else if (url.scheme == "redis+sentinel" || url.scheme == "rediss+sentinel") {
+    if (url.user.empty() || !url.password.empty()) {
+      return bad(url, "expected redis+sentinel://master-name@host:port[,host:port…] (the data nodes' "
+                      "credentials go in the options user and password)");
+    }
+    o.sentinel_master = url.user;
+    if (auto s = parse_host_list(url, 26379, o.seeds); !s.ok()) return s;
+    if (auto s = parse_db(url, o); !s.ok()) return s;
   } else {
     return false;
   }
@@ -102,14 +118,25 @@ constexpr NumericOption<RedisOptions> kNumericOptions[] = {
     {"client_ttl_slack_ms", 0, 86400000, [](RedisOptions& o, long long n) { o.client_ttl_slack = milliseconds(n); }},
     {"backoff_min_ms", 1, 3600000, [](RedisOptions& o, long long n) { o.backoff_min = milliseconds(n); }},
     {"backoff_max_ms", 1, 3600000, [](RedisOptions& o, long long n) { o.backoff_max = milliseconds(n); }},
+    {"sentinel_check_ms", 10, 3600000, [](RedisOptions& o, long long n) { o.sentinel_check = milliseconds(n); }},
 };
+
+// The options that only a Sentinel URL takes: the data nodes' credentials (the user info holds
+// the master's name) and the sentinels' own.
+std::string* sentinel_text_option(const std::string& name, RedisOptions& o) {
+  if (name == "user") return &o.user;
+  if (name == "password") return &o.password;
+  if (name == "sentinel_user") return &o.sentinel_user;
+  if (name == "sentinel_password") return &o.sentinel_password;
+  return nullptr;
+}
 
 absl::Status parse_tls_option(const StorageUrl& url, const std::string& name, const std::string& value,
                               TlsOptions& t) {
-  if (!t.enabled) return bad(url, fmt::format("option {} needs TLS: use rediss:// or rediss-cluster://", name));
-  if (name == "tls_insecure") {
-    if (value != "true" && value != "false") return bad(url, "option tls_insecure must be true or false");
-    t.insecure = value == "true";
+  if (!t.enabled) return bad(url, fmt::format("option {} needs TLS: use rediss://, rediss-cluster:// or rediss+sentinel://", name));
+  if (name == "tls_insecure" || name == "tls_verify_hostname") {
+    if (value != "true" && value != "false") return bad(url, fmt::format("option {} must be true or false", name));
+    (name == "tls_insecure" ? t.insecure : t.verify_hostname) = value == "true";
     return absl::OkStatus();
   }
   std::string* field = name == "tls_ca_file"       ? &t.ca_file
@@ -119,7 +146,7 @@ absl::Status parse_tls_option(const StorageUrl& url, const std::string& name, co
                                                    : nullptr;
   if (field == nullptr) {
     return bad(url, fmt::format("unknown option \"{}\" (TLS takes tls_ca_file, tls_cert_file, tls_key_file, "
-                                "tls_server_name, tls_insecure)", name));
+                                "tls_server_name, tls_insecure, tls_verify_hostname)", name));
   }
   if (value.empty()) return bad(url, fmt::format("option {} is empty", name));
   *field = value;
@@ -128,8 +155,18 @@ absl::Status parse_tls_option(const StorageUrl& url, const std::string& name, co
 
 absl::Status parse_option(const StorageUrl& url, const std::string& name, const std::string& value,
                           RedisOptions& o) {
-  if (auto numeric = parse_numeric_option(url, kNumericOptions, name, value, o)) return *numeric;
-  if (name == "prefix") {
+  if (auto numeric = parse_numeric_option(url, kNumericOptions, name, value, o)) {
+    if (name.starts_with("sentinel_") && o.sentinel_master.empty()) {
+      return bad(url, fmt::format("option {} needs redis+sentinel:// or rediss+sentinel://", name));
+    }
+    return *numeric;
+  }
+  if (std::string* field = sentinel_text_option(name, o)) {
+    if (o.sentinel_master.empty()) {
+      return bad(url, fmt::format("option {} is for redis+sentinel:// (elsewhere: user:password@host)", name));
+    }
+    *field = value;
+  } else if (name == "prefix") {
     if (value.find_first_of("{}") != std::string::npos) {
       return bad(url, "option prefix may not contain '{' or '}' (they would change the hash tag)");
     }
@@ -143,7 +180,8 @@ absl::Status parse_option(const StorageUrl& url, const std::string& name, const 
     return bad(url, fmt::format("unknown option \"{}\" (redis takes connect_timeout_ms, timeout_ms, pool, prefix, "
                                 "clock, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, "
                                 "backoff_min_ms, backoff_max_ms; rediss:// also tls_ca_file, tls_cert_file, "
-                                "tls_key_file, tls_server_name, tls_insecure)",
+                                "tls_key_file, tls_server_name, tls_insecure, tls_verify_hostname; redis+sentinel:// also user, "
+                                "password, sentinel_user, sentinel_password, sentinel_check_ms)",
                                 name));
   }
   return absl::OkStatus();
@@ -156,12 +194,14 @@ std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& ur
   auto known = parse_servers(url, o);
   if (!known.ok()) return known.status();
   if (!*known) return std::nullopt;
-  o.tls.enabled = url.scheme == "rediss" || url.scheme == "rediss-cluster";
-  o.user = url.user;
-  o.password = url.password;
-  if (!o.user.empty() && o.password.empty()) {
-    o.password = o.user;  // redis://password@host, as redis-cli takes it
-    o.user.clear();
+  o.tls.enabled = url.scheme == "rediss" || url.scheme == "rediss-cluster" || url.scheme == "rediss+sentinel";
+  if (o.sentinel_master.empty()) {
+    o.user = url.user;
+    o.password = url.password;
+    if (!o.user.empty() && o.password.empty()) {
+      o.password = o.user;  // redis://password@host, as redis-cli takes it
+      o.user.clear();
+    }
   }
   for (const auto& [name, value] : url.query) {
     if (auto s = parse_option(url, name, value, o); !s.ok()) return s;

@@ -40,6 +40,9 @@ struct TlsOptions {
   std::string key_file;     ///< `tls_key_file`: its key (PEM); empty: in the certificate file
   std::string server_name;  ///< `tls_server_name`: SNI and the name checked; empty: the host
   bool insecure = false;    ///< `tls_insecure=true`: no verification of the server (tests only)
+  /// `tls_verify_hostname=false`: the chain is verified, the name is not (a certificate whose name
+  /// does not match, as GCP Memorystore's; envoyproxy's REDIS_TLS_SKIP_HOSTNAME_VERIFICATION).
+  bool verify_hostname = true;
 };
 
 /// Options of a Redis storage, from its URL (`?name=value&…`). Every default is safe and non-zero.
@@ -50,7 +53,15 @@ struct RedisOptions {
   /// or when it could not be built: then `tls_context_error` says why (a CA file unreadable, …).
   std::shared_ptr<ssl_ctx_st> tls_context;
   std::string tls_context_error;
-  std::vector<Endpoint> seeds;   ///< the one server, or the cluster nodes to start from
+  std::vector<Endpoint> seeds;   ///< the one server, the cluster nodes to start from, or the sentinels
+  /// redis+sentinel:// and rediss+sentinel:// (docs/redis.md, "Sentinel"): the name of the master
+  /// the sentinels watch; `seeds` are then the sentinels. Empty: no Sentinel.
+  std::string sentinel_master;
+  std::string sentinel_user;      ///< `sentinel_user`: AUTH user on the sentinels, may be empty
+  std::string sentinel_password;  ///< `sentinel_password`: AUTH on the sentinels; empty = none
+  /// `sentinel_check_ms`: how often the sentinels are asked for the master besides after an error
+  /// (the switch of a failover that broke no connection is seen within this time).
+  std::chrono::milliseconds sentinel_check{250};
   std::string user;              ///< AUTH user (Redis 6 ACL), may be empty
   std::string password;          ///< AUTH password; empty = no AUTH
   int db = 0;                    ///< SELECT db (single server only; a cluster has only db 0)
@@ -80,8 +91,10 @@ struct RedisOptions {
   std::chrono::milliseconds backoff_max{1000};
 };
 
-/// Parses redis://[user:password@]host[:port][/db], redis+unix:///path/to/socket and
-/// redis-cluster://host:port[,host:port…], each with the options above as the query.
+/// Parses redis://[user:password@]host[:port][/db], redis+unix:///path/to/socket,
+/// redis-cluster://host:port[,host:port…] and redis+sentinel://master-name@host:port[,host:port…][/db]
+/// (the sentinels; the data nodes' credentials are the options `user` and `password`), each with
+/// the options above as the query; rediss, rediss-cluster and rediss+sentinel with TLS.
 /// Returns nullopt for another scheme. Errors: InvalidArgument naming the URL and the problem
 /// (the password is never quoted back).
 std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& url);
@@ -169,11 +182,21 @@ struct NextStep {
     kMoved,           ///< MOVED (cluster): the slot's owner changed; update the map, retry there
     kAsk,             ///< ASK (cluster): retry once at `redirect.target`, after ASKING
     kFail,            ///< any other error reply: the call fails with `error` (Internal)
+    /// READONLY: the server is a replica now (a failover). The call fails with `error`
+    /// (Unavailable: nothing ran, the fail mode decides) and the master is looked up again.
+    kReadOnly,
   };
   Kind kind = Kind::kDone;
   Redirect redirect;
   absl::Status error;
 };
+
+/// The reply to SENTINEL get-master-addr-by-name: [host, port]. Errors: NotFound for a nil reply
+/// (the sentinel does not know the master), Unavailable for an error reply, Internal otherwise.
+absl::StatusOr<Endpoint> parse_master_addr(const redisReply* reply, std::string_view master);
+
+/// Whether a ROLE reply says "master".
+bool role_is_master(const redisReply* reply) noexcept;
 
 /// Classifies a reply: `error_reply` and its `text` (for an error), whether the call ran a
 /// script, whether the storage is a cluster (MOVED/ASK are only followed there; elsewhere they

@@ -42,14 +42,29 @@ RedisOptions with_tls_context(RedisOptions o) {
   }
   return o;
 }
+
+// The options of the connections to the sentinels: their credentials, db 0, two connections.
+RedisOptions for_sentinels(const RedisOptions& o) {
+  RedisOptions s = o;
+  s.user = o.sentinel_user;
+  s.password = o.sentinel_password;
+  s.db = 0;
+  s.pool = 2;
+  return s;
+}
 }  // namespace
 
-RedisStorage::RedisStorage(RedisOptions options) : options_(with_tls_context(std::move(options))) {
+RedisStorage::RedisStorage(RedisOptions options)
+    : options_(with_tls_context(std::move(options))), sentinel_options_(for_sentinels(options_)) {
+  if (sentinel()) {
+    start_sentinels();
+    return;
+  }
   for (const Endpoint& e : options_.seeds) node_named(e);
   if (options_.cluster) slots_.assign(kSlots, 0);
 }
 
-RedisStorage::~RedisStorage() = default;
+RedisStorage::~RedisStorage() { stop_sentinels(); }
 
 absl::StatusOr<std::shared_ptr<RedisStorage>> RedisStorage::open(RedisOptions options, StorageStart start) {
   auto storage = std::make_shared<RedisStorage>(std::move(options));
@@ -64,7 +79,13 @@ absl::StatusOr<std::shared_ptr<RedisStorage>> RedisStorage::open(RedisOptions op
 
 absl::Status RedisStorage::probe() {
   if (options_.cluster) return refresh_topology();
-  Node& node = node_for_slot(0);
+  if (sentinel()) {
+    // The sentinels all down while the master works is not an outage.
+    const absl::Status s = refresh_topology();
+    Node* master = node_for_slot(0);
+    return s.ok() || master == nullptr || !check_master(*master).ok() ? s : absl::OkStatus();
+  }
+  Node& node = *node_for_slot(0);
   auto lease = node.acquire();
   if (!lease.ok()) return lease.status();
   ReplyPtr r(lease->command({"PING"}));
@@ -104,16 +125,18 @@ Node& RedisStorage::node_named(const Endpoint& e) {
   return *nodes_.back();
 }
 
-Node& RedisStorage::node_for_slot(int slot) {
+Node* RedisStorage::node_for_slot(int slot) {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  if (!options_.cluster) return *nodes_.front();
+  if (sentinel()) return master_;
+  if (!options_.cluster) return nodes_.front().get();
   const std::uint16_t i = slots_[static_cast<std::size_t>(slot)];
-  return i == 0 ? *nodes_.front() : *nodes_[i - 1u];
+  return i == 0 ? nodes_.front().get() : nodes_[i - 1u].get();
 }
 
 absl::Status RedisStorage::refresh_topology() { return refresh_topology_locked_out(true); }
 
 absl::Status RedisStorage::refresh_topology_locked_out(bool force) {
+  if (sentinel()) return resolve_master(force);
   if (!options_.cluster) return absl::OkStatus();
   std::unique_lock<std::mutex> refresh(refresh_mu_, std::try_to_lock);
   if (!refresh.owns_lock()) {

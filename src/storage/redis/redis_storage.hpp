@@ -1,8 +1,11 @@
 // The Redis and Redis Cluster storage: every decision is one Lua script call over all the limits
 // of a key (scripts/*.lua mirror src/algorithms/*.cpp line for line).
 //
-// Opened through open_storage("redis://…" | "redis+unix://…" | "redis-cluster://…"); the options
-// are RedisOptions (protocol.hpp). Keys: prefix{user key}:<policy hash>:<limit index>, each with a
+// Opened through open_storage("redis://…" | "redis+unix://…" | "redis-cluster://…" |
+// "redis+sentinel://…", and the rediss forms with TLS); the options are RedisOptions (protocol.hpp).
+// With Sentinel the storage is the single-server storage whose server is the master the sentinels
+// name (asked in turn, checked with ROLE), asked again after an error, a READONLY reply and every
+// `sentinel_check_ms` (sentinel.cpp); a replica is never written to (READONLY fails the call). Keys: prefix{user key}:<policy hash>:<limit index>, each with a
 // TTL after which its state equals "absent". Scripts run with EVALSHA; NOSCRIPT (a restart, a
 // failover, SCRIPT FLUSH, a cluster node that has not seen the script) is answered by EVAL of the
 // same text, transparently. Requires Redis 7.0 or later (the scripts declare `#!lua`, so that a
@@ -18,6 +21,8 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <thread>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,7 +48,8 @@ class RedisStorage final : public Storage {
   static absl::StatusOr<std::shared_ptr<RedisStorage>> open(RedisOptions options,
                                                             StorageStart start = StorageStart::kFailFast);
 
-  /// PING on the server (a cluster: CLUSTER SLOTS, the slot map read again).
+  /// PING on the server (a cluster: CLUSTER SLOTS, the slot map read again; Sentinel: the master
+  /// asked of the sentinels and checked with ROLE).
   absl::Status probe() override;
 
   absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key, std::int64_t cost,
@@ -67,8 +73,11 @@ class RedisStorage final : public Storage {
     return {.networked = true, .atomic_groups = !options_.cluster};
   }
 
-  /// Reads the cluster's slot map now (also done on MOVED, at most every 100 ms).
+  /// Reads the cluster's slot map now (also done on MOVED, at most every 100 ms); with Sentinel,
+  /// asks the sentinels for the master now (also done after an error, at most every 100 ms).
   absl::Status refresh_topology();
+  /// Sentinel: the master's address now (nullopt before one is found).
+  [[nodiscard]] std::optional<Endpoint> master() const;
 
   [[nodiscard]] const RedisOptions& options() const noexcept { return options_; }
   /// Times a script was sent again with EVAL after NOSCRIPT, and redirects followed.
@@ -78,7 +87,7 @@ class RedisStorage final : public Storage {
   struct Call;  // one command on its way (redis_storage.cpp)
 
  private:
-  Node& node_for_slot(int slot);
+  Node* node_for_slot(int slot);  // null: Sentinel, no master found yet
   Node& node_named(const Endpoint& e);
   struct Flight;  // one server's share of an attempt (redis_storage.cpp)
   void run(std::span<Call> calls);
@@ -88,6 +97,15 @@ class RedisStorage final : public Storage {
   bool follow(Call& c, const NextStep& step, const redisReply* reply);
   void remap_slot(int slot, const Node& target);
   absl::Status refresh_topology_locked_out(bool force);
+  // sentinel.cpp
+  [[nodiscard]] bool sentinel() const noexcept { return !options_.sentinel_master.empty(); }
+  void start_sentinels();
+  void stop_sentinels();
+  absl::Status resolve_master(bool force);
+  absl::StatusOr<Endpoint> ask_sentinel(Node& sentinel);
+  absl::Status check_master(Node& node);
+  absl::Status no_master() const;
+  void watch_sentinels();
 
   const RedisOptions options_;
   mutable std::shared_mutex mu_;                           // guards nodes_, by_name_, slots_
@@ -98,6 +116,16 @@ class RedisStorage final : public Storage {
   std::atomic<std::int64_t> last_refresh_{0};              // steady clock, µs
   std::atomic<std::uint64_t> noscript_{0};
   std::atomic<std::uint64_t> redirects_{0};
+  // Sentinel (sentinel.cpp): the sentinels, with their own credentials; the master now.
+  const RedisOptions sentinel_options_;
+  std::vector<std::unique_ptr<Node>> sentinels_;
+  Node* master_ = nullptr;                                 // guarded by mu_
+  std::string master_error_;                               // guarded by mu_: why none yet
+  std::size_t sentinel_next_ = 0;                          // guarded by refresh_mu_
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool stop_ = false;                                      // guarded by watch_mu_
+  std::thread watcher_;                                    // asks every sentinel_check
 };
 
 }  // namespace floodgate::redis

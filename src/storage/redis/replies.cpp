@@ -127,6 +127,33 @@ absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector
   return absl::OkStatus();
 }
 
+absl::StatusOr<Endpoint> parse_master_addr(const redisReply* reply, std::string_view master) {
+  if (reply != nullptr && reply->type == REDIS_REPLY_NIL) {
+    return absl::NotFoundError(fmt::format("the sentinel does not know a master named \"{}\"", master));
+  }
+  if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
+    return absl::UnavailableError(fmt::format("SENTINEL get-master-addr-by-name: {}", std::string(reply->str, reply->len)));
+  }
+  long long port = 0;
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+      reply->element[0]->type != REDIS_REPLY_STRING || reply->element[1]->type != REDIS_REPLY_STRING ||
+      reply->element[0]->len == 0 ||
+      !to_int(std::string_view(reply->element[1]->str, reply->element[1]->len), port) || port < 1 ||
+      port > 65535) {
+    return absl::InternalError("malformed reply to SENTINEL get-master-addr-by-name");
+  }
+  Endpoint e;
+  e.host = std::string(reply->element[0]->str, reply->element[0]->len);
+  e.port = static_cast<int>(port);
+  return e;
+}
+
+bool role_is_master(const redisReply* reply) noexcept {
+  return reply != nullptr && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+         (reply->element[0]->type == REDIS_REPLY_STRING || reply->element[0]->type == REDIS_REPLY_STATUS) &&
+         std::string_view(reply->element[0]->str, reply->element[0]->len) == "master";
+}
+
 NextStep next_step(bool error_reply, std::string_view text, bool script, bool cluster,
                    std::string_view server) {
   NextStep step;
@@ -138,6 +165,11 @@ NextStep next_step(bool error_reply, std::string_view text, bool script, bool cl
   if (auto redirect = parse_redirect(text); redirect && cluster) {
     step.kind = redirect->ask ? NextStep::Kind::kAsk : NextStep::Kind::kMoved;
     step.redirect = *std::move(redirect);
+    return step;
+  }
+  if (text.starts_with("READONLY")) {
+    step.kind = NextStep::Kind::kReadOnly;
+    step.error = absl::UnavailableError(fmt::format("redis {} is a replica now: {}", server, text));
     return step;
   }
   step.kind = NextStep::Kind::kFail;

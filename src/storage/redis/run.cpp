@@ -27,7 +27,7 @@ void finish_all(const std::vector<RedisStorage::Call*>& calls, const absl::Statu
 std::map<Node*, std::vector<RedisStorage::Call*>> RedisStorage::by_node(std::span<Call> calls) {
   std::map<Node*, std::vector<Call*>> groups;
   for (Call& c : calls) {
-    if (!c.done) groups[c.ask_target != nullptr ? c.ask_target : &node_for_slot(c.slot)].push_back(&c);
+    if (!c.done) groups[c.ask_target != nullptr ? c.ask_target : node_for_slot(c.slot)].push_back(&c);
   }
   return groups;
 }
@@ -99,7 +99,7 @@ bool RedisStorage::receive(Flight& flight) {
   return refresh || !broken.ok();
 }
 
-// Applies what a reply says to its call; returns whether the slot map changed (MOVED).
+// Applies what a reply says to its call; returns whether the topology changed (MOVED, READONLY).
 bool RedisStorage::follow(Call& c, const NextStep& step, const redisReply* reply) {
   switch (step.kind) {
     case NextStep::Kind::kResendWithEval:
@@ -117,6 +117,10 @@ bool RedisStorage::follow(Call& c, const NextStep& step, const redisReply* reply
     case NextStep::Kind::kFail:
       c.result = step.error;
       break;
+    case NextStep::Kind::kReadOnly:  // a replica now: fails, and the master is asked for again
+      c.result = step.error;
+      c.done = true;
+      return true;
     case NextStep::Kind::kDone:
       if (c.group != nullptr) {
         const absl::Status s = parse_group(reply, c.group_items, *c.group, c.committed);
@@ -140,13 +144,21 @@ void RedisStorage::remap_slot(int slot, const Node& target) {
 // Each attempt writes every pending call to its server, then reads the replies: one round trip
 // per server. NOSCRIPT, MOVED and ASK leave a call pending for the next attempt.
 void RedisStorage::run(std::span<Call> calls) {
+  if (sentinel() && node_for_slot(0) == nullptr) (void)resolve_master(false);
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     auto groups = by_node(calls);
     if (groups.empty()) return;
     std::vector<Flight> flights;
     flights.reserve(groups.size());
-    bool refresh = false;  // a cluster's map is read again after MOVED or a failed node
+    // A cluster's map is read again (Sentinel: the master asked for) after MOVED, READONLY or a
+    // failed node.
+    bool refresh = false;
     for (auto& [node, group] : groups) {
+      if (node == nullptr) {  // Sentinel: no master found yet
+        finish_all(group, no_master());
+        refresh = true;
+        continue;
+      }
       auto flight = send(*node, std::move(group));
       if (flight) {
         flights.push_back(*std::move(flight));
@@ -156,7 +168,7 @@ void RedisStorage::run(std::span<Call> calls) {
     }
     for (Flight& f : flights) refresh = receive(f) || refresh;
     flights.clear();  // back to the pools before a refresh borrows one
-    if (refresh && options_.cluster) (void)refresh_topology_locked_out(false);
+    if (refresh) (void)refresh_topology_locked_out(false);
   }
   std::vector<Call*> left;
   for (Call& c : calls) {

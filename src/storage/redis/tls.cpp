@@ -52,14 +52,15 @@ absl::StatusOr<std::shared_ptr<SSL_CTX>> make_tls_context(const TlsOptions& tls)
   return ctx;
 }
 
-absl::StatusOr<SSL*> tls_handshake(redisContext* c, SSL_CTX* ctx, const std::string& server_name) {
+absl::StatusOr<SSL*> tls_handshake(redisContext* c, SSL_CTX* ctx, const std::string& server_name,
+                                   bool verify_name) {
   SSL* ssl = SSL_new(ctx);
   if (ssl == nullptr) return absl::UnavailableError("TLS: " + ssl_reason());
   SSL_set_fd(ssl, c->fd);
   const bool ip = server_name.find_first_not_of("0123456789.") == std::string::npos ||
                   server_name.find(':') != std::string::npos;
   if (!ip) SSL_set_tlsext_host_name(ssl, server_name.c_str());  // SNI takes names, not addresses
-  if (SSL_get_verify_mode(ssl) != SSL_VERIFY_NONE) {
+  if (verify_name && SSL_get_verify_mode(ssl) != SSL_VERIFY_NONE) {
     X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
     const int set = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, server_name.c_str())
                        : X509_VERIFY_PARAM_set1_host(param, server_name.c_str(), 0);

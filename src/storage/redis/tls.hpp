@@ -22,10 +22,11 @@ namespace floodgate::redis::detail {
 /// when given. Errors: InvalidArgument naming the unreadable or invalid file.
 absl::StatusOr<std::shared_ptr<SSL_CTX>> make_tls_context(const TlsOptions& tls);
 
-/// Runs the TLS handshake on `c`'s connected socket: SNI and the host-name check against
-/// `server_name` (the URL's tls_server_name, else the host). Errors: Unavailable with OpenSSL's
+/// Runs the TLS handshake on `c`'s connected socket: SNI and (with `verify_name`) the host-name
+/// check against `server_name` (the URL's tls_server_name, else the host). Errors: Unavailable with OpenSSL's
 /// reason ("certificate verify failed", …).
-absl::StatusOr<SSL*> tls_handshake(redisContext* c, SSL_CTX* ctx, const std::string& server_name);
+absl::StatusOr<SSL*> tls_handshake(redisContext* c, SSL_CTX* ctx, const std::string& server_name,
+                                   bool verify_name);
 
 /// Appends one command to `out` (TLS) or to hiredis's buffer (plain). False: out of memory.
 bool append_command(redisContext* c, SSL* ssl, std::string& out, int argc, const char** argv,

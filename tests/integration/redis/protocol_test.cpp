@@ -183,6 +183,68 @@ TEST(RedisUrl, RejectsBadOptionsWithoutQuotingThePassword) {
   EXPECT_EQ(o.status().message().find("hunter2"), std::string::npos) << o.status();
 }
 
+// redis+sentinel://master-name@sentinels: the data nodes' credentials are options (the user info
+// holds the master's name), the sentinels' own are sentinel_user/sentinel_password.
+TEST(RedisUrl, ParsesSentinelUrls) {
+  auto o = parse("redis+sentinel://mymaster@a:26380,b/2?user=app&password=p&sentinel_password=sp&sentinel_check_ms=100");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->sentinel_master, "mymaster");
+  ASSERT_EQ(o->seeds.size(), 2u);
+  EXPECT_EQ(o->seeds[0].name(), "a:26380");
+  EXPECT_EQ(o->seeds[1].name(), "b:26379");  // Sentinel's port
+  EXPECT_EQ(o->user, "app");
+  EXPECT_EQ(o->password, "p");
+  EXPECT_EQ(o->sentinel_user, "");
+  EXPECT_EQ(o->sentinel_password, "sp");
+  EXPECT_EQ(o->sentinel_check.count(), 100);
+  EXPECT_EQ(o->db, 2);
+  EXPECT_FALSE(o->tls.enabled || o->cluster);
+  o = parse("rediss+sentinel://m@a?tls_ca_file=/ca.pem&tls_verify_hostname=false");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->tls.enabled);
+  EXPECT_FALSE(o->tls.verify_hostname);
+  EXPECT_EQ(o->sentinel_check.count(), 250);
+  for (const std::string bad : {"redis+sentinel://a:26379", "redis+sentinel://m:pw@a", "redis+sentinel://m@",
+                                "redis://h?password=x", "redis://h?sentinel_check_ms=100",
+                                "redis+sentinel://m@a?sentinel_check_ms=0", "redis+sentinel://m@a?tls_ca_file=x"}) {
+    EXPECT_EQ(parse(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  const std::string shown = redact_storage_url("redis+sentinel://m@a?password=hunter2&pool=2&sentinel_password=s3");
+  EXPECT_EQ(shown, "redis+sentinel://m@a?password=***&pool=2&sentinel_password=***");
+}
+
+TEST(RedisSentinelReplies, MasterAddressAndRole) {
+  redisReply* r = read_resp("*2\r\n$9\r\n127.0.0.1\r\n$4\r\n6380\r\n");
+  auto addr = parse_master_addr(r, "m");
+  freeReplyObject(r);
+  ASSERT_TRUE(addr.ok()) << addr.status();
+  EXPECT_EQ(addr->name(), "127.0.0.1:6380");
+  r = read_resp("*-1\r\n");
+  EXPECT_EQ(parse_master_addr(r, "m").status().code(), absl::StatusCode::kNotFound);
+  freeReplyObject(r);
+  r = read_resp("-NOAUTH Authentication required.\r\n");
+  EXPECT_EQ(parse_master_addr(r, "m").status().code(), absl::StatusCode::kUnavailable);
+  freeReplyObject(r);
+  r = read_resp("*2\r\n$9\r\n127.0.0.1\r\n$1\r\nx\r\n");
+  EXPECT_EQ(parse_master_addr(r, "m").status().code(), absl::StatusCode::kInternal);
+  freeReplyObject(r);
+  r = read_resp("*3\r\n$6\r\nmaster\r\n:10\r\n*0\r\n");
+  EXPECT_TRUE(role_is_master(r));
+  freeReplyObject(r);
+  r = read_resp("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:10\r\n");
+  EXPECT_FALSE(role_is_master(r));
+  freeReplyObject(r);
+}
+
+// A replica answers a write with READONLY: the call fails (the fail mode decides, it is never an
+// answer) and the master is asked for again.
+TEST(RedisNextStep, ReadOnlyFailsTheCallAndAsksForTheMaster) {
+  const NextStep step = next_step(true, "READONLY You can't write against a read only replica.", true, false, "s:1");
+  EXPECT_EQ(step.kind, NextStep::Kind::kReadOnly);
+  EXPECT_EQ(step.error.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(step.error.message().find("s:1 is a replica now"), absl::string_view::npos);
+}
+
 TEST(RedisPolicyCheck, RejectsWhatDoublesCannotHoldNamingTheLimit) {
   auto ok = Policy::make("p", Strategy::kGcra, "9007199254740992/second").value();
   EXPECT_TRUE(check_policy(ok).ok());

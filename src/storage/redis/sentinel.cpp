@@ -1,0 +1,142 @@
+// Redis Sentinel: the storage's one server is the master that the sentinels name. It is asked of
+// the sentinels in turn (the one that answered last first), checked with ROLE on the node itself,
+// and asked again after a failed call (connection error, timeout, READONLY: run.cpp) and every
+// `sentinel_check_ms` by a thread of the storage, so a failover that breaks no connection
+// (SENTINEL FAILOVER leaves the old master writable until the sentinels turn it into a replica)
+// is seen within that time. While no sentinel names a master that says it is one, the storage
+// keeps the master it had: sentinels that are all down do not stop a working master.
+#include <hiredis/hiredis.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "storage/redis/call.hpp"
+
+namespace floodgate::redis {
+
+namespace {
+
+using detail::io_error;
+using detail::ReplyPtr;
+
+constexpr std::int64_t kAskAtMostEveryMicros = 100'000;  // after errors; the thread is slower
+
+std::int64_t steady_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One command on a node's connection, with the node's breaker told of the outcome.
+absl::StatusOr<ReplyPtr> command(Node& node, std::initializer_list<std::string_view> args) {
+  auto lease = node.acquire();
+  if (!lease.ok()) return lease.status();
+  ReplyPtr r(lease->command(args));
+  if (r == nullptr) {
+    const absl::Status s = io_error(node, lease->get(), errno);
+    lease->set_broken();
+    node.record(false);
+    return s;
+  }
+  node.record(true);
+  return r;
+}
+
+}  // namespace
+
+void RedisStorage::start_sentinels() {
+  for (const Endpoint& e : options_.seeds) sentinels_.push_back(std::make_unique<Node>(e, sentinel_options_));
+  {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    master_error_ = "not asked yet";
+  }
+  watcher_ = std::thread([this] { watch_sentinels(); });
+}
+
+void RedisStorage::stop_sentinels() {
+  if (!watcher_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    stop_ = true;
+  }
+  watch_cv_.notify_all();
+  watcher_.join();
+}
+
+void RedisStorage::watch_sentinels() {
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  while (!watch_cv_.wait_for(lock, options_.sentinel_check, [this] { return stop_; })) {
+    lock.unlock();
+    (void)resolve_master(false);
+    lock.lock();
+  }
+}
+
+std::optional<Endpoint> RedisStorage::master() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  if (master_ == nullptr) return std::nullopt;
+  return master_->endpoint();
+}
+
+absl::Status RedisStorage::no_master() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return absl::UnavailableError(
+      fmt::format("redis sentinel: no master \"{}\" found yet: {}", options_.sentinel_master, master_error_));
+}
+
+absl::StatusOr<Endpoint> RedisStorage::ask_sentinel(Node& sentinel) {
+  auto r = command(sentinel, {"SENTINEL", "get-master-addr-by-name", options_.sentinel_master});
+  if (!r.ok()) return r.status();
+  auto addr = parse_master_addr(r->get(), options_.sentinel_master);
+  if (!addr.ok()) {
+    return absl::Status(addr.status().code(),
+                        fmt::format("sentinel {}: {}", sentinel.endpoint().name(), std::string(addr.status().message())));
+  }
+  return addr;
+}
+
+absl::Status RedisStorage::check_master(Node& node) {
+  auto r = command(node, {"ROLE"});
+  if (!r.ok()) return r.status();
+  if (!role_is_master(r->get())) {
+    return absl::UnavailableError(
+        fmt::format("redis {}: named master by the sentinels, but ROLE says it is not", node.endpoint().name()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RedisStorage::resolve_master(bool force) {
+  std::unique_lock<std::mutex> refresh(refresh_mu_, std::try_to_lock);
+  if (!refresh.owns_lock()) {
+    if (!force) return absl::OkStatus();  // another thread is asking
+    refresh.lock();
+  }
+  if (!force && steady_micros() - last_refresh_.load() < kAskAtMostEveryMicros) return absl::OkStatus();
+  last_refresh_.store(steady_micros());
+  absl::Status last = absl::UnavailableError("no sentinel");
+  const std::size_t n = sentinels_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t at = (sentinel_next_ + i) % n;
+    auto addr = ask_sentinel(*sentinels_[at]);
+    if (!addr.ok()) {
+      last = addr.status();
+      continue;
+    }
+    Node& node = node_named(*addr);
+    if (auto s = check_master(node); !s.ok()) {
+      last = s;
+      continue;
+    }
+    sentinel_next_ = at;
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    master_ = &node;
+    return absl::OkStatus();
+  }
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  master_error_ = std::string(last.message());
+  return absl::UnavailableError(fmt::format("redis sentinel: no master \"{}\" found: {}",
+                                            options_.sentinel_master, master_error_));
+}
+
+}  // namespace floodgate::redis
