@@ -13,7 +13,7 @@ packages=(g++ cmake make ccache pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
           libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev redis-server redis-tools memcached python3-pymemcache nginx wrk curl nodejs
+  packages+=(clang libclang-rt-14-dev redis-server redis-sentinel redis-tools memcached python3-pymemcache nginx wrk curl nodejs
             chromium fonts-dejavu-core libxml2-utils prometheus openssl)
   # npm installs the gRPC end-to-end test's Node client, playwright-core (tests/integration/browser)
   # and structured-headers (tests/integration/headers);

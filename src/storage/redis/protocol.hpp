@@ -60,8 +60,10 @@ struct RedisOptions {
   std::string sentinel_user;      ///< `sentinel_user`: AUTH user on the sentinels, may be empty
   std::string sentinel_password;  ///< `sentinel_password`: AUTH on the sentinels; empty = none
   /// `sentinel_check_ms`: how often the sentinels are asked for the master besides after an error
-  /// (the switch of a failover that broke no connection is seen within this time).
-  std::chrono::milliseconds sentinel_check{250};
+  /// (the switch of a failover that broke no connection is seen within this time: until then a
+  /// deposed master that is still writable takes the decisions, and Redis's asynchronous
+  /// replication loses them). One SENTINEL command per period; ROLE only when the master changes.
+  std::chrono::milliseconds sentinel_check{100};
   std::string user;              ///< AUTH user (Redis 6 ACL), may be empty
   std::string password;          ///< AUTH password; empty = no AUTH
   int db = 0;                    ///< SELECT db (single server only; a cluster has only db 0)

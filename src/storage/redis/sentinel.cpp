@@ -1,7 +1,8 @@
 // Redis Sentinel: the storage's one server is the master that the sentinels name. It is asked of
-// the sentinels in turn (the one that answered last first), checked with ROLE on the node itself,
-// and asked again after a failed call (connection error, timeout, READONLY: run.cpp) and every
-// `sentinel_check_ms` by a thread of the storage, so a failover that breaks no connection
+// the sentinels in turn (the one that answered last first), checked with ROLE on the node itself
+// when it changes (and on every probe), and asked again after a failed call (connection error,
+// timeout, READONLY: run.cpp) and every `sentinel_check_ms` by a thread of the storage, so a
+// failover that breaks no connection
 // (SENTINEL FAILOVER leaves the old master writable until the sentinels turn it into a replica)
 // is seen within that time. While no sentinel names a master that says it is one, the storage
 // keeps the master it had: sentinels that are all down do not stop a working master.
@@ -124,7 +125,13 @@ absl::Status RedisStorage::resolve_master(bool force) {
       continue;
     }
     Node& node = node_named(*addr);
-    if (auto s = check_master(node); !s.ok()) {
+    bool same = false;
+    {
+      std::shared_lock<std::shared_mutex> lock(mu_);
+      same = master_ == &node;
+    }
+    // ROLE when the sentinels name another node, and on a probe (is the master up?).
+    if (auto s = same && !force ? absl::OkStatus() : check_master(node); !s.ok()) {
       last = s;
       continue;
     }

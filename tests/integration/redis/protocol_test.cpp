@@ -203,7 +203,7 @@ TEST(RedisUrl, ParsesSentinelUrls) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_TRUE(o->tls.enabled);
   EXPECT_FALSE(o->tls.verify_hostname);
-  EXPECT_EQ(o->sentinel_check.count(), 250);
+  EXPECT_EQ(o->sentinel_check.count(), 100);
   for (const std::string bad : {"redis+sentinel://a:26379", "redis+sentinel://m:pw@a", "redis+sentinel://m@",
                                 "redis://h?password=x", "redis://h?sentinel_check_ms=100",
                                 "redis+sentinel://m@a?sentinel_check_ms=0", "redis+sentinel://m@a?tls_ca_file=x"}) {

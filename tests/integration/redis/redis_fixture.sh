@@ -63,6 +63,8 @@ stop_node() {
     local i
     for i in $(seq 1 100); do
       kill -0 "$pid" 2>/dev/null || break
+      # A daemonized server is reparented to pid 1, which may be slow to reap it: a zombie is gone.
+      [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" = Z ] && break
       sleep 0.05
     done
     kill -9 "$pid" 2>/dev/null || true
@@ -240,10 +242,10 @@ start_sentinel_set() {
   for i in 1 2; do
     p=$(next_port "$p")
     if [ "$i" = 1 ]; then
-      start_one "$dir/data1" "$p" || { echo "could not start the master" >&2; return 1; }
+      start_one "$dir/data1" "$p" --shutdown-timeout 0 || { echo "could not start the master" >&2; return 1; }
       m=$p
     else
-      start_one "$dir/data2" "$p" --replicaof 127.0.0.1 "$m" || { echo "could not start the replica" >&2; return 1; }
+      start_one "$dir/data2" "$p" --shutdown-timeout 0 --replicaof 127.0.0.1 "$m" || { echo "could not start the replica" >&2; return 1; }
       r=$p
     fi
     p=$((p + 1))

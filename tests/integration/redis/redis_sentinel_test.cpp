@@ -1,0 +1,287 @@
+// Redis Sentinel against real servers (redis_fixture.sh start-sentinel: a master, a replica and
+// three sentinels on loopback): a failover under a steady load of decisions, asked for
+// (SENTINEL FAILOVER) and forced (kill -9 of the master). Every decision follows the fail mode
+// while the store is switching, decisions come from the new master within a measured bound, and
+// the old master receives no script call once the storage has switched (not as a deposed master,
+// not as the replica it becomes).
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "floodgate/limiter.hpp"
+#include "test_support.hpp"
+
+namespace floodgate::redis::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string sentinel_dir() { return FLOODGATE_REDIS_SENTINEL_DIR; }
+
+std::vector<int> sentinel_ports() {
+  std::vector<int> out;
+  const std::string s = read_file(sentinel_dir() + "/sentinel_ports");
+  for (std::size_t at = 0; at < s.size();) {
+    std::size_t comma = s.find(',', at);
+    if (comma == std::string::npos) comma = s.size();
+    out.push_back(std::stoi(s.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::string sentinel_url(const std::string& master, const std::string& query) {
+  std::string hosts;
+  for (int p : sentinel_ports()) hosts += (hosts.empty() ? "" : ",") + fmt::format("127.0.0.1:{}", p);
+  return fmt::format("redis+sentinel://{}@{}?{}", master, hosts, query);
+}
+
+// The master's port as one sentinel says; 0 when it cannot say.
+int master_port(int sentinel) {
+  const std::string r = Raw(sentinel).cmd({"SENTINEL", "get-master-addr-by-name", "mymaster"});
+  const std::size_t nl = r.find('\n');
+  return nl == std::string::npos ? 0 : std::atoi(r.c_str() + nl + 1);
+}
+
+// The script calls a server ran (EVALSHA and EVAL; calls it refused, as READONLY, are not counted).
+long long script_calls(int port) {
+  const std::string info = Raw(port).cmd({"INFO", "commandstats"});
+  long long n = 0;
+  for (const char* name : {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="}) {
+    const std::size_t at = info.find(name);
+    if (at != std::string::npos) n += std::atoll(info.c_str() + at + std::string_view(name).size());
+  }
+  return n;
+}
+
+std::string role(int port) {
+  const std::string r = Raw(port).cmd({"ROLE"});
+  return r.substr(0, r.find('\n'));
+}
+
+bool up(int port) {
+  const std::string r = role(port);
+  return r == "master" || r == "slave";
+}
+
+// The fixture's directory of the data node on `port`.
+std::string node_of(int port) {
+  return read_file(sentinel_dir() + "/data1/port") == std::to_string(port) ? "data1" : "data2";
+}
+
+// Waits up to `seconds` for `ok`.
+template <class F>
+bool wait_for(F ok, double seconds) {
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < end) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return ok();
+}
+
+Policy with_fail(FailMode m) {
+  return Policy::make(m == FailMode::kOpen ? "open" : "closed", Strategy::kFixedWindow, "1000000/hour",
+                      PolicyOptions{.fail = m})
+      .value();
+}
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// A steady load: 4 threads, a decision every 2 ms each (2,000/s), half fail-open, half fail-closed.
+class Load {
+ public:
+  explicit Load(Limiter& limiter) : limiter_(limiter) {
+    for (int t = 0; t < 4; ++t) threads_.emplace_back([this, t] { run(t); });
+  }
+  ~Load() { stop(); }
+  void stop() {
+    stop_.store(true);
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  /// The first decision from the storage (not degraded) that started at or after `since`.
+  void watch_from(Clock::time_point since) { since_ns_.store(since.time_since_epoch().count()); }
+  [[nodiscard]] std::optional<Clock::time_point> first_after() const {
+    const auto ns = first_ns_.load();
+    if (ns == 0) return std::nullopt;
+    return Clock::time_point(Clock::duration(ns));
+  }
+  std::atomic<long long> total{0}, from_storage{0}, degraded_open{0}, degraded_closed{0}, wrong{0};
+
+ private:
+  void run(int t) {
+    const Policy open = with_fail(FailMode::kOpen);
+    const Policy closed = with_fail(FailMode::kClosed);
+    const auto start = Clock::now();
+    for (int i = 0; !stop_.load(); ++i) {
+      std::this_thread::sleep_until(start + std::chrono::milliseconds(2 * i));
+      const Policy& p = i % 2 ? open : closed;
+      const auto t0 = Clock::now();
+      const auto d = limiter_.hit(p, fmt::format("k{}", t * 10 + i % 10));
+      total.fetch_add(1);
+      if (!d.ok()) {
+        wrong.fetch_add(1);  // lost: a decision is always given
+      } else if (!d->degraded) {
+        from_storage.fetch_add(1);
+        if (!d->allowed) wrong.fetch_add(1);  // far below the limit: the store allows
+        const auto since = since_ns_.load();
+        long long none = 0;
+        if (since != 0 && t0.time_since_epoch().count() >= since) {
+          first_ns_.compare_exchange_strong(none, Clock::now().time_since_epoch().count());
+        }
+      } else {
+        (&p == &open ? degraded_open : degraded_closed).fetch_add(1);
+        if (d->allowed != (&p == &open)) wrong.fetch_add(1);  // the fail mode decides
+      }
+    }
+  }
+  Limiter& limiter_;
+  std::atomic<bool> stop_{false};
+  std::atomic<long long> since_ns_{0}, first_ns_{0};
+  std::vector<std::thread> threads_;
+};
+
+// The moments of a switch and the old master's script calls.
+struct Switch {
+  Clock::time_point trigger, agree, storage, back;
+  int old_master = 0;
+  int new_master = 0;
+  long long deposed_at_agree = -1;  // the old master's script calls when the sentinels agreed (-1: down)
+  long long old_calls = 0;          // … once the storage had switched
+};
+
+// What the load saw and the old master ran, checked and printed (the figures of docs/redis.md).
+void check_and_report(const char* what, const Switch& s, const Load& load, const Limiter& limiter) {
+  // No decision on the old master after the switch: neither while it was a deposed master nor as
+  // the replica it is now (a restarted one has run none at all).
+  EXPECT_EQ(script_calls(s.old_master), s.old_calls) << "script calls on the old master after the switch";
+  EXPECT_EQ(role(s.new_master), "master");
+  EXPECT_EQ(load.wrong.load(), 0) << "every decision from the store or by the fail mode";
+  const long long degraded = load.degraded_open.load() + load.degraded_closed.load();
+  EXPECT_EQ(load.total.load(), load.from_storage.load() + degraded);
+  EXPECT_EQ(static_cast<long long>(limiter.degraded_count()), degraded);
+  const double back_ms = ms_between(s.agree, s.back);
+  EXPECT_LE(back_ms, 3000) << "decisions from the new master within 3 s of the sentinels' agreement";
+  const std::string deposed =
+      s.deposed_at_agree < 0 ? "none (it was down)" : std::to_string(s.old_calls - s.deposed_at_agree);
+  std::printf("sentinel %s: the sentinels named the new master %.0f ms after the trigger; the storage used it "
+              "%.0f ms later, first decision from it %.0f ms after the sentinels' agreement; degraded %lld of "
+              "%lld decisions (%lld fail-open allowed, %lld fail-closed denied); decisions taken by the deposed "
+              "master between the agreement and the switch: %s; on the old master after the switch: %lld\n",
+              what, ms_between(s.trigger, s.agree), ms_between(s.agree, s.storage), back_ms, degraded,
+              load.total.load(), load.degraded_open.load(), load.degraded_closed.load(), deposed.c_str(),
+              script_calls(s.old_master) - s.old_calls);
+  ::testing::Test::RecordProperty("recovery_ms", std::to_string(back_ms));
+  ::testing::Test::RecordProperty("degraded", std::to_string(degraded));
+}
+
+// Runs `trigger` under load, waits for the switch, then `after` (the old master becomes a replica).
+void failover_under_load(const char* what, const std::function<void(int old_master)>& trigger,
+                         const std::function<void(int old_master)>& after) {
+  const std::vector<int> sentinels = sentinel_ports();
+  Switch s;
+  s.old_master = master_port(sentinels[0]);
+  ASSERT_GT(s.old_master, 0);
+  const std::string prefix = unique_prefix("sentinel");
+  auto storage = open_url(sentinel_url("mymaster", "timeout_ms=100&prefix=" + prefix));
+  ASSERT_NE(storage, nullptr);
+  ASSERT_EQ(storage->master()->port, s.old_master);
+  Limiter limiter(storage);
+  Load load(limiter);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  s.trigger = Clock::now();
+  trigger(s.old_master);
+  ASSERT_TRUE(wait_for([&] {  // the first sentinel that names another master
+    for (int port : sentinels) {
+      const int m = master_port(port);
+      if (m != 0 && m != s.old_master) s.new_master = m;
+    }
+    return s.new_master != 0;
+  }, 20)) << "the sentinels did not fail over";
+  s.agree = Clock::now();
+  s.deposed_at_agree = up(s.old_master) ? script_calls(s.old_master) : -1;
+  ASSERT_TRUE(wait_for([&] { return storage->master() && storage->master()->port == s.new_master; }, 10));
+  s.storage = Clock::now();
+  load.watch_from(s.storage);
+  ASSERT_TRUE(wait_for([&] { return load.first_after().has_value(); }, 5));
+  s.back = *load.first_after();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // calls sent before the switch end
+  s.old_calls = up(s.old_master) ? script_calls(s.old_master) : 0;  // a restart starts at 0
+  after(s.old_master);
+  ASSERT_EQ(role(s.old_master), "slave");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the load goes on
+  load.stop();
+  EXPECT_NE(Raw(s.new_master).cmd({"KEYS", prefix + "*"}), "") << "the state is on the new master";
+  check_and_report(what, s, load, limiter);
+}
+
+TEST(RedisSentinel, SentinelFailoverUnderLoad) {
+  failover_under_load(
+      "SENTINEL FAILOVER",
+      [](int) {  // (the replica of a previous test may still be syncing: NOGOODSLAVE until then)
+        EXPECT_TRUE(wait_for([] { return Raw(sentinel_ports()[1]).cmd({"SENTINEL", "FAILOVER", "mymaster"}) == "OK"; }, 10));
+      },
+      [](int old_master) {  // the sentinels turn the deposed master into a replica
+        EXPECT_TRUE(wait_for([&] { return role(old_master) == "slave"; }, 15));
+      });
+}
+
+TEST(RedisSentinel, Kill9OfTheMasterUnderLoad) {
+  failover_under_load(
+      "kill -9 of the master",
+      [](int old_master) {
+        const std::string pid = read_file(fmt::format("{}/{}/redis.pid", sentinel_dir(), node_of(old_master)));
+        ASSERT_EQ(::kill(std::atoi(pid.c_str()), SIGKILL), 0);
+      },
+      [](int old_master) {  // restarted, it rejoins as a replica of the new master
+        const std::string cmd = fmt::format("{} restart {} {} >/dev/null", FLOODGATE_REDIS_FIXTURE, sentinel_dir(),
+                                            node_of(old_master));
+        ASSERT_EQ(std::system(cmd.c_str()), 0);
+        EXPECT_TRUE(wait_for([&] { return role(old_master) == "slave"; }, 15));
+      });
+}
+
+// Started before the sentinels know its master (StorageStart::kBackground, as `serve` does): the
+// fail mode decides and probe() says why, then the master is found without a restart.
+TEST(RedisSentinel, StartsBeforeTheSentinelsKnowTheMaster) {
+  const std::string name = fmt::format("later{}", getpid());
+  const std::string url = sentinel_url(name, "timeout_ms=100&prefix=" + unique_prefix("later"));
+  auto options = parse_redis_url(*parse_storage_url(url));
+  ASSERT_TRUE(options && options->ok());
+  auto fail_fast = RedisStorage::open(**options);
+  ASSERT_FALSE(fail_fast.ok());
+  EXPECT_NE(fail_fast.status().message().find("does not know a master named"), std::string::npos) << fail_fast.status();
+  auto storage = RedisStorage::open(**options, StorageStart::kBackground);
+  ASSERT_TRUE(storage.ok()) << storage.status();
+  Limiter limiter(*storage);
+  const auto before = limiter.hit(with_fail(FailMode::kClosed), "k");
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(before->degraded && !before->allowed);
+  EXPECT_FALSE((*storage)->probe().ok());
+  const int master = master_port(sentinel_ports()[0]);
+  for (int s : sentinel_ports()) {
+    EXPECT_EQ(Raw(s).cmd({"SENTINEL", "MONITOR", name, "127.0.0.1", std::to_string(master), "2"}), "OK");
+  }
+  EXPECT_TRUE(wait_for([&] { return (*storage)->probe().ok(); }, 5));
+  const auto after = limiter.hit(with_fail(FailMode::kClosed), "k");
+  for (int s : sentinel_ports()) Raw(s).cmd({"SENTINEL", "REMOVE", name});
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(after->degraded);
+  EXPECT_TRUE(after->allowed);
+  EXPECT_EQ((*storage)->master()->port, master);
+}
+
+}  // namespace
+}  // namespace floodgate::redis::testing
