@@ -1,9 +1,15 @@
 // The Redis storage against a 3-master Redis Cluster (the redis_cluster fixture): conformance,
 // keys spread over the masters without CROSSSLOT, concurrency.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <thread>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "conformance_support.hpp"
+#include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
 #include "test_support.hpp"
 
@@ -112,6 +118,72 @@ TEST(RedisCluster, ScriptsLoadPerNodeAfterScriptFlushEverywhere) {
       ASSERT_TRUE(d.ok()) << d.status();
       EXPECT_EQ(d->remaining, 99 - round);
     }
+  }
+}
+
+// Whether a loopback port is free (a bind succeeds).
+bool free_port(int port) {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(s);
+  return ok;
+}
+
+// `n` free ports whose cluster bus ports (+10000) are free too: below the ephemeral range, so
+// that the bus port exists, from a start that differs between processes.
+std::vector<int> free_ports(int n) {
+  std::vector<int> out;
+  for (int p = 12000 + (getpid() % 600) * 10; static_cast<int>(out.size()) < n && p < 19000; ++p) {
+    if (free_port(p) && free_port(p + 10000)) out.push_back(p);
+  }
+  return out;
+}
+
+// Started before its cluster exists (StorageStart::kBackground, as `serve` does): the fail mode
+// decides and probe() says why; once the cluster is up the slot map is read and decisions are real,
+// without a restart.
+TEST(RedisCluster, StartsBeforeTheCluster) {
+#ifdef FLOODGATE_REDIS_TLS_CLUSTER
+  GTEST_SKIP() << "the plain cluster suite runs it";
+#endif
+  const std::string dir = std::string(FLOODGATE_REDIS_CLUSTER_DIR) + "-late";
+  const std::vector<int> ports = free_ports(3);
+  ASSERT_EQ(ports.size(), 3u);
+  struct Stop {
+    std::string dir;
+    ~Stop() { std::system((std::string(FLOODGATE_REDIS_FIXTURE) + " stop " + dir).c_str()); }
+  } stop{dir};
+  const std::string url = fmt::format("redis-cluster://127.0.0.1:{},127.0.0.1:{},127.0.0.1:{}?timeout_ms=2000",
+                                      ports[0], ports[1], ports[2]);
+  auto options = parse_redis_url(*parse_storage_url(url));
+  ASSERT_TRUE(options && options->ok());
+  EXPECT_FALSE(RedisStorage::open(**options).ok());  // fail-fast refuses
+  auto storage = RedisStorage::open(**options, StorageStart::kBackground);
+  ASSERT_TRUE(storage.ok()) << storage.status();
+  Limiter limiter(*storage);
+  const Policy closed = Policy::make("closed", Strategy::kGcra, "10/second", PolicyOptions{.fail = FailMode::kClosed}).value();
+  const auto before = limiter.hit(closed, "k");
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(before->degraded && !before->allowed);
+  EXPECT_FALSE((*storage)->probe().ok());
+  const std::string start = fmt::format("{} start-cluster {} {} {} {} >/dev/null", FLOODGATE_REDIS_FIXTURE, dir,
+                                        ports[0], ports[1], ports[2]);
+  ASSERT_EQ(std::system(start.c_str()), 0);
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    up = (*storage)->probe().ok();
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up) << (*storage)->probe();
+  for (int i = 0; i < 20; ++i) {  // keys on every master
+    const auto d = limiter.hit(closed, fmt::format("key{}", i));
+    ASSERT_TRUE(d.ok());
+    EXPECT_FALSE(d->degraded) << i;
+    EXPECT_TRUE(d->allowed) << i;
   }
 }
 

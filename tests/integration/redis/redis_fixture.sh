@@ -2,6 +2,7 @@
 # Starts or stops the Redis servers of the integration tests, on loopback, with data under DIR:
 #   redis_fixture.sh start-single DIR     one server;            writes DIR/port
 #   redis_fixture.sh start-cluster DIR    3 masters, a cluster;  writes DIR/ports (p1,p2,p3)
+#   redis_fixture.sh start-cluster DIR P1 P2 P3   the same on these ports (a test that starts first)
 #   redis_fixture.sh stop DIR             stops every server started under DIR and removes DIR
 #   redis_fixture.sh start-server DIR     one server on a free port, for a test that kills it
 #   redis_fixture.sh start-tls DIR        certificates made now with openssl under DIR/tls (a CA,
@@ -9,6 +10,9 @@
 #                                         nobody trusts), and two TLS servers: DIR/port (plain, for
 #                                         set-up) + DIR/tls_port (client certificate optional, ACL
 #                                         user floodgate/s3cret), DIR/mtls_port (certificate required)
+#   redis_fixture.sh start-tls-cluster DIR  certificates as start-tls, and 3 masters of a cluster whose
+#                                         bus and clients speak TLS (tls-cluster yes): DIR/ports
+#                                         (plain, for set-up) and DIR/tls_ports
 #   redis_fixture.sh start-sentinel DIR   a master (DIR/data1), its replica (DIR/data2) and three
 #                                         sentinels watching them as "mymaster" (quorum 2, fast
 #                                         timeouts); writes DIR/ports (data1 data2) and
@@ -116,11 +120,16 @@ start_server() {  # like start_single, into a new DIR/server-XXXXXX; prints "POR
 }
 
 start_cluster() {
-  local p ports=()
+  local p ports=() want=("$@")
   p=$(( $(base_port) + 3 ))
   mkdir -p "$dir"
   local i tries
   for i in 1 2 3; do
+    if [ ${#want[@]} -eq 3 ]; then
+      start_one "$dir/node$i" "${want[$((i - 1))]}" --cluster-enabled yes --cluster-config-file nodes.conf \
+        --cluster-node-timeout 5000 && ports+=("${want[$((i - 1))]}")
+      continue
+    fi
     for tries in $(seq 1 20); do
       p=$(next_port "$p")
       if start_one "$dir/node$i" "$p" --cluster-enabled yes --cluster-config-file nodes.conf \
@@ -287,6 +296,48 @@ restart_node() {
   start_one "$node_dir" "$port" "${args[@]:1}"
 }
 
+start_tls_cluster() {
+  mkdir -p "$dir"
+  make_certs
+  local t p q i tries ports=() tls_ports=()
+  t=$(cd "$dir/tls" && pwd -P)
+  p=$(( $(base_port) + 60 ))
+  for i in 1 2 3; do
+    for tries in $(seq 1 20); do
+      p=$(next_port "$p")
+      q=$(next_port $((p + 1)))
+      if start_one "$dir/node$i" "$p" --tls-port "$q" --tls-cert-file "$t/server.crt" \
+           --tls-key-file "$t/server.key" --tls-ca-cert-file "$t/ca.crt" --tls-auth-clients optional \
+           --tls-cluster yes --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000; then
+        ports+=("$p")
+        tls_ports+=("$q")
+        p=$((q + 1))
+        break
+      fi
+      p=$((q + 1))
+    done
+  done
+  [ ${#ports[@]} -eq 3 ] || { echo "could not start 3 TLS cluster nodes" >&2; return 1; }
+  redis-cli --cluster create "127.0.0.1:${ports[0]}" "127.0.0.1:${ports[1]}" "127.0.0.1:${ports[2]}" \
+    --cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1
+  for i in $(seq 1 200); do
+    local ok=0 n
+    for n in "${ports[@]}"; do
+      redis-cli -p "$n" cluster info 2>/dev/null | grep -q 'cluster_state:ok' && ok=$((ok + 1))
+    done
+    if [ "$ok" -eq 3 ]; then
+      echo "${ports[0]},${ports[1]},${ports[2]}" >"$dir/ports"
+      echo "${tls_ports[0]},${tls_ports[1]},${tls_ports[2]}" >"$dir/tls_ports"
+      echo "redis cluster over TLS on 127.0.0.1:${tls_ports[0]},${tls_ports[1]},${tls_ports[2]}"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "the TLS cluster did not become ok" >&2
+  cat "$dir/create.log" >&2
+  return 1
+}
+
 stop_all() {
   [ -d "$dir" ] || return 0
   local node
@@ -298,10 +349,11 @@ stop_all() {
 
 case "$cmd" in
   start-single) stop_all; start_single ;;
-  start-cluster) stop_all; start_cluster ;;
+  start-cluster) stop_all; start_cluster "${@:3}" ;;
   start-server) start_server "$@" ;;
   start-tls) stop_all; start_tls ;;
   start-sentinel) stop_all; start_sentinel_set ;;
+  start-tls-cluster) stop_all; start_tls_cluster ;;
   restart) restart_node "$@" ;;
   stop) stop_all ;;
   *) echo "unknown command $cmd" >&2; exit 2 ;;

@@ -26,17 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 std::string sentinel_dir() { return FLOODGATE_REDIS_SENTINEL_DIR; }
 
-std::vector<int> sentinel_ports() {
-  std::vector<int> out;
-  const std::string s = read_file(sentinel_dir() + "/sentinel_ports");
-  for (std::size_t at = 0; at < s.size();) {
-    std::size_t comma = s.find(',', at);
-    if (comma == std::string::npos) comma = s.size();
-    out.push_back(std::stoi(s.substr(at, comma - at)));
-    at = comma + 1;
-  }
-  return out;
-}
+std::vector<int> sentinel_ports() { return ports_in(sentinel_dir() + "/sentinel_ports"); }
 
 std::string sentinel_url(const std::string& master, const std::string& query) {
   std::string hosts;

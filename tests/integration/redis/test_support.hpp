@@ -29,9 +29,9 @@ inline std::string read_file(const std::string& path) {
 
 inline int single_port() { return std::stoi(read_file(std::string(FLOODGATE_REDIS_SINGLE_DIR) + "/port")); }
 
-inline std::vector<int> cluster_ports() {
+inline std::vector<int> ports_in(const std::string& file) {
   std::vector<int> out;
-  const std::string s = read_file(std::string(FLOODGATE_REDIS_CLUSTER_DIR) + "/ports");
+  const std::string s = read_file(file);
   std::size_t start = 0;
   while (start < s.size()) {
     std::size_t comma = s.find(',', start);
@@ -41,6 +41,9 @@ inline std::vector<int> cluster_ports() {
   }
   return out;
 }
+
+/// The cluster's plain ports (set-up with Raw; over TLS, the same nodes' plain ports).
+inline std::vector<int> cluster_ports() { return ports_in(std::string(FLOODGATE_REDIS_CLUSTER_DIR) + "/ports"); }
 
 /// A prefix no other test run uses: keys never meet state from another test.
 inline std::string unique_prefix(const std::string& what) {
@@ -66,6 +69,16 @@ inline std::string single_url(const std::string& query) {
 }
 #endif
 
+#ifdef FLOODGATE_REDIS_TLS_CLUSTER
+// The cluster suite over TLS (the fixture's start-tls-cluster): rediss-cluster:// to the TLS ports;
+// the nodes announce their TLS ports to TLS clients, so redirects stay on TLS.
+inline std::string cluster_url(const std::string& query) {
+  std::string url = "rediss-cluster://";
+  const auto ports = ports_in(std::string(FLOODGATE_REDIS_CLUSTER_DIR) + "/tls_ports");
+  for (std::size_t i = 0; i < ports.size(); ++i) url += (i > 0 ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(ports[i]);
+  return url + "?tls_ca_file=" + FLOODGATE_REDIS_CLUSTER_DIR + "/tls/ca.crt&" + query;
+}
+#else
 inline std::string cluster_url(const std::string& query) {
   std::string url = "redis-cluster://";
   const auto ports = cluster_ports();
@@ -75,6 +88,7 @@ inline std::string cluster_url(const std::string& query) {
   }
   return url + "?" + query;
 }
+#endif
 
 inline std::shared_ptr<RedisStorage> open_url(const std::string& url) {
   auto parsed = parse_storage_url(url);
