@@ -227,7 +227,7 @@ logfile $node_dir/redis.log
 dir $node_dir
 sentinel monitor mymaster 127.0.0.1 $master 2
 sentinel down-after-milliseconds mymaster 400
-sentinel failover-timeout mymaster 2000
+sentinel failover-timeout mymaster 1000
 sentinel parallel-syncs mymaster 1
 CONF
   redis-sentinel "$node_dir/sentinel.conf" >/dev/null 2>&1 || return 1

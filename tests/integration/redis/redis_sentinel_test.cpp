@@ -199,7 +199,7 @@ void failover_under_load(const char* what, const std::function<void(int old_mast
       if (m != 0 && m != s.old_master) s.new_master = m;
     }
     return s.new_master != 0;
-  }, 20)) << "the sentinels did not fail over";
+  }, 30)) << "the sentinels did not fail over";
   s.agree = Clock::now();
   s.deposed_at_agree = up(s.old_master) ? script_calls(s.old_master) : -1;
   ASSERT_TRUE(wait_for([&] { return storage->master() && storage->master()->port == s.new_master; }, 10));
