@@ -30,7 +30,10 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!stream_.is_tls()) return next_request();
     stream_.lowest().expires_after(shared_->limits.request_timeout);
     stream_.handshake([self = shared_from_this()](beast::error_code ec) {
-      if (ec) return self->close();
+      if (ec) {
+        self->shared_->service->metrics().tls_handshake_failed();
+        return self->close();
+      }
       self->next_request();
     });
   }

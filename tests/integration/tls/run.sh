@@ -93,6 +93,12 @@ mtls)
     -out "$work/self.crt" -days 1 -subj "/CN=self-signed client" 2>/dev/null
   check "mTLS: curl with a certificate of another issuer is refused" \
     is "$(status "$url" --cacert "$certs/ca.crt" --cert "$work/self.crt" --key "$work/self.key")" failed
+  failures_metric() {
+    curl -sS --cacert "$certs/ca.crt" --cert "$certs/client.crt" --key "$certs/client.key" \
+      "https://localhost:$hport/metrics" | awk '$1 == "floodgate_http_tls_handshake_failures_total" {print $2}'
+  }
+  for _ in $(seq 50); do [[ "$(failures_metric)" == 2 ]] && break; sleep 0.02; done  # counted after the alert
+  check "mTLS: the two refused HTTPS handshakes are counted" is "$(failures_metric)" 2
   check "mTLS: gRPC with the client certificate is answered" grpc_call "$certs/ca.crt" "$certs/client.crt" "$certs/client.key"
   check "mTLS: gRPC without a client certificate is refused" refused "$certs/ca.crt"
   check "mTLS: gRPC with a certificate of another issuer is refused" refused "$certs/ca.crt" "$work/self.crt" "$work/self.key"
