@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -32,6 +34,7 @@ struct Options {
   int concurrency = 64;
   int channels = 2;
   double seconds = 10;
+  std::string ca_file;  ///< set: TLS, trusting this CA (the server's certificate names localhost)
 };
 
 struct Call {
@@ -47,7 +50,7 @@ struct Call {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "rls_load: %s\nusage: rls_load [--target HOST:PORT] [--domain D] [--key K] [--keys N] "
-               "[--concurrency N] [--channels N] [--seconds S]\n",
+               "[--concurrency N] [--channels N] [--seconds S] [--ca FILE]\n",
                why);
   std::exit(2);
 }
@@ -65,6 +68,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--concurrency") o.concurrency = std::atoi(v);
     else if (a == "--channels") o.channels = std::atoi(v);
     else if (a == "--seconds") o.seconds = std::atof(v);
+    else if (a == "--ca") o.ca_file = v;
     else usage(("unknown option " + a).c_str());
   }
   if (o.keys < 1 || o.concurrency < 1 || o.channels < 1 || o.seconds <= 0) usage("values must be positive");
@@ -75,12 +79,20 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!o.ca_file.empty()) {
+    std::ifstream in(o.ca_file);
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (ssl.pem_root_certs.empty()) usage(("cannot read " + o.ca_file).c_str());
+    credentials = grpc::SslCredentials(ssl);
+  }
   std::vector<std::unique_ptr<rls::RateLimitService::Stub>> stubs;
   for (int c = 0; c < o.channels; ++c) {
     grpc::ChannelArguments args;
     args.SetInt("grpc.channel_id", c);  // distinct channels: distinct HTTP/2 connections
-    stubs.push_back(rls::RateLimitService::NewStub(
-        grpc::CreateCustomChannel(o.target, grpc::InsecureChannelCredentials(), args)));
+    if (!o.ca_file.empty()) args.SetSslTargetNameOverride("localhost");
+    stubs.push_back(rls::RateLimitService::NewStub(grpc::CreateCustomChannel(o.target, credentials, args)));
   }
   grpc::CompletionQueue cq;
   std::mt19937_64 rng(42);

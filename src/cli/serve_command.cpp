@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/serve_watch.hpp"
 #include "server/admin_auth.hpp"
 #include "server/config.hpp"
 #include "server/grpc_server.hpp"
@@ -22,6 +23,7 @@
 #include "server/metrics.hpp"
 #include "server/service.hpp"
 #include "server/storage_watch.hpp"
+#include "server/tls.hpp"
 #include "storage/url.hpp"
 
 namespace floodgate::cli {
@@ -41,6 +43,9 @@ struct ServeArgs {
   std::string rls_config;
   std::string grpc_listen;
   std::string grpc_port_file;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
   bool rls_headers = false;
   bool envoyproxy_env = false;
 };
@@ -76,6 +81,9 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
     }
   }
   if (a.rls_headers) c.rls.response_headers = true;
+  if (!a.tls_cert.empty()) c.tls.cert_file = a.tls_cert;
+  if (!a.tls_key.empty()) c.tls.key_file = a.tls_key;
+  if (!a.tls_client_ca.empty()) c.tls.client_ca_file = a.tls_client_ca;
   if (auto s = server::resolve_admin_token(c); !s.ok()) return s;
   return c;
 }
@@ -84,6 +92,7 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
 struct Loaded {
   server::Config config;
   std::shared_ptr<const server::RlsConfig> rules;  // null: no gRPC service
+  std::shared_ptr<const server::TlsMaterial> tls;  // null: plain text
 };
 
 // The one path of --check-config, start and reload. `rules_dir`: the rules directory to read
@@ -95,7 +104,9 @@ absl::StatusOr<Loaded> load_checked(const ServeArgs& a, const std::string& confi
   if (auto s = server::check_startup(*c); !s.ok()) {
     return absl::InvalidArgumentError(fmt::format("{}: {}", c->source, std::string(s.message())));
   }
-  Loaded out{*std::move(c), nullptr};
+  auto tls = server::load_tls(c->tls);
+  if (!tls.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", c->source, std::string(tls.status().message())));
+  Loaded out{*std::move(c), nullptr, *std::move(tls)};
   const std::string dir = rules_dir.empty() ? out.config.rls.config_dir : rules_dir;
   if (!dir.empty()) {
     auto rules = server::load_rls_config(dir, out.config.rls.merge_domains);
@@ -127,24 +138,6 @@ void write_port_file(const std::string& path, unsigned short port) {
   if (ec) spdlog::error("cannot write the port file {}: {}", path, ec.message());
 }
 
-std::int64_t mtime_of(const std::string& path) {
-  struct stat st {};
-  if (path.empty() || ::stat(path.c_str(), &st) != 0) return 0;
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
-
-// A fingerprint of a directory of rate-limit files: the sum of the mtimes and names of its entries
-// (a file added, removed or changed changes it).
-std::int64_t dir_stamp(const std::string& dir) {
-  if (dir.empty()) return 0;
-  std::error_code ec;
-  std::int64_t stamp = mtime_of(dir);
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    stamp += mtime_of(e.path().string()) + static_cast<std::int64_t>(std::hash<std::string>{}(e.path().string()) & 0xffff);
-  }
-  return stamp;
-}
-
 server::RlsLimits rls_limits(const server::RlsSettings& s) {
   server::RlsLimits l;
   l.max_message_bytes = s.max_message_bytes;
@@ -158,47 +151,6 @@ server::RlsLimits rls_limits(const server::RlsSettings& s) {
   return l;
 }
 
-// Runs `control` until SIGTERM/SIGINT (then `drain`): SIGHUP and a change of the file or of the
-// rules directory (polled each second) reload.
-template <class Reload, class Drain>
-void watch_and_wait(boost::asio::io_context& control, boost::asio::signal_set& signals,
-                    const std::string& config_path, const std::string& rules_dir, Reload& reload, Drain drain) {
-  boost::asio::steady_timer watch(control);
-  std::int64_t seen = mtime_of(config_path);
-  std::int64_t seen_rules = dir_stamp(rules_dir);
-  std::function<void()> on_signal = [&] {
-    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-      if (ec) return;
-      if (signo == SIGHUP) {
-        reload("SIGHUP");
-        on_signal();
-        return;
-      }
-      spdlog::info("signal {}: draining", signo);
-      watch.cancel();
-      drain();
-      control.stop();
-    });
-  };
-  std::function<void()> on_tick = [&] {
-    watch.expires_after(std::chrono::seconds(1));
-    watch.async_wait([&](const boost::system::error_code& ec) {
-      if (ec) return;
-      const std::int64_t m = mtime_of(config_path);
-      const std::int64_t r = dir_stamp(rules_dir);
-      if (m != seen || r != seen_rules) {
-        seen = m;
-        seen_rules = r;
-        reload("file changed");
-      }
-      on_tick();
-    });
-  };
-  on_signal();
-  if (!config_path.empty() || !rules_dir.empty()) on_tick();
-  control.run();
-}
-
 // Reloads on SIGHUP or a changed file. A configuration that fails to load or check, or that would
 // remove every policy (a file emptied, or caught between an editor's truncate and write), is
 // refused: the running one keeps serving, the log says why and the failure is counted.
@@ -208,6 +160,18 @@ struct Reloader {
   server::Service& service;
   server::RlsService* rls;
   server::ReloadCounters& counters;
+  server::TlsState* tls;  // null: plain text
+
+  // The certificate is installed first: when it is refused, nothing else of the reload is.
+  absl::Status install_tls(const std::shared_ptr<const server::TlsMaterial>& next) const {
+    if ((tls == nullptr) != (next == nullptr)) {
+      return absl::FailedPreconditionError("turning TLS on or off (tls.cert_file, tls.key_file) needs a restart");
+    }
+    if (tls == nullptr) return absl::OkStatus();
+    if (auto s = tls->install(next); !s.ok()) return s;
+    spdlog::info("TLS certificate for new connections: {}", next->summary);
+    return absl::OkStatus();
+  }
 
   void operator()(const char* why) {
     auto next = load_checked(args, args.config_path, rules_dir);
@@ -217,6 +181,7 @@ struct Reloader {
           "{} has no policies: it would remove all {} (an empty or half-written file?)", args.config_path,
           service.config()->policies.size()));
     }
+    if (refused.ok()) refused = install_tls(next->tls);
     if (!refused.ok()) {
       counters.failed();
       spdlog::error("reload ({}) rejected, the old configuration keeps serving: {}", why,
@@ -235,16 +200,17 @@ struct Reloader {
 
 // Envoy's RateLimitService over gRPC. The listen address, the caps and the header switch are read
 // at start only; the rules reload.
-absl::Status start_rls(const Loaded& loaded, server::Service& service, std::unique_ptr<server::RlsService>& rls,
-                       std::unique_ptr<server::GrpcServer>& grpc) {
+absl::Status start_rls(const Loaded& loaded, server::Service& service, const server::TlsState* tls,
+                       std::unique_ptr<server::RlsService>& rls, std::unique_ptr<server::GrpcServer>& grpc) {
   const server::Config& c = loaded.config;
   server::RlsLimits limits = rls_limits(c.rls);
   limits.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
   rls = std::make_unique<server::RlsService>(service.limiter(), limits);  // one pipeline for both
   rls->reload(loaded.rules);
-  grpc = std::make_unique<server::GrpcServer>(*rls, c.rls.listen_host, c.rls.listen_port);
+  grpc = std::make_unique<server::GrpcServer>(*rls, c.rls.listen_host, c.rls.listen_port, tls);
   if (auto s = grpc->start(); !s.ok()) return s;
-  spdlog::info("gRPC rate-limit service on {}:{} ({} domains from {})", c.rls.listen_host, grpc->port(),
+  spdlog::info("gRPC rate-limit service on {}:{}{} ({} domains from {})", c.rls.listen_host, grpc->port(),
+               tls != nullptr ? " over TLS" : "",
                loaded.rules->domains.size(), c.rls.config_dir);
   return absl::OkStatus();
 }
@@ -271,20 +237,41 @@ std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storag
   });
 }
 
+// The certificate state of a start (null without TLS); gRPC gets private copies of its files.
+absl::StatusOr<std::unique_ptr<server::TlsState>> open_tls(const Loaded& loaded) {
+  if (!loaded.tls) return std::unique_ptr<server::TlsState>();
+  auto state = server::TlsState::create(loaded.tls, loaded.rules != nullptr);
+  if (state.ok()) {
+    spdlog::info("TLS on{}: {}", loaded.tls->client_ca.empty() ? "" : ", client certificates required",
+                 loaded.tls->summary);
+  }
+  return state;
+}
+
+void log_started(const server::Config& c, std::uint16_t port, bool tls) {
+  spdlog::info("listening on {}://{}:{} ({} policies, storage {})", tls ? "https" : "http", c.listen_host, port,
+               c.policies.size(), redact_storage_url(c.storage));
+  if (c.admin.token.empty()) {
+    spdlog::warn("no admin token ({} or admin.token_file): DELETE /v1/keys, /v1/simulate and /v1/live "
+                 "(the dashboard's data) are refused", server::kAdminTokenEnv);
+  }
+}
+
+int failed_to_start(const absl::Status& why) {
+  std::cerr << "floodgate serve: " << why.message() << "\n";
+  return 2;
+}
+
 int run(const ServeArgs& args) {
   if (!args.check_config.empty()) return check_config(args);
   auto loaded = load_checked(args, args.config_path);
-  if (!loaded.ok()) {
-    std::cerr << "floodgate serve: " << loaded.status().message() << "\n";
-    return 2;
-  }
+  if (!loaded.ok()) return failed_to_start(loaded.status());
   spdlog::set_default_logger(spdlog::stderr_color_mt("floodgate"));  // stdout stays for data
   spdlog::set_level(spdlog::level::from_str(loaded->config.log_level));
+  auto tls = open_tls(*loaded);
+  if (!tls.ok()) return failed_to_start(tls.status());
   auto storage = open_service_storage(loaded->config);
-  if (!storage.ok()) {
-    std::cerr << "floodgate serve: " << storage.status().message() << "\n";
-    return 2;
-  }
+  if (!storage.ok()) return failed_to_start(storage.status());
   auto installed = std::make_shared<const server::Config>(loaded->config);
   server::Service service(installed, *storage);
   const auto storage_watch = watch_storage(*storage, service);
@@ -292,33 +279,22 @@ int run(const ServeArgs& args) {
   std::unique_ptr<server::RlsService> rls;
   std::unique_ptr<server::GrpcServer> grpc;
   if (loaded->rules) {
-    if (auto s = start_rls(*loaded, service, rls, grpc); !s.ok()) {
-      std::cerr << "floodgate serve: " << s.message() << "\n";
-      return 2;
-    }
+    if (auto s = start_rls(*loaded, service, tls->get(), rls, grpc); !s.ok()) return failed_to_start(s);
   }
   service.set_extra_metrics([&reloads, r = rls.get()](server::PromText& out) {
     reloads.render(out);
     if (r != nullptr) r->metrics().render(out);
   });
-  server::HttpServer http(service, *installed);
-  if (auto s = http.start(); !s.ok()) {
-    std::cerr << "floodgate serve: " << s.message() << "\n";
-    return 2;
-  }
-  spdlog::info("listening on {}:{} ({} policies, storage {})", installed->listen_host, http.port(),
-               installed->policies.size(), redact_storage_url(installed->storage));
-  if (installed->admin.token.empty()) {
-    spdlog::warn("no admin token ({} or admin.token_file): DELETE /v1/keys, /v1/simulate and /v1/live "
-                 "(the dashboard's data) are refused", server::kAdminTokenEnv);
-  }
+  server::HttpServer http(service, *installed, tls->get());
+  if (auto s = http.start(); !s.ok()) return failed_to_start(s);
+  log_started(*installed, http.port(), *tls != nullptr);
   // The signals are ours before the port files say that we are up: a SIGHUP or SIGTERM sent by
   // whoever waits for those files must not meet the default action (exit).
   boost::asio::io_context control;
   boost::asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
   if (grpc && !args.grpc_port_file.empty()) write_port_file(args.grpc_port_file, grpc->port());
   if (!args.port_file.empty()) write_port_file(args.port_file, http.port());
-  Reloader reload{args, installed->rls.config_dir, service, rls.get(), reloads};
+  Reloader reload{args, installed->rls.config_dir, service, rls.get(), reloads, tls->get()};
   watch_and_wait(control, signals, args.config_path, installed->rls.config_dir, reload, [&] {
     if (grpc) grpc->shutdown(installed->http.drain_timeout);
     http.drain();
@@ -354,6 +330,11 @@ std::function<int()> add_serve(CLI::App& app) {
   cmd->add_flag("--envoyproxy-env", args->envoyproxy_env,
                 "configure from envoyproxy/ratelimit's environment variables (PORT, GRPC_PORT, RUNTIME_*, "
                 "REDIS_*, ...; docs/envoy.md); command-line options still win");
+  cmd->add_option("--tls-cert", args->tls_cert,
+                  "PEM certificate (chain) of the service: HTTPS and gRPC over TLS (reloaded on SIGHUP)");
+  cmd->add_option("--tls-key", args->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--tls-client-ca", args->tls_client_ca,
+                  "PEM CA certificates: require and verify client certificates (mTLS) on both listeners");
   cmd->add_flag("--rls-response-headers", args->rls_headers,
                 "add RateLimit / X-RateLimit-* headers to ShouldRateLimit responses");
   return [args] { return run(*args); };

@@ -131,6 +131,21 @@ void parse_admin(const std::string& source, const YAML::Node& admin, AdminSettin
   }
 }
 
+// Paths only: the files themselves are read and checked by load_tls (server/tls.hpp), after the
+// command line has had its say.
+void parse_tls(const std::string& source, const YAML::Node& tls, TlsSettings& t) {
+  check_keys(source, tls, {"cert_file", "key_file", "client_ca_file"}, "tls");
+  for (auto [key, into] : {std::pair{"cert_file", &t.cert_file}, std::pair{"key_file", &t.key_file},
+                           std::pair{"client_ca_file", &t.client_ca_file}}) {
+    if (!tls[key]) continue;
+    const std::string what = std::string("tls.") + key;
+    std::filesystem::path file = scalar<std::string>(source, tls[key], what);
+    if (file.empty()) fail(source, tls[key], what + " is empty");
+    if (file.is_relative()) file = std::filesystem::path(source).parent_path() / file;
+    *into = file.string();
+  }
+}
+
 void parse_policies(const std::string& source, const YAML::Node& policies, Config& c) {
   if (!policies.IsSequence()) fail(source, policies, "policies must be a list");
   for (const auto& p : policies) {
@@ -146,7 +161,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
   check_keys(source, root,
              {"listen", "threads", "storage", "batching", "log_level", "inline_limits", "max_inline_policies",
-              "auth_denied_status", "http", "rls", "admin", "policies"},
+              "auth_denied_status", "http", "rls", "admin", "tls", "policies"},
              "the configuration");
   if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
   if (const auto& n = root["threads"]) c.threads = static_cast<unsigned>(integer(source, n, "threads", 1, limits::kMaxThreads));
@@ -177,6 +192,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (const YAML::Node& http = root["http"]) parse_http(source, http, c.http);
   if (const YAML::Node& rls = root["rls"]) parse_rls(source, rls, c.rls);
   if (const YAML::Node& admin = root["admin"]) parse_admin(source, admin, c.admin);
+  if (const YAML::Node& tls = root["tls"]) parse_tls(source, tls, c.tls);
   if (const YAML::Node& policies = root["policies"]) parse_policies(source, policies, c);
 }
 

@@ -101,6 +101,19 @@ struct AdminSettings {
   std::string token;
 };
 
+/// The service's own certificate (docs/configuration.md, "TLS"). One set of files serves both
+/// listeners: HTTP becomes HTTPS and the gRPC service speaks TLS. The files are read (and checked
+/// by load_tls, server/tls.hpp) at start, by --check-config and on every reload; relative paths
+/// are relative to the configuration file.
+struct TlsSettings {
+  std::string cert_file;       ///< PEM: the certificate, then its intermediates; empty: plain text
+  std::string key_file;        ///< PEM: the private key of the certificate
+  std::string client_ca_file;  ///< PEM: CAs of client certificates; set: mTLS (a certificate required)
+
+  [[nodiscard]] bool enabled() const noexcept { return !cert_file.empty() || !key_file.empty(); }
+  [[nodiscard]] bool mutual() const noexcept { return !client_ca_file.empty(); }
+};
+
 /// The whole configuration. `floodgate serve` with no file: 127.0.0.1:8080, memory store, no
 /// policies, inline limits allowed.
 struct Config {
@@ -123,6 +136,7 @@ struct Config {
   HttpLimits http;
   RlsSettings rls;
   AdminSettings admin;
+  TlsSettings tls;
   std::vector<ServicePolicy> policies;
 
   [[nodiscard]] const ServicePolicy* find(std::string_view name) const;

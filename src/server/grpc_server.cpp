@@ -6,6 +6,7 @@
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "server/library_log.hpp"
+#include "server/tls.hpp"
 
 namespace floodgate::server {
 
@@ -59,8 +60,33 @@ class GrpcServer::Handler final
   RlsService& rls_;
 };
 
-GrpcServer::GrpcServer(RlsService& rls, std::string host, std::uint16_t port)
-    : rls_(rls), host_(std::move(host)), port_(port) {}
+GrpcServer::GrpcServer(RlsService& rls, std::string host, std::uint16_t port, const TlsState* tls)
+    : rls_(rls), host_(std::move(host)), port_(port), tls_(tls) {}
+
+namespace {
+
+// TLS from the state's private copies (tls.hpp), re-read by gRPC's file watcher each second.
+std::shared_ptr<grpc::ServerCredentials> credentials(const TlsState* tls) {
+  if (tls == nullptr) return grpc::InsecureServerCredentials();
+  namespace ex = grpc::experimental;
+  constexpr unsigned kRefreshSeconds = 1;
+  const bool mutual = !tls->current()->client_ca.empty();
+  auto provider = mutual ? std::make_shared<ex::FileWatcherCertificateProvider>(
+                               tls->key_path(), tls->cert_path(), tls->client_ca_path(), kRefreshSeconds)
+                         : std::make_shared<ex::FileWatcherCertificateProvider>(tls->key_path(), tls->cert_path(),
+                                                                                 kRefreshSeconds);
+  ex::TlsServerCredentialsOptions options(provider);
+  options.watch_identity_key_cert_pairs();
+  if (mutual) {
+    options.watch_root_certs();
+    options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  } else {
+    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  }
+  return ex::TlsServerCredentials(options);
+}
+
+}  // namespace
 
 GrpcServer::~GrpcServer() {
   if (server_) shutdown(std::chrono::milliseconds(0));
@@ -73,7 +99,7 @@ absl::Status GrpcServer::start() {
                                                                     : fmt::format("{}:{}", host_, port_);
   grpc::ServerBuilder builder;
   int bound = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
+  builder.AddListeningPort(address, credentials(tls_), &bound);
   builder.RegisterService(handler_.get());
   // A request larger than the service's own cap is answered INVALID_ARGUMENT by RlsService; far
   // larger ones are refused by gRPC before they are parsed (RESOURCE_EXHAUSTED).

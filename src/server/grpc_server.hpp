@@ -15,16 +15,23 @@ class Server;
 
 namespace floodgate::server {
 
+class TlsState;
+
 /// Serves ShouldRateLimit with gRPC's callback API, with no thread per call or per connection.
 /// With the memory store a call is decided on the gRPC thread that read it (microseconds); with a
 /// networked storage (RlsLimits::batching) it is matched there and handed to the service's storage
 /// threads, which decide concurrent calls in one batch (one Redis round trip) and finish them, so
 /// no gRPC thread waits for Redis (docs/envoy.md).
 ///
+/// With a TlsState it speaks TLS only (and asks for a client certificate, verified against the
+/// client CA, when one is configured); its certificate provider re-reads the state's private
+/// copies each second, so a reload reaches new connections within a second.
+///
 /// Thread-safety: `start` and `shutdown` are called by one controlling thread.
 class GrpcServer {
  public:
-  GrpcServer(RlsService& rls, std::string host, std::uint16_t port);
+  /// `tls`: null for plain text; else it outlives the server.
+  GrpcServer(RlsService& rls, std::string host, std::uint16_t port, const TlsState* tls = nullptr);
   ~GrpcServer();
 
   /// Binds and starts serving. Errors: Unavailable naming the address.
@@ -40,6 +47,7 @@ class GrpcServer {
   RlsService& rls_;
   std::string host_;
   std::uint16_t port_;
+  const TlsState* tls_;
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<grpc::Server> server_;
 };

@@ -13,16 +13,20 @@
 
 namespace floodgate::server {
 
+class TlsState;
+
 /// Listens on one address with one acceptor per I/O thread (SO_REUSEPORT: the kernel spreads
 /// connections, the threads share nothing but the service). Keep-alive; requests pipelined on a
 /// connection are answered in order, with at most `max_pipelined` requests buffered ahead; header
 /// and body limits (431, 413); idle, request and write deadlines (slow clients are dropped); a
-/// bound on open connections.
+/// bound on open connections. With a TlsState it speaks HTTPS only: each connection is set up with
+/// the certificate in force when it was accepted (so a reload reaches new connections at once).
 ///
 /// Thread-safety: `start`, `drain` and `join` are called by one controlling thread.
 class HttpServer {
  public:
-  HttpServer(Service& service, const Config& config);
+  /// `tls`: null for plain HTTP; else it outlives the server.
+  HttpServer(Service& service, const Config& config, const TlsState* tls = nullptr);
   ~HttpServer();
 
   /// Binds and starts the I/O threads. Errors: Unavailable naming the address (in use, denied).

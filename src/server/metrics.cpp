@@ -108,6 +108,9 @@ void Metrics::render(PromText& out) const {
   }
   out.single("floodgate_http_connections", "gauge", "Open client connections.",
              connections_.load(std::memory_order_relaxed));
+  out.single("floodgate_http_tls_handshake_failures_total", "counter",
+             "TLS handshakes on the HTTP listener that failed (mTLS refusals among them).",
+             tls_failures_.load(std::memory_order_relaxed));
 }
 
 }  // namespace floodgate::server

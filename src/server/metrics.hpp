@@ -38,6 +38,10 @@ class Metrics {
   void http_status(int status) noexcept;
   /// An admin request refused (`floodgate_http_unauthorized_total{reason}`); `why` is not kGranted.
   void unauthorized(AdminAuth why) noexcept;
+  /// A TLS handshake on the HTTP listener that failed (`floodgate_http_tls_handshake_failures_total`):
+  /// no client certificate or one from another CA under mTLS, a client that does not trust ours,
+  /// plain HTTP sent to the HTTPS port, a timeout.
+  void tls_handshake_failed() noexcept { tls_failures_.fetch_add(1, std::memory_order_relaxed); }
   void connections(std::int64_t delta) noexcept { connections_.fetch_add(delta, std::memory_order_relaxed); }
   [[nodiscard]] std::int64_t open_connections() const noexcept {
     return connections_.load(std::memory_order_relaxed);
@@ -64,6 +68,7 @@ class Metrics {
   std::vector<std::string> names_;                       // guarded by mu_
   std::vector<std::unique_ptr<PerThread>> threads_;      // guarded by mu_; never shrinks
   std::atomic<std::int64_t> connections_{0};
+  std::atomic<std::uint64_t> tls_failures_{0};  // rare: shared, not per thread
   std::array<std::atomic<std::uint64_t>, 3> unauthorized_{};  // missing, wrong, not configured (rare)
 };
 

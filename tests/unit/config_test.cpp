@@ -104,6 +104,20 @@ TEST(ConfigSchema, HeaderNamesAreTokens) {
   EXPECT_NE(error_of("policies:\n  - {name: a, limit: 1/second, key: {query: \"a\\nb\"}}\n"), "<ok>");
 }
 
+// The tls section holds paths only (load_tls checks the files): relative to the file, none empty,
+// no unknown keys.
+TEST(ConfigSchema, TlsPathsAreRelativeToTheFile) {
+  auto c = parse_config("tls: {cert_file: a.crt, key_file: /etc/b.key, client_ca_file: ca/c.crt}\n", "/srv/fg/cfg.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tls.cert_file, "/srv/fg/a.crt");
+  EXPECT_EQ(c->tls.key_file, "/etc/b.key");
+  EXPECT_EQ(c->tls.client_ca_file, "/srv/fg/ca/c.crt");
+  EXPECT_TRUE(c->tls.enabled() && c->tls.mutual());
+  EXPECT_EQ(error_of("tls: {cert_file: \"\"}\n"), "cfg.yaml:1:18: tls.cert_file is empty");
+  EXPECT_NE(error_of("tls: {cert: a.crt}\n").find("unknown key \"cert\""), std::string::npos) << error_of("tls: {cert: a.crt}\n");
+  EXPECT_FALSE(parse_config("", "cfg.yaml")->tls.enabled());
+}
+
 TEST(ConfigFile, OnlyBoundedRegularFiles) {
   const auto dir = std::filesystem::temp_directory_path() / ("fg-config-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);

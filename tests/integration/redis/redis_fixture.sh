@@ -164,22 +164,12 @@ start_cluster() {
   return 1
 }
 
-# make_certs: EC P-256 keys (fast to make), valid for two days; nothing is kept in the tree.
+# make_certs: a CA, the server's certificate, a client's and an untrusted CA, under DIR/tls.
 make_certs() {
-  local t=$dir/tls
-  mkdir -p "$t"
-  (
-    cd "$t"
-    local key=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-    openssl req -x509 "${key[@]}" -keyout ca.key -out ca.crt -days 2 -subj "/CN=floodgate test CA"
-    openssl req -x509 "${key[@]}" -keyout other-ca.key -out other-ca.crt -days 2 -subj "/CN=untrusted CA"
-    openssl req "${key[@]}" -keyout server.key -out server.csr -subj "/CN=localhost"
-    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >server.ext
-    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \
-      -extfile server.ext
-    openssl req "${key[@]}" -keyout client.key -out client.csr -subj "/CN=floodgate client"
-    openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2
-  ) >"$dir/certs.log" 2>&1 || { cat "$dir/certs.log" >&2; return 1; }
+  "$(dirname "$0")/../../support/make_test_certs.sh" "$dir/tls" >"$dir/certs.log" 2>&1 || {
+    cat "$dir/certs.log" >&2
+    return 1
+  }
 }
 
 # start_tls_node NAME AUTH_CLIENTS: a plain port (set-up, the liveness check) and a TLS port.

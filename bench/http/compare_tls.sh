@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Decisions/s and p99 through the service over TLS against plain text, in one sitting: HTTP GET
+# /v1/auth (wrk, keep-alive connections) over HTTPS and over HTTP, and gRPC ShouldRateLimit
+# (rls_load) over TLS and plain; memory store, 2 I/O threads, 10,000 keys. Two servers run side by
+# side (one plain, one TLS with certificates made now); the runs alternate, ROUNDS of each, and
+# the medians are printed as a Markdown table, with the server's own CPU time per decision (user +
+# system, from /proc: the load generators share the machine's cores, and their TLS work with it).
+#   bench/http/compare_tls.sh build/release/floodgate build/release/bench/rls_load [seconds] [rounds]
+set -euo pipefail
+floodgate="$1"; load="$2"; seconds="${3:-10}"; rounds="${4:-3}"
+here="$(cd "$(dirname "$0")" && pwd)"
+work="$(mktemp -d)"
+cleanup() {
+  for p in "$work"/*.pid; do [[ -f "$p" ]] && kill "$(cat "$p")" 2>/dev/null || true; done
+  sleep 0.3
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$here/../../tests/support/make_test_certs.sh" "$work/certs" >"$work/certs.log" 2>&1
+mkdir -p "$work/rules"
+cat >"$work/rules/bench.yaml" <<YAML
+domain: bench
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: second, requests_per_unit: 1000000}
+YAML
+start() {  # NAME serve-args…
+  cat >"$work/$1.yaml" <<YAML
+log_level: warn
+policies:
+  - {name: web, strategy: fixed-window, limit: 1000000/second, key: {header: X-Real-IP}}
+rls:
+  config: $work/rules
+  listen: 127.0.0.1:0
+YAML
+  "$floodgate" serve --config "$work/$1.yaml" --listen 127.0.0.1:0 --threads 2 --port-file "$work/$1.port" \
+    --grpc-port-file "$work/$1.grpc" "${@:2}" 2>"$work/$1.log" &
+  echo $! >"$work/$1.pid"
+  for _ in $(seq 100); do [[ -s "$work/$1.port" ]] && break; sleep 0.05; done
+}
+start plain
+start tls --tls-cert "$work/certs/server.crt" --tls-key "$work/certs/server.key"
+
+# wrk's p99 ("850.00us", "1.20ms", "2.00s") in µs
+micros() { awk '{ v = $1 + 0; if ($1 ~ /ms$/) v *= 1000; else if ($1 ~ /[0-9]s$/) v *= 1000000; print v }' <<<"$1"; }
+ticks() { awk '{ print $14 + $15 }' "/proc/$(cat "$work/$1.pid")/stat"; }
+# cpu NAME TICKS_BEFORE RATE: the server's CPU µs per decision over the last run
+cpu() { awk -v a="$2" -v b="$(ticks "$1")" -v hz="$(getconf CLK_TCK)" -v r="$3" -v s="$seconds" \
+  'BEGIN { printf "%.2f", (b - a) / hz * 1e6 / (r * s) }'; }
+http() {  # NAME SCHEME → "req/s p99µs cpuµs"
+  local out before
+  before="$(ticks "$1")"
+  out="$(wrk -t2 -c64 -d"${seconds}s" --latency -s "$here/keys.lua" "$2://127.0.0.1:$(cat "$work/$1.port")/v1/auth?policy=web")"
+  local rate
+  rate="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+  echo "$rate $(micros "$(awk '$1 == "99%" {print $2}' <<<"$out")") $(cpu "$1" "$before" "$rate")"
+}
+grpc() {  # NAME [--ca FILE] → "decisions/s p99µs cpuµs"
+  local out before rate
+  before="$(ticks "$1")"
+  out="$("$load" --target "127.0.0.1:$(cat "$work/$1.grpc")" --domain bench --key remote_address --keys 10000 --concurrency 64 \
+    --channels 2 --seconds "$seconds" "${@:2}")"
+  rate="$(sed -n 's/^decisions\/s: \([0-9]*\).*/\1/p' <<<"$out")"
+  echo "$rate $(sed -n 's/.* p99 \([0-9.]*\) .*/\1/p' <<<"$out" | awk '{print $1 * 1000}') $(cpu "$1" "$before" "$rate")"
+}
+http plain http >/dev/null  # warm up (and check that each answers)
+http tls https >/dev/null
+for r in $(seq "$rounds"); do
+  http plain http >>"$work/http_plain"
+  http tls https >>"$work/http_tls"
+  grpc plain >>"$work/grpc_plain"
+  grpc tls --ca "$work/certs/ca.crt" >>"$work/grpc_tls"
+  echo "round $r done" >&2
+done
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+col() { cut -d' ' -f"$2" "$work/$1" | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "| transport | plain decisions/s | p99 µs | server CPU µs/decision | TLS decisions/s | p99 µs | server CPU µs/decision | TLS ÷ plain (rate) | TLS ÷ plain (CPU) |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for t in http grpc; do
+  p="$(col "${t}_plain" 1)"; q="$(col "${t}_tls" 1)"; pc="$(col "${t}_plain" 3)"; qc="$(col "${t}_tls" 3)"
+  echo "| $t | $p | $(col "${t}_plain" 2) | $pc | $q | $(col "${t}_tls" 2) | $qc | $(ratio "$q" "$p") | $(ratio "$qc" "$pc") |"
+done
+echo "(medians of $rounds runs of ${seconds}s each; raw: $(tr '\n' ';' <"$work/http_plain") / $(tr '\n' ';' <"$work/http_tls") / $(tr '\n' ';' <"$work/grpc_plain") / $(tr '\n' ';' <"$work/grpc_tls"))"

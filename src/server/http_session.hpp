@@ -1,0 +1,113 @@
+// What the HTTP server's connections share, and the stream they read and write (plain or TLS).
+// Internal to http_server.cpp and http_session.cpp.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "server/coalescer.hpp"
+#include "server/http_server.hpp"
+
+namespace floodgate::server::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+class Session;
+
+// Requests of one I/O thread waiting for a decision from a networked storage: collected while the
+// thread handles the events that are ready, then handed to its coalescer (coalescer.hpp), whose
+// storage thread decides everything handed over since its last batch with one round trip, so the
+// I/O thread goes on reading requests (and filling the next batch) while a batch is on the wire.
+struct Batcher {
+  static constexpr std::size_t kMax = 256;
+  asio::io_context* io = nullptr;
+  std::vector<std::shared_ptr<Session>> waiting;  // I/O thread only
+  bool scheduled = false;                         // I/O thread only
+  std::unique_ptr<Coalescer<std::shared_ptr<Session>>> coalescer;
+};
+
+// A connection's byte stream: TCP, or TLS over TCP. It is an Asio stream like either (Beast's
+// readers and Asio's writers take it), so one Session serves both; the TLS handshake is
+// `handshake`, a no-op on plain connections.
+class Stream {
+ public:
+  using executor_type = beast::tcp_stream::executor_type;
+
+  /// TLS with `ctx`, plain without.
+  Stream(tcp::socket socket, asio::ssl::context* ctx) {
+    if (ctx != nullptr) {
+      tls_.emplace(std::move(socket), *ctx);
+    } else {
+      plain_.emplace(std::move(socket));
+    }
+  }
+
+  executor_type get_executor() noexcept { return lowest().get_executor(); }
+  /// The TCP layer: deadlines (expires_after) and the socket.
+  beast::tcp_stream& lowest() noexcept { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
+  [[nodiscard]] bool is_tls() const noexcept { return tls_.has_value(); }
+
+  template <class Buffers, class Handler>
+  void async_read_some(const Buffers& buffers, Handler&& handler) {
+    if (tls_) return tls_->async_read_some(buffers, std::forward<Handler>(handler));
+    plain_->async_read_some(buffers, std::forward<Handler>(handler));
+  }
+  template <class Buffers, class Handler>
+  void async_write_some(const Buffers& buffers, Handler&& handler) {
+    if (tls_) return tls_->async_write_some(buffers, std::forward<Handler>(handler));
+    plain_->async_write_some(buffers, std::forward<Handler>(handler));
+  }
+  template <class Handler>
+  void handshake(Handler&& handler) {
+    if (!tls_) return asio::post(get_executor(), [h = std::forward<Handler>(handler)]() mutable { h({}); });
+    tls_->async_handshake(asio::ssl::stream_base::server, std::forward<Handler>(handler));
+  }
+
+ private:
+  std::optional<beast::tcp_stream> plain_;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+};
+
+}  // namespace floodgate::server::detail
+
+namespace floodgate::server {
+
+struct HttpServer::Shared {
+  Service* service;
+  HttpLimits limits;
+  const TlsState* tls = nullptr;  // null: plain HTTP
+  std::vector<std::unique_ptr<detail::Batcher>> batchers;  // one per I/O thread
+  std::vector<std::unique_ptr<detail::asio::io_context>> contexts;
+  std::vector<std::unique_ptr<detail::tcp::acceptor>> acceptors;
+  std::atomic<bool> draining{false};
+  std::atomic<std::int64_t> in_flight{0};
+  // POST /v1/simulate (up to 10,000 requests through seven strategies: milliseconds to a few
+  // hundred under sanitizers) runs here, off the I/O threads, so that it never delays decisions.
+  // At most kMaxSimulations at once, queued included; beyond that: 503 with Retry-After.
+  static constexpr int kMaxSimulations = 4;
+  detail::asio::thread_pool simulations{1};
+  std::atomic<int> simulating{0};
+};
+
+namespace detail {
+
+/// Starts serving an accepted connection (TLS with the material in force when the server has it).
+void start_session(tcp::socket socket, const std::shared_ptr<HttpServer::Shared>& shared, Batcher& batcher);
+
+/// On a storage thread: decides a batch of waiting requests with one round trip, then answers them
+/// back on their I/O thread.
+void decide_batch(Batcher& batcher, Service& service, std::vector<std::shared_ptr<Session>>& batch);
+
+}  // namespace detail
+
+}  // namespace floodgate::server
