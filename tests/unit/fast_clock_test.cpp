@@ -48,7 +48,9 @@ TEST(FastClock, AgreesWithTheSystemClockWithinMicroseconds) {
   EXPECT_EQ(d.outside, 0) << "of " << d.reads;
   EXPECT_EQ(d.backwards, 0);
   // Where the kernel keeps time with the TSC, the fast path must actually be taken.
-  if (kernel_clock_is_tsc()) EXPECT_TRUE(detail::realtime_extrapolates());
+  if (kernel_clock_is_tsc()) {
+    EXPECT_TRUE(detail::realtime_extrapolates());
+  }
 }
 
 TEST(FastClock, EachThreadAgreesAndNeverGoesBack) {
