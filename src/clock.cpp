@@ -2,13 +2,11 @@
 
 #include <chrono>
 
+#include "util/fast_clock.hpp"
+
 namespace floodgate {
 
-Micros SystemClock::now() const noexcept {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+Micros SystemClock::now() const noexcept { return detail::realtime_micros(); }
 
 bool SystemClock::wait_until(Micros deadline, std::stop_token stop) const {
   std::mutex mu;

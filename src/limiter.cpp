@@ -66,7 +66,7 @@ Limiter::BlockedKeys* Limiter::blocked_keys(const Policy& policy) {
 std::optional<Decision> Limiter::blocked(const Request& r, Micros now) {
   const std::string_view key = r.key;
   const std::int64_t cost = r.cost;
-  if (cost <= 0) return std::nullopt;
+  if (cost <= 0 || r.policy->options().blocked_cache == 0) return std::nullopt;
   BlockedKeys* cache = blocked_keys(*r.policy);
   if (cache == nullptr) return std::nullopt;
   std::lock_guard<std::mutex> lock(cache->mu);
@@ -91,7 +91,7 @@ void Limiter::remember(const Request& r, const Decision& decision, Micros now) {
   const std::string_view key = r.key;
   const std::int64_t cost = r.cost;
   if (decision.allowed || decision.degraded || cost <= 0 || decision.retry_after <= 0 ||
-      decision.retry_after == kNever) {
+      decision.retry_after == kNever || r.policy->options().blocked_cache == 0) {
     return;
   }
   BlockedKeys* cache = blocked_keys(*r.policy);

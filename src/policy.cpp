@@ -1,6 +1,7 @@
 #include "floodgate/policy.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <functional>
 #include <iterator>
@@ -107,6 +108,17 @@ Policy Policy::with_identity(PolicyKind kind, std::vector<std::string> parts) co
   p.identity_ = std::move(parts);
   p.set_fingerprint();
   return p;
+}
+
+namespace {
+std::atomic<std::uint64_t> g_next_serial{1};
+}  // namespace
+
+Policy::Serial::Serial() noexcept : value(g_next_serial.fetch_add(1, std::memory_order_relaxed)) {}
+
+Policy::Serial& Policy::Serial::operator=(const Serial&) noexcept {
+  value = g_next_serial.fetch_add(1, std::memory_order_relaxed);
+  return *this;
 }
 
 void Policy::set_fingerprint() {

@@ -3,7 +3,8 @@
 // from K values. Prints decisions/s, the OK / OVER_LIMIT / error split and latency percentiles.
 //
 //   rls_load --target 127.0.0.1:8081 --domain bench --key remote_address --keys 10000
-//            --concurrency 64 --seconds 10 [--channels 2]
+//            --concurrency 64 --seconds 10 [--channels 2] [--prefix KEY=VALUE ...]
+// Each --prefix puts a fixed entry before the varying one (nested rules: path, then address).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -35,6 +36,7 @@ struct Options {
   int channels = 2;
   double seconds = 10;
   std::string ca_file;  ///< set: TLS, trusting this CA (the server's certificate names localhost)
+  std::vector<std::pair<std::string, std::string>> prefix;  // fixed entries before the varying one
 };
 
 struct Call {
@@ -50,7 +52,7 @@ struct Call {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "rls_load: %s\nusage: rls_load [--target HOST:PORT] [--domain D] [--key K] [--keys N] "
-               "[--concurrency N] [--channels N] [--seconds S] [--ca FILE]\n",
+               "[--concurrency N] [--channels N] [--seconds S] [--ca FILE] [--prefix KEY=VALUE]...\n",
                why);
   std::exit(2);
 }
@@ -69,6 +71,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--channels") o.channels = std::atoi(v);
     else if (a == "--seconds") o.seconds = std::atof(v);
     else if (a == "--ca") o.ca_file = v;
+    else if (a == "--prefix" && std::strchr(v, '=') != nullptr) {
+      const char* eq = std::strchr(v, '=');
+      o.prefix.emplace_back(std::string(v, eq), std::string(eq + 1));
+    }
     else usage(("unknown option " + a).c_str());
   }
   if (o.keys < 1 || o.concurrency < 1 || o.channels < 1 || o.seconds <= 0) usage("values must be positive");
@@ -103,7 +109,13 @@ int main(int argc, char** argv) {
   auto start_call = [&](Call* c) {
     c->request.Clear();
     c->request.set_domain(o.domain);
-    auto* e = c->request.add_descriptors()->add_entries();
+    auto* d = c->request.add_descriptors();
+    for (const auto& [k, v] : o.prefix) {
+      auto* p = d->add_entries();
+      p->set_key(k);
+      p->set_value(v);
+    }
+    auto* e = d->add_entries();
     e->set_key(o.key);
     e->set_value(values[static_cast<std::size_t>(pick(rng))]);
     c->response.Clear();

@@ -45,9 +45,9 @@ struct MemoryStorageOptions {
 /// decision that finds the last sweep more than a second old, or by `collect(now)`.
 ///
 /// Per key it keeps the key and one small state per limit in a
-/// slab record; lookups by `std::string_view` do not allocate. Entries whose state equals "absent"
-/// are reclaimed incrementally (each insertion examines two records), never by rescanning the
-/// whole table.
+/// slab record; lookups by `std::string_view` do not allocate. Entries whose state has equalled
+/// "absent" for a second are reclaimed incrementally (each insertion examines two records), never
+/// by rescanning the whole table; at the `max_keys` bound absent entries go first, at once.
 ///
 /// Thread-safety: all methods are thread-safe. A decision on a known key takes its shard's lock in
 /// shared mode (a per-thread counter) and the key's own lock word, so decisions on different keys

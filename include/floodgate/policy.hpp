@@ -94,6 +94,11 @@ class Policy {
   /// A hash of the fingerprint, computed once (storages use it to find their state quickly).
   [[nodiscard]] std::size_t fingerprint_hash() const noexcept { return fingerprint_hash_; }
 
+  /// A number no other Policy object of this process has had, copies included (a copy or an
+  /// assignment takes a new one). The fingerprint says whose state a policy shares; this says
+  /// which object it is, so that a storage can remember what it found for it.
+  [[nodiscard]] std::uint64_t serial() const noexcept { return serial_.value; }
+
   /// "gcra 10/second; 100/minute" — for logs and error messages.
   [[nodiscard]] std::string describe() const;
 
@@ -109,6 +114,13 @@ class Policy {
   PolicyOptions options_;
   std::string fingerprint_;
   std::size_t fingerprint_hash_ = 0;
+  struct Serial {  // a new value on construction, copy and assignment
+    Serial() noexcept;
+    Serial(const Serial&) noexcept : Serial() {}
+    Serial& operator=(const Serial&) noexcept;
+    std::uint64_t value;
+  };
+  Serial serial_;
 };
 
 }  // namespace floodgate

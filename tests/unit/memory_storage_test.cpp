@@ -86,13 +86,42 @@ TEST(MemoryStorage, AbsentEntriesAreReclaimedIncrementally) {
     ASSERT_TRUE(storage.apply(p, "old-" + std::to_string(i), 1, Effect::kHit, 0)->allowed);
   }
   EXPECT_EQ(storage.size(p), 1000u);
-  // A second later every old key is back to full capacity; new keys reclaim them as they come.
+  // 0.1 s later every old key is back to full capacity; new keys reclaim them as they come once
+  // they have been absent for a second (2.1 s: well past it).
   for (int i = 0; i < 1000; ++i) {
-    ASSERT_TRUE(storage.apply(p, "new-" + std::to_string(i), 1, Effect::kHit, kSec)->allowed);
+    ASSERT_TRUE(storage.apply(p, "new-" + std::to_string(i), 1, Effect::kHit, 2 * kSec + kSec / 10)->allowed);
   }
   EXPECT_EQ(storage.reclaimed(), 1000u);
   EXPECT_EQ(storage.size(p), 1000u);
   EXPECT_EQ(storage.evictions(), 0u);
+}
+
+// Issue 17: keys revisited soon after going absent kept being removed and re-inserted (every
+// decision of a busy GCRA key took the shard's exclusive lock). Within a second of going absent a
+// record stays, and a decision on it is a plain decision.
+TEST(MemoryStorage, KeysAbsentForLessThanASecondAreNotReclaimed) {
+  MemoryStorageOptions o;
+  o.shards = 1;
+  MemoryStorage storage(o);
+  const Policy p = policy(Strategy::kGcra, "10/second");
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(storage.apply(p, "k-" + std::to_string(i), 1, Effect::kHit, 0)->allowed);
+  }
+  // At 0.5 s every key is absent (since 0.1 s), and new keys arrive: none of the old is reclaimed.
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(storage.apply(p, "n-" + std::to_string(i), 1, Effect::kHit, kSec / 2)->allowed);
+  }
+  EXPECT_EQ(storage.reclaimed(), 0u);
+  EXPECT_EQ(storage.size(p), 2000u);
+  // The bound still wins: with room for 1000, absent keys go first and count as reclaimed.
+  MemoryStorageOptions small = o;
+  small.max_keys = 1000;
+  MemoryStorage bounded(small);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(bounded.apply(p, "k-" + std::to_string(i), 1, Effect::kHit, 0)->allowed);
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(bounded.apply(p, "n-" + std::to_string(i), 1, Effect::kHit, kSec / 2)->allowed);
+  EXPECT_LE(bounded.size(p), 1000u);
+  EXPECT_EQ(bounded.evictions(), 0u);
+  EXPECT_GE(bounded.reclaimed(), 500u);
 }
 
 TEST(MemoryStorage, MaxKeysEvictsTheEntriesClosestToFullCapacity) {

@@ -45,17 +45,34 @@ class RecordLock {
   }
 };
 
-/// A big-reader lock: shared mode counts the thread in a per-thread-slot cache line; exclusive
-/// mode (rare: adding or removing keys) raises a flag and waits for the readers to drain.
+/// The reader slot of the calling thread: each of the first kOwnedSlots threads alive at once owns
+/// one (given back when the thread exits), so it alone writes that slot of every BigReaderLock;
+/// threads beyond them share slot kOwnedSlots. Defined in locks.cpp.
+struct ReaderSlot {
+  static constexpr unsigned kOwnedSlots = 8;
+  static constexpr unsigned kUnset = ~0u;
+  static inline thread_local unsigned current = kUnset;
+  static unsigned mine() noexcept {
+    const unsigned s = current;
+    return s != kUnset ? s : take();
+  }
+  static unsigned take() noexcept;  // the first call of a thread: picks its slot
+};
+
+/// A big-reader lock: shared mode counts the thread in its own slot's cache line; exclusive mode
+/// (rare: adding or removing keys) raises a flag and waits for the readers to drain.
+///
+/// Shared mode costs one locked instruction: entering must order the slot's increment before the
+/// flag's read (an atomic read-modify-write), but a thread that owns its slot leaves with a plain
+/// release store, since no other thread writes that slot.
 ///
 /// Thread-safety: any number of threads. Writers are serialised by a mutex; a writer waits for
-/// readers, and readers that arrive while a writer holds the lock wait for it.
+/// readers, and readers that arrive while a writer holds the lock wait for it. Shared mode may be
+/// taken again by a thread that holds it.
 class BigReaderLock {
  public:
-  static constexpr unsigned kSlots = 8;
-
   void lock_shared() noexcept {
-    Slot& slot = slots_[my_slot()];
+    Slot& slot = slots_[ReaderSlot::mine()];
     int spins = 0;
     for (;;) {
       slot.readers.fetch_add(1, std::memory_order_seq_cst);
@@ -65,7 +82,13 @@ class BigReaderLock {
     }
   }
   void unlock_shared() noexcept {
-    slots_[my_slot()].readers.fetch_sub(1, std::memory_order_release);
+    const unsigned s = ReaderSlot::mine();
+    std::atomic<std::uint32_t>& readers = slots_[s].readers;
+    if (s < ReaderSlot::kOwnedSlots) {
+      readers.store(readers.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    } else {
+      readers.fetch_sub(1, std::memory_order_release);
+    }
   }
 
   void lock() {
@@ -82,19 +105,13 @@ class BigReaderLock {
   }
 
  private:
-  static unsigned my_slot() noexcept {
-    static std::atomic<unsigned> next{0};
-    thread_local const unsigned slot = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
-    return slot;
-  }
-
   struct alignas(64) Slot {
     std::atomic<std::uint32_t> readers{0};
   };
 
   std::mutex writers_;
   alignas(64) std::atomic<bool> writer_{false};
-  Slot slots_[kSlots];
+  Slot slots_[ReaderSlot::kOwnedSlots + 1];
 };
 
 /// RAII for BigReaderLock's shared mode.

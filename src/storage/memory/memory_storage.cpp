@@ -4,6 +4,7 @@
 #include "floodgate/memory_storage.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <optional>
 
@@ -47,6 +48,21 @@ Micros lifetime_of(const Policy& policy) {
   return static_cast<Micros>(std::min<int128>(longest, kMaxLifetime));
 }
 
+// Directory states are numbered process-wide: a number names one directory's set of tables
+// between two removals, so a thread's remembered table is still alive while the number is.
+std::atomic<std::uint64_t> g_next_generation{1};
+std::uint64_t next_generation() { return g_next_generation.fetch_add(1, std::memory_order_relaxed); }
+
+// What this thread last found, per policy object (Policy::serial): a decision on a policy seen
+// before skips the directory's hash lookup and its fingerprint comparison.
+struct Remembered {
+  std::uint64_t serial = 0;
+  std::uint64_t generation = 0;
+  MemoryStorage::Table* table = nullptr;
+};
+constexpr std::size_t kRemembered = 4;
+thread_local std::array<Remembered, kRemembered> t_remembered;
+
 void touch(MemoryStorage::Table& t, Micros now) {
   if (now - t.last_used.load(std::memory_order_relaxed) >= kTouchEvery) {
     t.last_used.store(now, std::memory_order_relaxed);
@@ -58,6 +74,7 @@ void touch(MemoryStorage::Table& t, Micros now) {
 struct MemoryStorage::Directory {
   mutable detail::BigReaderLock lock;
   absl::flat_hash_map<std::string, std::unique_ptr<Table>, FingerprintHash, FingerprintEq> tables;
+  std::atomic<std::uint64_t> generation{next_generation()};  // new on every removal of a table
   std::atomic<Micros> next_sweep{0};
   std::atomic<std::uint64_t> evicted{0};     // tables freed at max_policies
   std::atomic<std::uint64_t> freed{0};       // idle tables freed
@@ -71,12 +88,23 @@ struct MemoryStorage::Directory {
     return it == tables.end() ? nullptr : it->second.get();
   }
 
+  // Shared or exclusive mode: find, through what this thread remembers.
+  Table* find_remembered(const Policy& policy) const {
+    Remembered& r = t_remembered[policy.serial() % kRemembered];
+    const std::uint64_t now_generation = generation.load(std::memory_order_relaxed);
+    if (r.serial == policy.serial() && r.generation == now_generation) return r.table;
+    Table* t = find(policy);
+    if (t != nullptr) r = {policy.serial(), now_generation, t};
+    return t;
+  }
+
   // Exclusive mode: frees a table, keeping its counts.
   void erase(decltype(tables)::iterator it) {
     evictions.fetch_add(it->second->evictions.load(std::memory_order_relaxed), std::memory_order_relaxed);
     reclaimed.fetch_add(it->second->reclaimed.load(std::memory_order_relaxed), std::memory_order_relaxed);
     if (it->second->made_by_request) --request_tables;
     tables.erase(it);
+    generation.store(next_generation(), std::memory_order_relaxed);
     freed_since_trim.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -144,7 +172,7 @@ absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_
   bool sweep = false;
   {
     detail::SharedGuard shared(dir_->lock);
-    if (Table* t = dir_->find(policy)) {
+    if (Table* t = dir_->find_remembered(policy)) {
       touch(*t, now);
       d = t->apply(key, cost, effect, now);
       Micros due = dir_->next_sweep.load(std::memory_order_relaxed);
