@@ -70,18 +70,19 @@ void Service::reload(std::shared_ptr<const Config> config) {
   if (old != nullptr && old->config != nullptr) forget_removed(*old->config, *installed_.get()->config);
 }
 
-// After a reload: frees what the storage holds for the policies (and per-key overrides) that the
-// new configuration removed or changed; unchanged ones keep their state.
+// After a reload: frees what the storage holds for the policies (and per-key overrides) whose
+// state id the new configuration no longer has; unchanged ones, and ones whose amounts changed,
+// keep their state (Policy::state_id).
 void Service::forget_removed(const Config& old, const Config& now) {
   absl::flat_hash_set<std::string> kept;
   for (const ServicePolicy& p : now.policies) {
-    kept.insert(p.policy->fingerprint());
-    for (const auto& [key, o] : p.overrides) kept.insert(o->fingerprint());
+    kept.insert(p.policy->state_id());
+    for (const auto& [key, o] : p.overrides) kept.insert(o->state_id());
   }
   for (const ServicePolicy& p : old.policies) {
-    if (!kept.contains(p.policy->fingerprint())) limiter_.storage().forget(*p.policy);
+    if (!kept.contains(p.policy->state_id())) limiter_.storage().forget(*p.policy);
     for (const auto& [key, o] : p.overrides) {
-      if (!kept.contains(o->fingerprint())) limiter_.storage().forget(*o);
+      if (!kept.contains(o->state_id())) limiter_.storage().forget(*o);
     }
   }
 }
