@@ -61,9 +61,12 @@ Service::Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> 
 
 void Service::reload(std::shared_ptr<const Config> config) {
   auto in = std::make_shared<Installed>();
+  std::vector<std::string> names{"inline"};
   for (const ServicePolicy& p : config->policies) {
     in->metric_slots.emplace(p.policy->name(), metrics_.slot(p.policy->name()));
+    names.push_back(p.policy->name());
   }
+  metrics_.retain(names);  // the series of removed policies leave /metrics
   const std::shared_ptr<const Installed> old = installed_.get();
   in->config = std::move(config);
   installed_.publish(std::move(in));
