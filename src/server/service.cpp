@@ -48,6 +48,7 @@ const Service::Route Service::kRoutes[] = {
     {"/healthz", http::verb::get, &Service::route_healthz},
     {"/healthcheck", http::verb::get, &Service::route_healthz},  // envoyproxy/ratelimit's name
     {"/readyz", http::verb::get, &Service::route_readyz},
+    {"/json", http::verb::post, &Service::route_json},  // envoyproxy/ratelimit's JSON API
 };
 
 Service::Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> storage,
@@ -347,6 +348,12 @@ bool Service::route_clear(const Request& req, Response& res, Pending&, const Ins
 
 bool Service::route_healthz(const Request&, Response& res, Pending&, const Installed&) {
   respond(res, http::status::ok, "ok\n", "text/plain");
+  return false;
+}
+
+bool Service::route_json(const Request& req, Response& res, Pending&, const Installed&) {
+  if (!json_rls_) return fail(res, http::status::not_found, "no rate-limit rules are loaded (rls.config_dir)");
+  json_rls_(req.body(), res);
   return false;
 }
 
