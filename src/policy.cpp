@@ -123,20 +123,30 @@ Policy::Serial& Policy::Serial::operator=(const Serial&) noexcept {
 
 void Policy::set_fingerprint() {
   static constexpr char kKindLetters[] = {'n', 'o', 'i', 'r', 'R'};
-  fingerprint_.clear();
-  fingerprint_ += kKindLetters[static_cast<std::size_t>(kind_)];
-  fingerprint_ += std::to_string(identity_.size());
+  std::string head;
+  head += kKindLetters[static_cast<std::size_t>(kind_)];
+  head += std::to_string(identity_.size());
   for (const std::string& part : identity_) {
-    fmt::format_to(std::back_inserter(fingerprint_), ":{}:", part.size());
-    fingerprint_ += part;
+    fmt::format_to(std::back_inserter(head), ":{}:", part.size());
+    head += part;
   }
-  fmt::format_to(std::back_inserter(fingerprint_), "|{}|{}|{}", to_string(strategy_),
-                 options_.anchor == Anchor::kFirstHit ? "first-hit" : "clock",
+  const char* anchor = options_.anchor == Anchor::kFirstHit ? "first-hit" : "clock";
+  state_id_ = head;
+  fmt::format_to(std::back_inserter(state_id_), "|{}|{}", to_string(strategy_), anchor);
+  fingerprint_ = std::move(head);
+  fmt::format_to(std::back_inserter(fingerprint_), "|{}|{}|{}", to_string(strategy_), anchor,
                  options_.shape ? "shape" : "meter");
   for (const Limit& l : limits_) {
+    // An inline limit has no name: its limits are its identity, so they stay in its state id.
+    if (kind_ == PolicyKind::kInline) {
+      fmt::format_to(std::back_inserter(state_id_), "|{}/{}/{}", l.amount, l.period, l.capacity());
+    } else {
+      fmt::format_to(std::back_inserter(state_id_), "|{}", l.period);
+    }
     fmt::format_to(std::back_inserter(fingerprint_), "|{}/{}/{}", l.amount, l.period, l.capacity());
   }
   fingerprint_hash_ = std::hash<std::string>{}(fingerprint_);
+  state_id_hash_ = std::hash<std::string>{}(state_id_);
 }
 
 std::string Policy::describe() const {

@@ -109,10 +109,19 @@ namespace bucket {
 /// Token bucket, leaky bucket (meter and shaper) and GCRA are one function: for the same amount N,
 /// period P and capacity B they admit exactly the same requests (docs/algorithms.md shows why).
 /// The state is GCRA's theoretical arrival time, kept in units of 1/N µs so that every step is
-/// exact integer arithmetic: tokens(t) = B − max(0, tat − t·N)/P. 16 bytes.
+/// exact integer arithmetic: tokens(t) = B − max(0, tat − t·N)/P. 32 bytes.
+///
+/// When a limit changes (same period; see Policy::state_id): the consumed level
+/// used = max(tat, t·N) − t·N (level × P, whatever N is) is carried over unchanged at the first
+/// decision t under the new amount N', tat' = t·N' + used: the same tokens are in use, and from t
+/// they drain at the new rate; a new capacity applies at once. `amount` says which N `tat` counts
+/// in; 0 = never committed.
 struct State {
-  int128 tat = 0;  ///< time (× N) at which the bucket is full again / the leaky bucket empty
+  int128 tat = 0;  ///< time (× amount) at which the bucket is full again / the leaky bucket empty
+  std::int64_t amount = 0;  ///< the N `tat` is scaled by
 };
+/// `s` in the units of `l` at `now` (the carry-over above); `s` itself if it already is.
+State rescaled(const State& s, const Limit& l, Micros now) noexcept;
 /// `shape` fills Decision::delay (leaky bucket as a shaper).
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
                   bool shape = false) noexcept;

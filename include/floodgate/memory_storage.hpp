@@ -69,14 +69,16 @@ class MemoryStorage final : public Storage {
 
   /// Keys currently held for `policy` (including ones that are absent but not yet reclaimed).
   [[nodiscard]] std::size_t size(const Policy& policy) const;
-  /// Tables held now (one per policy in use).
+  /// Tables held now (one per policy state id in use: a policy whose amounts changed keeps its
+  /// table and state).
   [[nodiscard]] std::size_t policies() const;
   /// Tables freed at the `max_policies` bound while their state was still live.
   [[nodiscard]] std::uint64_t policies_evicted() const noexcept;
   /// Tables freed because they had been idle for longer than their state lives.
   [[nodiscard]] std::uint64_t policies_freed() const noexcept;
-  /// Frees `policy`'s table now (a reload removed or changed it). A decision still in flight on
-  /// it finds no table and starts a fresh one, which is freed when idle.
+  /// Frees the table of `policy`'s state id now (a reload removed the policy, or changed its
+  /// strategy or periods). A decision still in flight on it finds no table and starts a fresh
+  /// one, which is freed when idle.
   void forget(const Policy& policy) override;
   /// Frees the tables idle at `now` (µs since the epoch) for longer than their state lives.
   /// Decisions on other tables go on; a table in use is never freed. Returns how many were freed.

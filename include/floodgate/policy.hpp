@@ -88,14 +88,26 @@ class Policy {
   /// An injective encoding of the policy's identity (kind and parts), strategy, options and
   /// limits: `<kind letter><count>` then `:<length>:<part>` per part, then `|strategy|anchor|shape`
   /// and `|amount/period/capacity` per limit. Every variable-length field is length-prefixed, so
-  /// two policies share a fingerprint only if all of these are equal. Storages key their state by
-  /// it, so a policy whose limits change never reads state written under the old ones.
+  /// two policies share a fingerprint only if all of these are equal. Two policies decide alike
+  /// only if their fingerprints are equal; storages key state by state_id() instead (below).
   [[nodiscard]] const std::string& fingerprint() const noexcept { return fingerprint_; }
-  /// A hash of the fingerprint, computed once (storages use it to find their state quickly).
+  /// A hash of the fingerprint, computed once.
   [[nodiscard]] std::size_t fingerprint_hash() const noexcept { return fingerprint_hash_; }
 
+  /// Whose state this policy reads and writes: the fingerprint without the limits' amounts and
+  /// capacities (identity, strategy, anchor, then `|period` per limit; length-prefixed parts, so
+  /// injective like the fingerprint). Storages key their state by it, so a policy whose amounts or
+  /// bursts change (a reload raising or lowering a limit) keeps its usage: the counted hits of the
+  /// windows, the consumed level of the buckets (docs/algorithms.md, "When a limit changes"). A
+  /// change of strategy, anchor, a period or the number of limits is a new state id: afresh.
+  /// Shaping is not part of it (it changes what a decision reports, not what is counted). An
+  /// inline limit (PolicyKind::kInline) has no name, so its amounts stay in its state id.
+  [[nodiscard]] const std::string& state_id() const noexcept { return state_id_; }
+  /// A hash of the state id, computed once (storages use it to find their state quickly).
+  [[nodiscard]] std::size_t state_id_hash() const noexcept { return state_id_hash_; }
+
   /// A number no other Policy object of this process has had, copies included (a copy or an
-  /// assignment takes a new one). The fingerprint says whose state a policy shares; this says
+  /// assignment takes a new one). The state id says whose state a policy shares; this says
   /// which object it is, so that a storage can remember what it found for it.
   [[nodiscard]] std::uint64_t serial() const noexcept { return serial_.value; }
 
@@ -114,6 +126,8 @@ class Policy {
   PolicyOptions options_;
   std::string fingerprint_;
   std::size_t fingerprint_hash_ = 0;
+  std::string state_id_;
+  std::size_t state_id_hash_ = 0;
   struct Serial {  // a new value on construction, copy and assignment
     Serial() noexcept;
     Serial(const Serial&) noexcept : Serial() {}

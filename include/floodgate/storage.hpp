@@ -61,10 +61,11 @@ class Storage {
   /// Forgets all state of `key` under `policy`. Clearing an absent key is not an error.
   virtual absl::Status clear(const Policy& policy, std::string_view key) = 0;
 
-  /// Frees what the storage holds for `policy` in this process: called when a reload removes a
-  /// policy or changes its limits (a changed policy is a new fingerprint, with state of its own).
-  /// The memory store frees the policy's table; networked storages hold nothing here (their keys
-  /// expire by TTL). Default: nothing.
+  /// Frees what the storage holds for `policy`'s state id (Policy::state_id) in this process:
+  /// called when a reload leaves no policy with that state id (a policy removed, or its strategy
+  /// or periods changed; a change of amounts keeps the state id and the usage). The memory store
+  /// frees the table; networked storages hold nothing here (their keys expire by TTL).
+  /// Default: nothing.
   virtual void forget(const Policy& policy) { (void)policy; }
 
   /// One request of a batch.

@@ -17,8 +17,15 @@ using detail::ceil_div;
 using detail::clamp_micros;
 using detail::i128;
 
-Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
+State rescaled(const State& s, const Limit& l, Micros now) noexcept {
+  if (s.amount == 0 || s.amount == l.amount) return s;
+  const i128 used = std::max<i128>(0, s.tat - static_cast<i128>(now) * s.amount);
+  return State{static_cast<i128>(now) * l.amount + used, l.amount};
+}
+
+Decision evaluate(const State& state, const Limit& l, Micros now, std::int64_t cost,
                   bool shape) noexcept {
+  const State s = rescaled(state, l, now);
   const i128 n = l.amount;
   const i128 p = l.period;
   const i128 capacity = static_cast<i128>(l.capacity()) * p;  // B·T, scaled
@@ -44,12 +51,14 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
 
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return;
+  s = rescaled(s, l, now);
   const i128 now_s = static_cast<i128>(now) * l.amount;
   s.tat = std::max(s.tat, now_s) + static_cast<i128>(cost) * l.period;
+  s.amount = l.amount;
 }
 
 Micros expires_at(const State& s, const Limit& l) noexcept {
-  return clamp_micros(ceil_div(std::max<i128>(0, s.tat), l.amount));
+  return clamp_micros(ceil_div(std::max<i128>(0, s.tat), s.amount != 0 ? s.amount : l.amount));
 }
 
 }  // namespace floodgate::bucket

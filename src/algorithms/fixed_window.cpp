@@ -1,4 +1,6 @@
 // Fixed window: one counter per window; clock-aligned or anchored at the first admitted request.
+#include <algorithm>
+
 #include "algorithms/arith.hpp"
 #include "floodgate/algorithms.hpp"
 
@@ -22,9 +24,9 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
   Decision d;
   d.limit = l.amount;
   d.period = l.period;
-  d.allowed = cost <= l.amount - count;
+  d.allowed = cost == 0 || cost <= l.amount - count;  // count > amount after a lowered limit
   const std::int64_t after = d.allowed ? count + cost : count;
-  d.remaining = l.amount - after;
+  d.remaining = std::max<std::int64_t>(0, l.amount - after);
   d.reset_after = after > 0 ? end - now : 0;
   d.retry_after = d.allowed ? 0 : (cost > l.amount ? kNever : end - now);
   return d;
@@ -57,11 +59,11 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
   Decision d;
   d.limit = l.amount;
   d.period = l.period;
-  d.allowed = cost <= l.amount - count;
+  d.allowed = cost == 0 || cost <= l.amount - count;
   const std::int64_t after = d.allowed ? count + cost : count;
   // The window the key is in after this decision, if any.
   const Micros end = open ? s.start + l.period : now + l.period;
-  d.remaining = l.amount - after;
+  d.remaining = std::max<std::int64_t>(0, l.amount - after);
   d.reset_after = after > 0 ? end - now : 0;
   if (d.allowed) {
     d.retry_after = 0;

@@ -19,6 +19,7 @@
 #include "server/grpc_server.hpp"
 #include "server/erl_env.hpp"
 #include "server/rls.hpp"
+#include "server/rls_json.hpp"
 #include "server/http_server.hpp"
 #include "server/metrics.hpp"
 #include "server/service.hpp"
@@ -207,6 +208,9 @@ absl::Status start_rls(const Loaded& loaded, server::Service& service, const ser
   limits.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
   rls = std::make_unique<server::RlsService>(service.limiter(), limits);  // one pipeline for both
   rls->reload(loaded.rules);
+  service.set_json_rls([r = rls.get()](std::string_view body, server::Response& res) {
+    server::answer_rls_json(*r, body, res);
+  });
   grpc = std::make_unique<server::GrpcServer>(*rls, c.rls.listen_host, c.rls.listen_port, tls);
   if (auto s = grpc->start(); !s.ok()) return s;
   spdlog::info("gRPC rate-limit service on {}:{}{} ({} domains from {})", c.rls.listen_host, grpc->port(),

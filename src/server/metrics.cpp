@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "absl/container/flat_hash_set.h"
+
 namespace floodgate::server {
 
 void ReloadCounters::succeeded() noexcept {
@@ -28,10 +30,34 @@ std::size_t Metrics::slot(const std::string& policy_name) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = slots_.find(policy_name); it != slots_.end()) return it->second;
   if (names_.empty()) names_.push_back("other");  // slot 0
-  if (names_.size() >= kMaxPolicies) return 0;
-  names_.push_back(policy_name);
-  slots_.emplace(policy_name, names_.size() - 1);
-  return names_.size() - 1;
+  std::size_t s = names_.size();
+  if (!free_.empty()) {
+    s = free_.back();
+    free_.pop_back();
+    for (const auto& t : threads_) {
+      for (auto& c : t->decisions[s]) c.store(0, std::memory_order_relaxed);
+    }
+    names_[s] = policy_name;
+  } else if (s < kMaxPolicies) {
+    names_.push_back(policy_name);
+  } else {
+    return 0;
+  }
+  slots_.emplace(policy_name, s);
+  return s;
+}
+
+void Metrics::retain(const std::vector<std::string>& keep) {
+  const absl::flat_hash_set<std::string> kept(keep.begin(), keep.end());
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.insert(free_.end(), quarantine_.begin(), quarantine_.end());
+  quarantine_.clear();
+  for (std::size_t s = 1; s < names_.size(); ++s) {  // slot 0, "other", stays
+    if (names_[s].empty() || kept.contains(names_[s])) continue;
+    slots_.erase(names_[s]);
+    names_[s].clear();
+    quarantine_.push_back(s);
+  }
 }
 
 Metrics::PerThread& Metrics::local() { return per_thread_entry(id_, mu_, threads_); }
@@ -76,6 +102,7 @@ void Metrics::render(PromText& out) const {
   out.family("floodgate_decisions_total", "counter", "Decisions per policy and result.");
   static constexpr const char* kResultNames[] = {"allowed", "denied", "shadow_denied", "degraded"};
   for (std::size_t s = 0; s < names_.size(); ++s) {
+    if (names_[s].empty()) continue;  // dropped by a reload
     for (std::size_t r = 0; r < kResults; ++r) {
       out.sample("floodgate_decisions_total", {{"policy", names_[s]}, {"result", kResultNames[r]}},
                  sum([&](PerThread& t) -> auto& { return t.decisions[s][r]; }));

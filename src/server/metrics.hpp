@@ -32,6 +32,10 @@ class Metrics {
 
   /// The slot of a policy name (registered once, e.g. when a configuration is installed).
   std::size_t slot(const std::string& policy_name);
+  /// Drops the series of every policy not named in `keep` (a reload removed it): it leaves
+  /// /metrics and its slot is reused, counted from 0, only after the next `retain`, so that a
+  /// request decided on the old configuration never counts into another policy's series.
+  void retain(const std::vector<std::string>& keep);
 
   void count(std::size_t slot, Result r) noexcept;
   void storage_latency(Micros us) noexcept;
@@ -65,7 +69,9 @@ class Metrics {
   const std::uint64_t id_ = new_per_thread_owner_id();
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::size_t> slots_;  // guarded by mu_
-  std::vector<std::string> names_;                       // guarded by mu_
+  std::vector<std::string> names_;                       // guarded by mu_; "" = dropped
+  std::vector<std::size_t> free_;                        // guarded by mu_: dropped, reusable
+  std::vector<std::size_t> quarantine_;                  // guarded by mu_: reusable next retain
   std::vector<std::unique_ptr<PerThread>> threads_;      // guarded by mu_; never shrinks
   std::atomic<std::int64_t> connections_{0};
   std::atomic<std::uint64_t> tls_failures_{0};  // rare: shared, not per thread

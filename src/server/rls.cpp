@@ -108,16 +108,16 @@ void RlsService::reload(std::shared_ptr<const RlsConfig> config) {
   overrides_.clear();
 }
 
-// After a reload: frees what the storage holds for the rules the new rules removed or changed (a
-// changed rule is a new fingerprint; unchanged ones keep their tables and counts).
+// After a reload: frees what the storage holds for the rules whose state id the new rules no longer
+// have (removed, or another unit or algorithm); a rule whose amount changed keeps its usage.
 void RlsService::forget_removed(const RlsConfig& old) {
   const std::shared_ptr<const Installed> now = installed_.get();
   absl::flat_hash_set<std::string> kept;
   for (const auto& rule : now->config->rules) {
-    if (rule->policy != nullptr) kept.insert(rule->policy->fingerprint());
+    if (rule->policy != nullptr) kept.insert(rule->policy->state_id());
   }
   for (const auto& rule : old.rules) {
-    if (rule->policy != nullptr && !kept.contains(rule->policy->fingerprint())) limiter_.storage().forget(*rule->policy);
+    if (rule->policy != nullptr && !kept.contains(rule->policy->state_id())) limiter_.storage().forget(*rule->policy);
   }
 }
 

@@ -48,6 +48,7 @@ const Service::Route Service::kRoutes[] = {
     {"/healthz", http::verb::get, &Service::route_healthz},
     {"/healthcheck", http::verb::get, &Service::route_healthz},  // envoyproxy/ratelimit's name
     {"/readyz", http::verb::get, &Service::route_readyz},
+    {"/json", http::verb::post, &Service::route_json},  // envoyproxy/ratelimit's JSON API
 };
 
 Service::Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> storage,
@@ -61,27 +62,31 @@ Service::Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> 
 
 void Service::reload(std::shared_ptr<const Config> config) {
   auto in = std::make_shared<Installed>();
+  std::vector<std::string> names{"inline"};
   for (const ServicePolicy& p : config->policies) {
     in->metric_slots.emplace(p.policy->name(), metrics_.slot(p.policy->name()));
+    names.push_back(p.policy->name());
   }
+  metrics_.retain(names);  // the series of removed policies leave /metrics
   const std::shared_ptr<const Installed> old = installed_.get();
   in->config = std::move(config);
   installed_.publish(std::move(in));
   if (old != nullptr && old->config != nullptr) forget_removed(*old->config, *installed_.get()->config);
 }
 
-// After a reload: frees what the storage holds for the policies (and per-key overrides) that the
-// new configuration removed or changed; unchanged ones keep their state.
+// After a reload: frees what the storage holds for the policies (and per-key overrides) whose
+// state id the new configuration no longer has; unchanged ones, and ones whose amounts changed,
+// keep their state (Policy::state_id).
 void Service::forget_removed(const Config& old, const Config& now) {
   absl::flat_hash_set<std::string> kept;
   for (const ServicePolicy& p : now.policies) {
-    kept.insert(p.policy->fingerprint());
-    for (const auto& [key, o] : p.overrides) kept.insert(o->fingerprint());
+    kept.insert(p.policy->state_id());
+    for (const auto& [key, o] : p.overrides) kept.insert(o->state_id());
   }
   for (const ServicePolicy& p : old.policies) {
-    if (!kept.contains(p.policy->fingerprint())) limiter_.storage().forget(*p.policy);
+    if (!kept.contains(p.policy->state_id())) limiter_.storage().forget(*p.policy);
     for (const auto& [key, o] : p.overrides) {
-      if (!kept.contains(o->fingerprint())) limiter_.storage().forget(*o);
+      if (!kept.contains(o->state_id())) limiter_.storage().forget(*o);
     }
   }
 }
@@ -343,6 +348,12 @@ bool Service::route_clear(const Request& req, Response& res, Pending&, const Ins
 
 bool Service::route_healthz(const Request&, Response& res, Pending&, const Installed&) {
   respond(res, http::status::ok, "ok\n", "text/plain");
+  return false;
+}
+
+bool Service::route_json(const Request& req, Response& res, Pending&, const Installed&) {
+  if (!json_rls_) return fail(res, http::status::not_found, "no rate-limit rules are loaded (rls.config_dir)");
+  json_rls_(req.body(), res);
   return false;
 }
 

@@ -74,6 +74,11 @@ class Service {
 
   [[nodiscard]] std::shared_ptr<const Config> config() const { return installed_.get()->config; }
 
+  /// Answers `POST /json` (envoyproxy/ratelimit's JSON form of a RateLimitRequest: rls_json.hpp)
+  /// with `answer`, given the body. Without it, /json is 404. Set before serving.
+  using JsonRls = std::function<void(std::string_view body, Response& res)>;
+  void set_json_rls(JsonRls answer) { json_rls_ = std::move(answer); }
+
   /// Families appended to `/metrics` (e.g. the gRPC service's counters). Set before serving.
   void set_extra_metrics(std::function<void(PromText&)> extra) { extra_metrics_ = std::move(extra); }
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
@@ -107,6 +112,7 @@ class Service {
   bool route_simulate(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_live(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_healthz(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_json(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_readyz(const Request& req, Response& res, Pending& p, const Installed& in);
 
   bool admit(const Request& req, Response& res, const Installed& in);
@@ -127,6 +133,7 @@ class Service {
   InlinePolicies inline_policies_;
   std::atomic<Micros> last_degraded_{0};
   std::atomic<bool> storage_up_{true};
+  JsonRls json_rls_;
   std::atomic<Micros> recovered_at_{0};  // when the storage last answered after not answering
   std::function<void(PromText&)> extra_metrics_;
 };

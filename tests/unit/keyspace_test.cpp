@@ -93,8 +93,13 @@ TEST(KeySpace, InlineAndRuleIdentitiesAreTheirOwn) {
 
 TEST(KeySpace, RedisKeysAreOneToOneWhereTheHashWasNot) {
   const Policy p = Policy::make("p", Strategy::kGcra, "10/minute").value();
-  EXPECT_EQ(redis::state_key("fg:", "user-42", p, 2), "fg:{user-42}:" + p.fingerprint() + ":" +
-                                                          std::to_string(p.fingerprint().size()) + ":2");
+  EXPECT_EQ(redis::state_key("fg:", "user-42", p, 2), "fg:{user-42}:" + p.state_id() + ":" +
+                                                          std::to_string(p.state_id().size()) + ":2");
+  // The amount is not in the key (a raised or lowered limit counts on); the period is.
+  const Policy raised = Policy::make("p", Strategy::kGcra, "20/minute").value();
+  const Policy hourly = Policy::make("p", Strategy::kGcra, "10/hour").value();
+  EXPECT_EQ(redis::state_key("fg:", "k", p, 0), redis::state_key("fg:", "k", raised, 0));
+  EXPECT_NE(redis::state_key("fg:", "k", p, 0), redis::state_key("fg:", "k", hourly, 0));
   EXPECT_NE(redis::state_key("fg:", "}", p, 0), redis::state_key("fg:", "\x01}", p, 0));
   EXPECT_NE(redis::state_key("fg:", "", p, 0), redis::state_key("fg:", "\x01", p, 0));
   for (const char* key : {"", "}", "a}b", "{x}", "\x01"}) {

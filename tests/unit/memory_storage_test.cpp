@@ -66,15 +66,18 @@ TEST(MemoryStorage, ClearForgetsTheKey) {
   EXPECT_TRUE(storage.clear(p, "absent").ok());
 }
 
-TEST(MemoryStorage, PoliciesAndTheirLimitsDoNotShareState) {
+TEST(MemoryStorage, PoliciesDoNotShareStateButAChangedAmountKeepsItsUsage) {
   MemoryStorage storage;
   const Policy a = policy(Strategy::kFixedWindow, "1/minute", {}, "a");
   const Policy b = policy(Strategy::kFixedWindow, "1/minute", {}, "b");
-  const Policy a2 = policy(Strategy::kFixedWindow, "2/minute", {}, "a");  // a, limits changed
+  const Policy a2 = policy(Strategy::kFixedWindow, "2/minute", {}, "a");  // a, limit raised
+  const Policy a3 = policy(Strategy::kFixedWindow, "2/hour", {}, "a");    // a, another window
   ASSERT_TRUE(storage.apply(a, "k", 1, Effect::kHit, 0)->allowed);
   EXPECT_TRUE(storage.apply(b, "k", 1, Effect::kHit, 0)->allowed);
-  EXPECT_TRUE(storage.apply(a2, "k", 2, Effect::kHit, 0)->allowed);
+  EXPECT_FALSE(storage.apply(a2, "k", 2, Effect::kHit, 0)->allowed);  // 1 of 2 used
+  EXPECT_TRUE(storage.apply(a2, "k", 1, Effect::kHit, 0)->allowed);
   EXPECT_FALSE(storage.apply(a, "k", 1, Effect::kHit, 0)->allowed);
+  EXPECT_TRUE(storage.apply(a3, "k", 2, Effect::kHit, 0)->allowed);  // afresh
 }
 
 TEST(MemoryStorage, AbsentEntriesAreReclaimedIncrementally) {

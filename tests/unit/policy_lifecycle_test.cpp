@@ -12,8 +12,11 @@ namespace {
 
 constexpr Micros kSec = kMicrosPerSecond;
 
+// A limit override with a state of its own: overrides that differ only in their amount share
+// the rule's state (Policy::state_id), so each of these has a period of its own.
 Policy override_policy(std::int64_t amount) {
-  return Policy::make("rule/override", Strategy::kFixedWindow, std::to_string(amount) + "/hour")
+  const std::string n = std::to_string(amount);
+  return Policy::make("rule/override", Strategy::kFixedWindow, n + " per " + n + " seconds")
       .value()
       .with_identity(PolicyKind::kRuleOverride, {"domain", "key"});
 }
@@ -77,7 +80,7 @@ TEST(PolicyLifecycle, AnIdleTableIsFreedOnlyOnceItsStateHasExpired) {
 TEST(PolicyLifecycle, DecisionsSweepIdleTablesWithoutACollectCall) {
   MemoryStorage storage;
   const Policy old_rule = Policy::make("r", Strategy::kFixedWindow, "5/second").value();
-  const Policy new_rule = Policy::make("r", Strategy::kFixedWindow, "6/second").value();
+  const Policy new_rule = Policy::make("r", Strategy::kFixedWindow, "6 per 2 seconds").value();
   ASSERT_TRUE(storage.apply(old_rule, "k", 1, Effect::kHit, 0)->allowed);
   for (Micros t = 0; t <= 30 * kSec; t += kSec / 4) storage.apply(new_rule, "k", 1, Effect::kHit, t).IgnoreError();
   EXPECT_EQ(storage.policies(), 1u);  // the old rule's table went when its state had expired
@@ -109,6 +112,18 @@ TEST(PolicyLifecycle, ATestOfAnUnknownPolicyStoresNothing) {
   const Policy p = Policy::make("p", Strategy::kTokenBucket, "5/second").value();
   EXPECT_EQ(storage.apply(p, "k", 1, Effect::kTest, 0)->remaining, 5);
   EXPECT_EQ(storage.policies(), 0u);
+}
+
+TEST(PolicyLifecycle, OverridesThatDifferOnlyInTheirAmountShareOneTableAndItsUsage) {
+  MemoryStorage storage;
+  const auto by_amount = [](int amount) {
+    return Policy::make("rule/override", Strategy::kFixedWindow, std::to_string(amount) + "/hour")
+        .value()
+        .with_identity(PolicyKind::kRuleOverride, {"domain", "key"});
+  };
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(storage.apply(by_amount(1000 + i), "k", 1, Effect::kHit, i).ok());
+  EXPECT_EQ(storage.policies(), 1u);
+  EXPECT_EQ(storage.apply(by_amount(1500), "k", 0, Effect::kTest, kSec)->remaining, 500);
 }
 
 TEST(PolicyLifecycle, StorageUrlTakesThePolicyBound) {

@@ -185,6 +185,30 @@ TEST_F(ServiceTest, DegradedTotalsAgreeBetweenTheLiveViewThePoliciesAndMetrics) 
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503);  // a fail-closed policy's store is down
 }
 
+// Issue 19: a reload drops the metric series of the policies it removed (before: they stayed in
+// /metrics until restart, and took one of the bounded slots each); kept ones keep their counts.
+TEST_F(ServiceTest, AReloadDropsTheSeriesOfRemovedPoliciesAndKeepsTheOthers) {
+  ASSERT_EQ(hit("api", "a").result_int(), 200);
+  ASSERT_EQ(hit("login", "a").result_int(), 200);
+  service.reload(config("  - {name: api, strategy: fixed-window, limit: 2/hour}\n"
+                        "  - {name: fresh, strategy: gcra, limit: 1/hour}\n"));
+  std::string text = metrics();
+  EXPECT_EQ(text.find("policy=\"login\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("policy=\"web\""), std::string::npos);
+  EXPECT_EQ(metric(text, "floodgate_decisions_total{policy=\"api\",result=\"allowed\"}"), 1u);
+  EXPECT_EQ(metric(text, "floodgate_decisions_total{policy=\"fresh\",result=\"allowed\"}"), 0u);
+  // Back again after more reloads: its series starts from 0, in a slot reused from a dropped one.
+  for (int i = 0; i < 300; ++i) {
+    service.reload(config("  - {name: p" + std::to_string(i) + ", strategy: gcra, limit: 1/hour}\n"));
+  }
+  service.reload(config("  - {name: login, strategy: gcra, limit: 1/hour}\n"));
+  text = metrics();
+  EXPECT_EQ(metric(text, "floodgate_decisions_total{policy=\"login\",result=\"allowed\"}"), 0u);
+  EXPECT_EQ(text.find("policy=\"p298\""), std::string::npos);
+  ASSERT_EQ(hit("login", "b").result_int(), 200);
+  EXPECT_EQ(metric(metrics(), "floodgate_decisions_total{policy=\"login\",result=\"allowed\"}"), 1u);
+}
+
 // Issue 15: the service may start before its store. While the store does not answer its probe,
 // a fail-closed policy makes /readyz 503; once it answers, failures from before no longer count.
 TEST_F(ServiceTest, ReadinessFollowsTheStorageProbe) {

@@ -104,12 +104,14 @@ void put_state(std::string& out, const bucket::State& s) {
   const auto u = static_cast<uint128>(s.tat);
   put64(out, static_cast<std::uint64_t>(u));
   put64(out, static_cast<std::uint64_t>(u >> 64));
+  put64(out, static_cast<std::uint64_t>(s.amount));
 }
 bool get_state(Reader& r, bucket::State& s) {
   const std::uint64_t lo = r.u(8);
   const std::uint64_t hi = r.u(8);
   s.tat = static_cast<int128>((static_cast<uint128>(hi) << 64) | lo);
-  return r.ok;
+  s.amount = r.i64();
+  return r.ok && s.amount >= 0;
 }
 void put_state(std::string& out, const moving_window::State& s) {
   put64(out, static_cast<std::uint64_t>(s.total));
@@ -209,7 +211,7 @@ std::optional<absl::StatusOr<MemcachedOptions>> parse_memcached_url(const Storag
 }
 
 std::string storage_key(std::string_view prefix, const Policy& policy, std::string_view key) {
-  const std::string& fp = policy.fingerprint();
+  const std::string& fp = policy.state_id();
   std::string input;
   input.reserve(8 + fp.size() + key.size());
   for (int i = 7; i >= 0; --i) {

@@ -62,18 +62,18 @@ inline constexpr std::size_t kMaxPrefix = 120;
 std::optional<absl::StatusOr<MemcachedOptions>> parse_memcached_url(const StorageUrl& url);
 
 /// The memcached key of the state of `key` under `policy`:
-///     prefix + 64 hex digits of SHA-256(be64(|fingerprint|) · fingerprint · key)
-/// The input to the hash is an injective encoding of (policy fingerprint, user key), so two pairs
+///     prefix + 64 hex digits of SHA-256(be64(|state id|) · state id · key)
+/// The input to the hash is an injective encoding of (Policy::state_id, user key), so two pairs
 /// share a value only if SHA-256 collides. At most kMaxPrefix + 64 bytes, all printable.
 std::string storage_key(std::string_view prefix, const Policy& policy, std::string_view key);
 
 /// The `flags` memcached stores with every value floodgate writes ("FG" and the format version).
-inline constexpr std::uint32_t kValueFlags = 0x46470001;
+inline constexpr std::uint32_t kValueFlags = 0x46470002;
 
 /// The value of a key: its states, one per limit of the policy, and the algorithm they belong to.
 /// Layout (little-endian): 'F' 'G' <algorithm> <limit count>, then per limit
 ///   fixed windows: start, count (int64 each); sliding window: start, current, previous;
-///   buckets: tat (int128 as low, high 64 bits);
+///   buckets: tat (int128 as low, high 64 bits), the amount it is scaled by (int64);
 ///   moving window: total (int64), n (uint32), then n × (at, count) (int64 each).
 /// A value that is not exactly this (another writer, a policy changed in place) does not decode.
 template <class S>

@@ -1,4 +1,4 @@
-// The in-memory storage: a directory of per-policy tables (table.hpp) by fingerprint, under a
+// The in-memory storage: a directory of per-policy tables (table.hpp) by state id, under a
 // big-reader lock. A decision holds the directory in shared mode (a per-thread counter, no shared
 // cache line written) while it uses a table, so a table is freed only when no decision is in it.
 #include "floodgate/memory_storage.hpp"
@@ -20,17 +20,18 @@ namespace floodgate {
 
 namespace {
 
-// Tables are found by the policy's precomputed fingerprint hash, and the fingerprint compared.
-struct FingerprintHash {
+// Tables are found by the policy's precomputed state id hash, and the state id compared: a
+// policy whose amounts changed finds the table of its old limits, and its state.
+struct StateIdHash {
   using is_transparent = void;
   std::size_t operator()(const std::string& f) const { return std::hash<std::string>{}(f); }
-  std::size_t operator()(const Policy* p) const { return p->fingerprint_hash(); }
+  std::size_t operator()(const Policy* p) const { return p->state_id_hash(); }
 };
-struct FingerprintEq {
+struct StateIdEq {
   using is_transparent = void;
   bool operator()(const std::string& a, const std::string& b) const { return a == b; }
-  bool operator()(const std::string& a, const Policy* b) const { return a == b->fingerprint(); }
-  bool operator()(const Policy* a, const std::string& b) const { return a->fingerprint() == b; }
+  bool operator()(const std::string& a, const Policy* b) const { return a == b->state_id(); }
+  bool operator()(const Policy* a, const std::string& b) const { return a->state_id() == b; }
 };
 
 constexpr Micros kSweepEvery = kMicrosPerSecond;
@@ -63,9 +64,18 @@ struct Remembered {
 constexpr std::size_t kRemembered = 4;
 thread_local std::array<Remembered, kRemembered> t_remembered;
 
-void touch(MemoryStorage::Table& t, Micros now) {
+// Notes a use of `t` by `policy` at `now`: the time at most once a second, and the policy's
+// lifetime when its amounts differ from the last policy's (they share the state: state_id).
+void touch(MemoryStorage::Table& t, const Policy& policy, Micros now) {
   if (now - t.last_used.load(std::memory_order_relaxed) >= kTouchEvery) {
     t.last_used.store(now, std::memory_order_relaxed);
+  }
+  if (t.lifetime_of_hash.load(std::memory_order_relaxed) != policy.fingerprint_hash()) {
+    const Micros lifetime = lifetime_of(policy);
+    Micros was = t.lifetime.load(std::memory_order_relaxed);
+    while (was < lifetime && !t.lifetime.compare_exchange_weak(was, lifetime)) {
+    }
+    t.lifetime_of_hash.store(policy.fingerprint_hash(), std::memory_order_relaxed);
   }
 }
 
@@ -73,7 +83,7 @@ void touch(MemoryStorage::Table& t, Micros now) {
 
 struct MemoryStorage::Directory {
   mutable detail::BigReaderLock lock;
-  absl::flat_hash_map<std::string, std::unique_ptr<Table>, FingerprintHash, FingerprintEq> tables;
+  absl::flat_hash_map<std::string, std::unique_ptr<Table>, StateIdHash, StateIdEq> tables;
   std::atomic<std::uint64_t> generation{next_generation()};  // new on every removal of a table
   std::atomic<Micros> next_sweep{0};
   std::atomic<std::uint64_t> evicted{0};     // tables freed at max_policies
@@ -113,7 +123,8 @@ struct MemoryStorage::Directory {
     std::size_t n = 0;
     for (auto it = tables.begin(); it != tables.end();) {
       const Table& t = *it->second;
-      if (now - t.last_used.load(std::memory_order_relaxed) > t.lifetime + kTouchEvery) {
+      const Micros lifetime = t.lifetime.load(std::memory_order_relaxed);
+      if (now - t.last_used.load(std::memory_order_relaxed) > lifetime + kTouchEvery) {
         erase(it++);
         ++n;
       } else {
@@ -173,8 +184,8 @@ absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_
   {
     detail::SharedGuard shared(dir_->lock);
     if (Table* t = dir_->find_remembered(policy)) {
-      touch(*t, now);
-      d = t->apply(key, cost, effect, now);
+      touch(*t, policy, now);
+      d = t->apply(policy, key, cost, effect, now);
       Micros due = dir_->next_sweep.load(std::memory_order_relaxed);
       sweep = now >= due && dir_->next_sweep.compare_exchange_strong(due, now + kSweepEvery);
     }
@@ -183,7 +194,7 @@ absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_
     // Nothing to store for a policy without a table: decide on a scratch table of one shard.
     MemoryStorageOptions scratch = options_;
     scratch.shards = scratch.request_policy_shards = 1;
-    return make_table(policy, scratch)->apply(key, cost, effect, now);
+    return make_table(policy, scratch)->apply(policy, key, cost, effect, now);
   }
   if (!d) return apply_new(policy, key, cost, effect, now);
   if (sweep) collect(now);  // one decision a second, after it has released the directory
@@ -209,19 +220,21 @@ Decision MemoryStorage::add_and_apply(const Policy& policy, std::string_view key
     auto made = make_table(policy, options_);
     made->lifetime = lifetime_of(policy);
     made->made_by_request = by_request;
+    made->lifetime_of_hash = policy.fingerprint_hash();
     dir_->request_tables += by_request ? 1 : 0;
     t = made.get();
-    dir_->tables.emplace(policy.fingerprint(), std::move(made));
+    dir_->tables.emplace(policy.state_id(), std::move(made));
   }
   t->last_used.store(now, std::memory_order_relaxed);
-  return t->apply(key, cost, effect, now);
+  touch(*t, policy, now);
+  return t->apply(policy, key, cost, effect, now);
 }
 
 std::size_t MemoryStorage::collect(Micros now) {
   {
     detail::SharedGuard shared(dir_->lock);
     const bool any = std::any_of(dir_->tables.begin(), dir_->tables.end(), [now](const auto& e) {
-      return now - e.second->last_used.load(std::memory_order_relaxed) > e.second->lifetime + kTouchEvery;
+      return now - e.second->last_used.load(std::memory_order_relaxed) > e.second->lifetime.load(std::memory_order_relaxed) + kTouchEvery;
     });
     if (!any) return 0;  // the common case takes no exclusive mode
   }

@@ -13,6 +13,7 @@
 #include <bit>
 #include <cstring>
 #include <new>
+#include <span>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
@@ -107,9 +108,7 @@ class TableImpl final : public MemoryStorage::Table {
 
  public:
   TableImpl(const Policy& policy, const MemoryStorageOptions& options)
-      : limits_(policy.limits()),
-        k_(limits_.size()),
-        shape_(policy.shape()),
+      : k_(policy.limits().size()),
         key_offset_(round_up(k_ * sizeof(S), alignof(RecordKey))),
         stride_(round_up(key_offset_ + sizeof(RecordKey), kAlign)),
         shard_bits_(static_cast<unsigned>(
@@ -132,7 +131,12 @@ class TableImpl final : public MemoryStorage::Table {
     }
   }
 
-  Decision apply(std::string_view key, std::int64_t cost, Effect effect, Micros now) override {
+  Decision apply(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
+                 Micros now) override {
+    const std::span<const Limit> limits = policy.limits();
+    const auto decide = [&](S* st) {
+      return detail::decide<A>(st, limits, policy.shape(), cost, effect, now);
+    };
     const HashedKey hk{key, hash_key(key)};
     Shard& sh = shard_for(hk);
     {
@@ -142,24 +146,24 @@ class TableImpl final : public MemoryStorage::Table {
       if (it != sh.index.end()) {
         std::atomic<std::uint32_t>& word = sh.key(*it).lock;
         detail::RecordLock::lock(word);
-        const Decision d = decide(states(sh, *it), cost, effect, now);
+        const Decision d = decide(states(sh, *it));
         detail::RecordLock::unlock(word);
         return d;
       }
       if (effect != Effect::kHit || cost == 0) {
         std::array<S, kMaxLimitsPerPolicy> fresh;  // default member initialisers: absent
-        return decide(fresh.data(), cost, effect, now);
+        return decide(fresh.data());
       }
     }
     // A new key: exclusive mode, look again (another thread may have added it), then add it.
     std::lock_guard<detail::BigReaderLock> exclusive(sh.lock);
     if (const auto it = sh.index.find(hk); it != sh.index.end()) {
-      return decide(states(sh, *it), cost, effect, now);
+      return decide(states(sh, *it));
     }
     std::array<S, kMaxLimitsPerPolicy> fresh;
-    const Decision d = decide(fresh.data(), cost, effect, now);
+    const Decision d = decide(fresh.data());
     if (d.allowed) {  // a denied request for an absent key stores nothing
-      const std::uint32_t r = allocate(sh, key, now);
+      const std::uint32_t r = allocate(sh, key, limits, now);
       S* st = states(sh, r);
       for (std::size_t i = 0; i < k_; ++i) st[i] = std::move(fresh[i]);
     }
@@ -185,6 +189,7 @@ class TableImpl final : public MemoryStorage::Table {
 
  private:
   struct Shard;
+  using Limits = std::span<const Limit>;
 
   // Hash and equality of record numbers through their keys, and of keys whose hash is already
   // known (heterogeneous lookup): a key is hashed once per call, for the shard and the index.
@@ -236,16 +241,13 @@ class TableImpl final : public MemoryStorage::Table {
     return std::launder(reinterpret_cast<S*>(sh.record(r)));
   }
 
-  // Evaluates every limit, commits to all of them if all allow and this is a hit.
-  Decision decide(S* st, std::int64_t cost, Effect effect, Micros now) const {
-    return detail::decide<A>(st, limits_, shape_, cost, effect, now);
-  }
-
-  // The time from which the whole record is absent: the sampler evicts the earliest.
-  [[nodiscard]] Micros absent_from(const Shard& sh, std::uint32_t r) const {
+  // The time from which the whole record is absent, by the limits of the decision at hand (a
+  // policy whose amounts changed shares the table: Policy::state_id); the sampler evicts the
+  // earliest.
+  [[nodiscard]] Micros absent_from(const Shard& sh, std::uint32_t r, Limits limits) const {
     const S* st = states(sh, r);
     Micros t = 0;
-    for (std::size_t i = 0; i < k_; ++i) t = std::max(t, A::expires_at(st[i], limits_[i]));
+    for (std::size_t i = 0; i < k_; ++i) t = std::max(t, A::expires_at(st[i], limits[i]));
     return t;
   }
 
@@ -256,10 +258,10 @@ class TableImpl final : public MemoryStorage::Table {
 
   // Exclusive mode. Examines up to `steps` records from the cursor and reclaims those absent for
   // at least `grace`.
-  void sweep(Shard& sh, Micros now, int steps, Micros grace) {
+  void sweep(Shard& sh, Limits limits, Micros now, int steps, Micros grace) {
     for (int i = 0; i < steps && sh.used > 0; ++i) {
       const std::uint32_t r = next_position(sh);
-      if (sh.is_live(r) && absent_from(sh, r) <= now - grace) {
+      if (sh.is_live(r) && absent_from(sh, r, limits) <= now - grace) {
         remove(sh, r);
         reclaimed.fetch_add(1, std::memory_order_relaxed);
       }
@@ -268,8 +270,8 @@ class TableImpl final : public MemoryStorage::Table {
 
   // Exclusive mode, at the key bound: reclaim absent records near the cursor, else evict the
   // record closest to absent among a sample of eight.
-  void make_room(Shard& sh, Micros now) {
-    sweep(sh, now, 16, 0);
+  void make_room(Shard& sh, Limits limits, Micros now) {
+    sweep(sh, limits, now, 16, 0);
     if (sh.index.size() < per_shard_cap_) return;
     std::uint32_t victim = 0;
     Micros victim_time = kNever;
@@ -278,7 +280,7 @@ class TableImpl final : public MemoryStorage::Table {
       const std::uint32_t r = next_position(sh);
       if (!sh.is_live(r)) continue;
       ++sampled;
-      const Micros t = absent_from(sh, r);
+      const Micros t = absent_from(sh, r, limits);
       if (t < victim_time) {
         victim_time = t;
         victim = r;
@@ -291,11 +293,11 @@ class TableImpl final : public MemoryStorage::Table {
   }
 
   // Exclusive mode: a new record for `key` with absent states.
-  std::uint32_t allocate(Shard& sh, std::string_view key, Micros now) {
+  std::uint32_t allocate(Shard& sh, std::string_view key, Limits limits, Micros now) {
     if (sh.index.size() >= per_shard_cap_) {
-      make_room(sh, now);
+      make_room(sh, limits, now);
     } else {
-      sweep(sh, now, 2, kReclaimAfter);
+      sweep(sh, limits, now, 2, kReclaimAfter);
     }
     std::uint32_t r;
     if (!sh.free.empty()) {
@@ -342,9 +344,7 @@ class TableImpl final : public MemoryStorage::Table {
     sh.free.push_back(r);
   }
 
-  const std::vector<Limit> limits_;
-  const std::size_t k_;
-  const bool shape_;
+  const std::size_t k_;  // limits per record: the same for every policy of the state id
   const std::size_t key_offset_;
   const std::size_t stride_;
   const unsigned shard_bits_;

@@ -14,9 +14,14 @@ namespace floodgate {
 class MemoryStorage::Table {
  public:
   virtual ~Table() = default;
-  virtual Decision apply(std::string_view key, std::int64_t cost, Effect effect, Micros now) = 0;
+  /// Decides by `policy`'s limits: any policy of the table's state id (Policy::state_id), so a
+  /// policy whose amounts changed decides on the same states (the algorithms carry usage over).
+  virtual Decision apply(const Policy& policy, std::string_view key, std::int64_t cost,
+                         Effect effect, Micros now) = 0;
   virtual void clear(std::string_view key) = 0;
   [[nodiscard]] virtual std::size_t size() const = 0;
+  /// The fingerprint hash of the last policy whose lifetime was taken into `lifetime`.
+  std::atomic<std::size_t> lifetime_of_hash{0};
 
   std::atomic<std::uint64_t> evictions{0};
   std::atomic<std::uint64_t> reclaimed{0};
@@ -25,7 +30,8 @@ class MemoryStorage::Table {
   std::atomic<Micros> last_used{0};
   /// How long a key's state can outlive its last hit: a table idle for longer holds only absent
   /// state and can be freed without losing anything.
-  Micros lifetime = 0;
+  /// The longest of the policies that decided in it (raised on first use of other amounts).
+  std::atomic<Micros> lifetime{0};
   /// A policy that a request made (an inline limit, a limit override): bounded apart.
   bool made_by_request = false;
 };

@@ -33,7 +33,7 @@ std::string state_key(std::string_view prefix, std::string_view key, std::uint64
 
 std::string state_key(std::string_view prefix, std::string_view key, const Policy& policy,
                       std::size_t index) {
-  const std::string& fp = policy.fingerprint();
+  const std::string& fp = policy.state_id();
   std::string out;
   out.reserve(prefix.size() + key.size() + fp.size() + 32);
   append_tagged_key(out, prefix, key);
@@ -45,7 +45,7 @@ std::string state_key(std::string_view prefix, std::string_view key, const Polic
 
 std::uint64_t policy_hash(const Policy& policy) noexcept {
   std::uint64_t h = 14695981039346656037ull;
-  for (const char c : policy.fingerprint()) {
+  for (const char c : policy.state_id()) {
     h ^= static_cast<std::uint8_t>(c);
     h *= 1099511628211ull;
   }

@@ -131,22 +131,24 @@ absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* rep
                                                            std::string_view fallback_host);
 
 /// The key of limit `index` of `policy` for the user's `key`:
-///     prefix{key}:<16 hex digits of a stable hash of the policy's fingerprint>:index
+///     prefix{key}:<16 hex digits of a stable hash of the policy's state id>:index
 /// The user's key is the hash tag, so all limits of a key share a slot and different keys spread.
 /// A key that would make an empty tag ("" or one starting with '}') or that starts with '\x01' is
 /// prefixed with '\x01', so the mapping stays one-to-one.
 std::string state_key(std::string_view prefix, std::string_view key, std::uint64_t policy_hash,
                       std::size_t index);
 
-/// The key of limit `index` of `policy` for the user's `key`, one-to-one in (fingerprint, key,
+/// The key of limit `index` of `policy` for the user's `key`, one-to-one in (state id, key,
 /// index) by construction (no hash between them):
-///     prefix{key}:<the policy's fingerprint>:<its length in bytes>:index
-/// Read from the right, the index, the length and then the fingerprint are unambiguous, and the
-/// rest is the key escaped as above. The hash tag depends on the key alone, as above.
+///     prefix{key}:<the policy's state id>:<its length in bytes>:index
+/// Read from the right, the index, the length and then the state id are unambiguous, and the
+/// rest is the key escaped as above. The hash tag depends on the key alone, as above. The state
+/// id (Policy::state_id) leaves out the amounts: a policy whose limit is raised or lowered counts
+/// on in the same keys.
 std::string state_key(std::string_view prefix, std::string_view key, const Policy& policy,
                       std::size_t index);
 
-/// FNV-1a 64 of the policy's fingerprint: the same in every process and build (std::hash is not).
+/// FNV-1a 64 of the policy's state id: the same in every process and build (std::hash is not).
 std::uint64_t policy_hash(const Policy& policy) noexcept;
 
 /// Which script runs a policy.

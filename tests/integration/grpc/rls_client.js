@@ -64,6 +64,39 @@ function scrape() {
   });
 }
 
+function postJson(body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: httpPort, path: '/json', method: 'POST',
+                               headers: { 'Content-Type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (c) => { text += c; });
+      res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+// envoyproxy/ratelimit's POST /json on the HTTP port: the JSON form of the request, decided on the
+// same counters as gRPC (3 over /json, 2 over gRPC, then over limit on both).
+async function checkJson() {
+  const value = `j-${run}`;
+  const body = JSON.stringify({ domain: 'e2e', descriptors: [{ entries: [{ key: 'api_key', value }] }] });
+  for (let i = 0; i < 3; i++) {
+    const r = await postJson(body);
+    const json = r.status === 200 ? JSON.parse(r.text) : {};
+    check(r.status === 200 && json.overallCode === 'OK' && json.statuses[0].limitRemaining === 4 - i,
+          `/json request ${i + 1} is 200 OK`, r);
+    check(r.type === 'application/json', '/json answers application/json', r.type);
+  }
+  const key = { domain: 'e2e', descriptors: [descriptor(['api_key', value])] };
+  await expectCount('api_key after /json', key, 2, 5);
+  const over = await postJson(body);
+  check(over.status === 429 && JSON.parse(over.text).overallCode === 'OVER_LIMIT', '/json over limit is 429', over);
+  const bad = await postJson('{"domain": ');
+  check(bad.status === 400, '/json with a body that does not parse is 400', bad);
+}
+
 async function main() {
   // The rules are clock-aligned per-minute windows and this run takes about a second (more on a
   // loaded machine under ASan): start it well clear of a minute boundary, so that no count
@@ -161,6 +194,8 @@ async function main() {
   const after = await call(gone);
   const charged = after.err ? 300 : 1000 - 1 - after.res.statuses[0].limit_remaining;
   check(charged - answered < 100, 'calls past their deadline are not charged', { charged, answered });
+
+  await checkJson();
 
   // Per-rule metrics on /metrics, never per value.
   const metrics = await scrape();

@@ -66,8 +66,11 @@ TEST(MemcachedUrl, BadUrlsNameTheProblem) {
 
 TEST(MemcachedKeys, InjectiveOverPolicyAndKeyPrintableAndShort) {
   const Policy a = Policy::make("a", Strategy::kGcra, "1/second").value();
-  const Policy a2 = Policy::make("a", Strategy::kGcra, "2/second").value();
+  const Policy a2 = Policy::make("a", Strategy::kGcra, "2/minute").value();
   const Policy b = Policy::make("b", Strategy::kGcra, "1/second").value();
+  // Another amount is the same state (Policy::state_id): a changed limit keeps its usage.
+  EXPECT_EQ(storage_key("pre:", a, "x"),
+            storage_key("pre:", Policy::make("a", Strategy::kGcra, "2/second").value(), "x"));
   std::set<std::string> seen;
   std::size_t made = 0;
   for (const Policy* p : {&a, &a2, &b}) {

@@ -16,6 +16,7 @@
 #include "conformance_support.hpp"
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
+#include "support/limit_change.hpp"
 #include "test_support.hpp"
 
 namespace floodgate::memcached {
@@ -249,7 +250,7 @@ TEST(MemcachedValues, AForeignValueUnderOurKeyIsAnErrorNeverAllowed) {
   ASSERT_TRUE(mc->apply(fixed, "other", 1, Effect::kHit, kT0)->allowed);
   const std::string fixed_key = storage_key(prefix, fixed, "other");
   const std::string value = raw(single_port(), "mg " + fixed_key + " v f", {"VA", "EN"});
-  ASSERT_TRUE(value.starts_with("VA 20 f")) << value;  // 4 + 16 bytes, flags 0x46470001
+  ASSERT_TRUE(value.starts_with("VA 20 f")) << value;  // 4 + 16 bytes, flags 0x46470002
 }
 
 TEST(MemcachedKeys, OpaqueKeysOfAnyLengthAndBytesNeverShareState) {
@@ -611,6 +612,13 @@ TEST(MemcachedFailure, OfTwoServersOnlyTheKilledOnesKeysDegrade) {
   ASSERT_EQ(servers.size(), 2u);
   EXPECT_FALSE(servers[0].breaker_open);
   EXPECT_TRUE(servers[1].breaker_open || servers[1].reconnecting);
+}
+
+// A raised or lowered limit keeps its usage in the same keys (their names leave the amount out);
+// another algorithm or period starts afresh. Before: the key held the limits, so afresh.
+TEST(MemcachedLimitChange, KeepsUsageAcrossAmountsAndStartsAfreshForAnotherAlgorithm) {
+  auto storage = open_url(single_url("timeout_ms=2000&prefix=" + unique_prefix("limit-change")));
+  floodgate::testing::check_limit_changes(*storage, "k-", SystemClock::instance()->now());
 }
 
 }  // namespace

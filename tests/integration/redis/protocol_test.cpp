@@ -35,12 +35,14 @@ TEST(RedisKeys, AllLimitsOfAKeyShareASlotEvenForOddKeys) {
   EXPECT_NE(state_key("p:", "", 1, 0), state_key("p:", "\x01", 1, 0));
 }
 
-TEST(RedisKeys, PolicyHashIsStableAndChangesWithTheLimits) {
+TEST(RedisKeys, PolicyHashIsStableKeepsAcrossAmountsAndChangesWithThePeriod) {
   auto a = Policy::make("api", Strategy::kGcra, "10/second").value();
-  auto b = Policy::make("api", Strategy::kGcra, "10/second").value();
-  auto c = Policy::make("api", Strategy::kGcra, "11/second").value();
+  auto b = Policy::make("api", Strategy::kGcra, "11/second").value();
+  auto c = Policy::make("api", Strategy::kGcra, "10/minute").value();
+  auto d = Policy::make("api", Strategy::kTokenBucket, "10/second").value();
   EXPECT_EQ(policy_hash(a), policy_hash(b));
   EXPECT_NE(policy_hash(a), policy_hash(c));
+  EXPECT_NE(policy_hash(a), policy_hash(d));
 }
 
 TEST(RedisRedirect, ParsesMovedAndAsk) {

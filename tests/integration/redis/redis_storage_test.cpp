@@ -18,6 +18,7 @@
 #include "conformance_support.hpp"
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
+#include "support/limit_change.hpp"
 #include "test_support.hpp"
 
 namespace floodgate::redis {
@@ -854,6 +855,13 @@ TEST(RedisFailure, ClientPauseTimesOutWithinTheCommandTimeout) {
   EXPECT_LT(worst, 50 + 60) << "within the command timeout (+ scheduling slack), not the 400 ms pause";
   std::this_thread::sleep_for(std::chrono::milliseconds(900));  // pause and breaker over
   EXPECT_FALSE(limiter.hit(p, "k")->degraded);
+}
+
+// A raised or lowered limit keeps its usage in the same keys (their names leave the amount out);
+// another algorithm or period starts afresh. Before: the key held the limits, so afresh.
+TEST(RedisLimitChange, KeepsUsageAcrossAmountsAndStartsAfreshForAnotherAlgorithm) {
+  auto storage = open_url(single_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix("limit-change")));
+  floodgate::testing::check_limit_changes(*storage, "k-", SystemClock::instance()->now());
 }
 
 }  // namespace

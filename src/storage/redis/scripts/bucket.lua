@@ -2,7 +2,8 @@
 -- The C++ keeps tat in units of 1/N µs as a 128-bit integer. Here every such quantity x is a pair
 -- (w, r) with x = w·N + r and 0 ≤ r < N: w is whole µs, r the fraction in 1/N µs. The C++ side
 -- passes capacity·P and cost·P already split so (computed in 128 bits); the products that remain
--- go through muldiv. State: "w r" (a string), tat = w·N + r; absent = {0, 0}.
+-- go through muldiv. State: "w r a" (a string), tat = w·a + r with a the amount N it was written
+-- under (rescaled in `load` when the limit's amount changed); absent = {0, 0}.
 -- Per limit ARGV: amount N, period P, capacity B, B·P as (cap_w, cap_r), cost·P as (cost_w, cost_r)
 -- (when cost > B the C++ passes cap_w + 1, 0: such a request never fits).
 local F = 7
@@ -13,12 +14,20 @@ local function read_limit(b)
           cost_w = tonumber(ARGV[b + 6]), cost_r = tonumber(ARGV[b + 7])}
 end
 
-local function load(key, l)
+-- bucket::rescaled: the used level (tat − now·a, in base a) carried over into base N.
+local function rescaled(w, r, a, l, now)
+  if a == l.n then return {w = w, r = r} end
+  if w < now then return {w = now, r = 0} end
+  local q, rr = muldiv(w - now, a, r, l.n)
+  return {w = now + q, r = rr}
+end
+
+local function load(key, l, now)
   local v = redis.call('GET', key)
   if not v then return {w = 0, r = 0} end
-  local f = fields(v, 2, key)
-  if f[2] < 0 or f[2] >= l.n then fail('key ' .. key .. ' holds a value floodgate did not write') end
-  return {w = f[1], r = f[2]}
+  local f = fields(v, 3, key)
+  if f[3] < 1 or f[2] < 0 or f[2] >= f[3] then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  return rescaled(f[1], f[2], f[3], l, now)
 end
 
 -- Pairs (w, r) in base n.
@@ -78,5 +87,5 @@ local function expires_at(s, l)
 end
 
 local function save(key, s, l, now)
-  redis.call('SET', key, int(s.w) .. ' ' .. int(s.r), 'PX', ttl_ms(expires_at(s, l), now))
+  redis.call('SET', key, int(s.w) .. ' ' .. int(s.r) .. ' ' .. int(l.n), 'PX', ttl_ms(expires_at(s, l), now))
 end

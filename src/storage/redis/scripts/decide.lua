@@ -10,7 +10,7 @@ local function main()
   local limits, states = {}, {}
   for i = 1, k do
     limits[i] = read_limit(5 + (i - 1) * F)
-    states[i] = load(KEYS[i], limits[i])
+    states[i] = load(KEYS[i], limits[i], now)
   end
   local out
   for i = 1, k do out = combine(out, evaluate(states[i], limits[i], now, cost, shape)) end

@@ -31,10 +31,11 @@ local function evaluate(s, l, now, cost, shape)
   local count = 0
   if s.count > 0 and s.start == start then count = s.count end
   local d = {limit = l.amount, period = l.period, delay = 0}
-  d.allowed = cost <= l.amount - count
+  d.allowed = cost == 0 or cost <= l.amount - count  -- count > amount after a lowered limit
   local after = count
   if d.allowed then after = count + cost end
   d.remaining = l.amount - after
+  if d.remaining < 0 then d.remaining = 0 end
   d.reset_after = 0
   if after > 0 then d.reset_after = finish - now end
   if d.allowed then

@@ -24,13 +24,14 @@ local function evaluate(s, l, now, cost, shape)
   local count = 0
   if open then count = s.count end
   local d = {limit = l.amount, period = l.period, delay = 0}
-  d.allowed = cost <= l.amount - count
+  d.allowed = cost == 0 or cost <= l.amount - count  -- count > amount after a lowered limit
   local after = count
   if d.allowed then after = count + cost end
   -- The window the key is in after this decision, if any.
   local finish = now + l.period
   if open then finish = s.start + l.period end
   d.remaining = l.amount - after
+  if d.remaining < 0 then d.remaining = 0 end
   d.reset_after = 0
   if after > 0 then d.reset_after = finish - now end
   if d.allowed then

@@ -48,7 +48,7 @@ local function group()
   for j = 1, n do
     local it = items[j]
     it.states = {}
-    for i = 1, it.k do it.states[i] = it.A.load(it.keys[i], it.limits[i]) end
+    for i = 1, it.k do it.states[i] = it.A.load(it.keys[i], it.limits[i], now) end
     local d
     for i = 1, it.k do d = combine(d, it.A.evaluate(it.states[i], it.limits[i], now, it.cost, it.shape)) end
     it.d = d
