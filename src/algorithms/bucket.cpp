@@ -30,7 +30,7 @@ Decision evaluate(const State& state, const Limit& l, Micros now, std::int64_t c
   const i128 p = l.period;
   const i128 capacity = static_cast<i128>(l.capacity()) * p;  // B·T, scaled
   const i128 now_s = static_cast<i128>(now) * n;
-  const i128 used = std::max(s.tat, now_s) - now_s;  // level·T before this request
+  const i128 used = std::max<i128>(s.tat, now_s) - now_s;  // level·T before this request
   const i128 needed = used + static_cast<i128>(cost) * p;
 
   Decision d;
@@ -53,7 +53,7 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return;
   s = rescaled(s, l, now);
   const i128 now_s = static_cast<i128>(now) * l.amount;
-  s.tat = std::max(s.tat, now_s) + static_cast<i128>(cost) * l.period;
+  s.tat = std::max<i128>(s.tat, now_s) + static_cast<i128>(cost) * l.period;
   s.amount = l.amount;
 }
 
