@@ -6,12 +6,15 @@ const fs = require('fs');
 const http = require('http');
 
 const kRules = 50;
+// SOAK_UNIT=second makes every state expire within the idle wait, so that the end shows whether an
+// idle service gives the memory of expired policies back (default hour: the state stays live).
+const kUnit = (process.env.SOAK_UNIT || 'hour').toLowerCase();
 const limitOf = (rule, generation) => 1000 + rule * 10 + generation * 1000;  // every limit changes
 
 function writeRules(file, generation) {
   let y = 'domain: soak\ndescriptors:\n';
   for (let r = 0; r < kRules; r++) {
-    y += `  - key: r${r}\n    rate_limit: {unit: hour, requests_per_unit: ${limitOf(r, generation)}}\n`;
+    y += `  - key: r${r}\n    rate_limit: {unit: ${kUnit}, requests_per_unit: ${limitOf(r, generation)}}\n`;
   }
   fs.writeFileSync(`${file}.tmp`, y);
   fs.renameSync(`${file}.tmp`, file);
@@ -114,9 +117,9 @@ async function main() {
   console.log(`RSS at start: ${start.toFixed(1)} MB`);
   await phase('gRPC distinct overrides', Number(overrides), 64, 10000, (i) => call({
     domain: 'soak',
-    descriptors: [{ entries: [{ key: 'r1', value: 'u' }], limit: { requests_per_unit: 1000 + i, unit: 'HOUR' } }],
+    descriptors: [{ entries: [{ key: 'r1', value: 'u' }], limit: { requests_per_unit: 1000 + i, unit: kUnit.toUpperCase() } }],
   }));
-  await phase('HTTP distinct inline limits', Number(inline), 32, 10000, (i) => hit({ limit: `${1000 + i}/hour`, key: 'u' }));
+  await phase('HTTP distinct inline limits', Number(inline), 32, 10000, (i) => hit({ limit: `${1000 + i}/${kUnit}`, key: 'u' }));
   await reloadAll(Number(reloads));
   const beforeIdle = rssMb();
   await new Promise((r) => setTimeout(r, Number(idle) * 1000));

@@ -3,7 +3,7 @@
 # and drives it with policy_soak.js: distinct limit overrides over gRPC, distinct inline limits over
 # HTTP, reloads that change every limit, then an idle wait; prints RSS (start, peak, end) and
 # decisions/s per phase.
-#   bench/soak/run.sh FLOODGATE NODE_DIR [OVERRIDES] [INLINE] [RELOADS] [IDLE_SECONDS]
+#   [SOAK_UNIT=second] bench/soak/run.sh FLOODGATE NODE_DIR [OVERRIDES] [INLINE] [RELOADS] [IDLE_SECONDS]
 # NODE_DIR holds @grpc/grpc-js (tests/integration/grpc/run.sh install NODE_DIR makes it).
 # Defaults: 100000 100000 1000 20. Use a release build, under the shared build lock:
 #   flock -o /work/.buildlock bench/soak/run.sh build/release/floodgate /tmp/node

@@ -83,6 +83,8 @@ class MemoryStorage final : public Storage {
   /// Frees the tables idle at `now` (µs since the epoch) for longer than their state lives.
   /// Decisions on other tables go on; a table in use is never freed. Returns how many were freed.
   std::size_t collect(Micros now);
+  /// collect(now): an idle service frees idle tables too.
+  void maintain(Micros now) override { collect(now); }
 
   /// Entries evicted because a policy reached `max_keys`, over all policies.
   [[nodiscard]] std::uint64_t evictions() const noexcept;

@@ -129,6 +129,12 @@ class Storage {
   /// A failed probe counts like a failed call (the server's backoff and breaker).
   /// Thread-safe.
   virtual absl::Status probe() { return absl::OkStatus(); }
+
+  /// Housekeeping that must not wait for traffic, at `now` (µs since the epoch): the in-memory
+  /// store frees the tables idle past their state's lifetime and gives their memory back to the
+  /// system (decisions do it too, but an idle service makes none). Nothing by default. The
+  /// service calls it about once a second (StorageWatch). Thread-safe.
+  virtual void maintain(Micros /*now*/) {}
 };
 
 /// What open_storage does when the server of a networked storage cannot be reached yet.

@@ -225,9 +225,12 @@ absl::StatusOr<std::shared_ptr<Storage>> open_service_storage(const server::Conf
   return open_storage(c.storage, c.storage_start == "fail-fast" ? StorageStart::kFailFast : StorageStart::kBackground);
 }
 
-// A networked storage is probed on a thread of its own: /readyz and the log follow it.
+// Every storage is maintained on a thread of its own (Storage::maintain: the memory store frees
+// idle tables while no decision comes); a networked one is also probed: /readyz and the log follow it.
 std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storage>& storage, server::Service& service) {
-  if (!storage->traits().networked) return nullptr;
+  if (!storage->traits().networked) {
+    return std::make_unique<server::StorageWatch>(storage, [](bool, const absl::Status&) {});
+  }
   return std::make_unique<server::StorageWatch>(storage, [&service, last = -1](bool up, const absl::Status& error) mutable {
     service.set_storage_reachable(up);
     if (static_cast<int>(up) == last) return;

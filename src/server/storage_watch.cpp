@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "floodgate/clock.hpp"
+
 namespace floodgate::server {
 
 StorageWatch::StorageWatch(std::shared_ptr<Storage> storage, Report report, Options options)
@@ -25,6 +27,7 @@ void StorageWatch::run() {
     lock.unlock();
     const absl::Status s = storage_->probe();
     report_(s.ok(), s);
+    storage_->maintain(SystemClock::instance()->now());
     lock.lock();
     std::chrono::milliseconds wait = options_.up_interval;
     if (s.ok()) {

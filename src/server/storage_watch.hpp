@@ -16,7 +16,9 @@ namespace floodgate::server {
 /// Probes a storage (Storage::probe) on a thread of its own: every `up_interval` while it answers,
 /// and while it does not with a backoff from `min_backoff` doubling to `max_backoff`. Reports
 /// every probe's outcome to `report` (on the watch thread). Decisions never wait for it: they fail
-/// by their policy's fail mode until the storage answers, and reconnect on their own.
+/// by their policy's fail mode until the storage answers, and reconnect on their own. After each
+/// probe it calls Storage::maintain (the memory store frees idle tables even when no decision
+/// comes).
 ///
 /// Thread-safety: construct and destroy from one thread; `report` runs on the watch thread.
 class StorageWatch {

@@ -1,11 +1,16 @@
 // Policies come and go: the memory store bounds and frees the tables of policies no longer used
 // (issue 19). Before: a table per policy, never freed, and the whole table map copied per policy.
+#include <atomic>
+#include <chrono>
 #include <fstream>
+#include <memory>
+#include <thread>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
+#include "server/storage_watch.hpp"
 
 namespace floodgate {
 namespace {
@@ -138,6 +143,41 @@ TEST(PolicyLifecycle, StorageUrlTakesThePolicyBound) {
   }
   EXPECT_EQ(static_cast<MemoryStorage&>(**s).policies(), 5u);
   EXPECT_FALSE(open_storage("memory://?max_policies=0").ok());
+}
+
+// Issue 19: after a flood, an idle service kept its tables (and RSS) until the next decision;
+// the storage watch of `serve` now calls Storage::maintain after each probe.
+TEST(PolicyLifecycle, MaintainFreesIdleTablesWithoutADecision) {
+  MemoryStorage storage;
+  const Policy p = Policy::make("idle", Strategy::kGcra, "10/second").value();
+  ASSERT_TRUE(storage.apply(p, "user", 1, Effect::kHit, 0)->allowed);
+  storage.maintain(kSec);  // still within its state's lifetime
+  EXPECT_EQ(storage.policies(), 1u);
+  storage.maintain(60 * kSec);
+  EXPECT_EQ(storage.policies(), 0u);
+  EXPECT_EQ(storage.policies_freed(), 1u);
+}
+
+TEST(PolicyLifecycle, TheStorageWatchMaintainsTheStorage) {
+  struct Counting : Storage {
+    std::atomic<int> calls{0};
+    absl::StatusOr<Decision> apply(const Policy&, std::string_view, std::int64_t, Effect, Micros) override {
+      return absl::UnavailableError("not a real store");
+    }
+    absl::Status clear(const Policy&, std::string_view) override { return absl::OkStatus(); }
+    void maintain(Micros) override { calls.fetch_add(1); }
+  };
+  auto storage = std::make_shared<Counting>();
+  {
+    server::StorageWatch watch(storage, [](bool, const absl::Status&) {},
+                               server::StorageWatch::Options{std::chrono::milliseconds(10),
+                                                             std::chrono::milliseconds(10),
+                                                             std::chrono::milliseconds(10)});
+    for (int i = 0; i < 500 && storage->calls.load() < 3; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  EXPECT_GE(storage->calls.load(), 3);
 }
 
 }  // namespace

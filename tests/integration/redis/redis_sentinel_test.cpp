@@ -177,11 +177,33 @@ void check_and_report(const char* what, const Switch& s, const Load& load, const
   ::testing::Test::RecordProperty("degraded", std::to_string(degraded));
 }
 
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Whether every sentinel sees the master's replica in sync (flags exactly "slave", link ok) and
+// knows the two other sentinels. A kill before that — right after a previous test's failover,
+// while the deposed master is still resyncing — leaves the sentinels without a good replica to
+// promote (-failover-abort-no-good-slave), and they try again only seconds later: in CI the kill
+// test once waited 30 s for a failover that never came.
+bool settled(const std::vector<int>& sentinels) {
+  for (int port : sentinels) {
+    Raw sentinel(port);
+    const std::string replicas = sentinel.cmd({"SENTINEL", "replicas", "mymaster"});
+    if (count(replicas, "flags\nslave\n") != 1 || count(replicas, "master-link-status\nok") != 1) return false;
+    if (count(sentinel.cmd({"SENTINEL", "sentinels", "mymaster"}), "flags\nsentinel\n") != 2) return false;
+  }
+  return true;
+}
+
 // Runs `trigger` under load, waits for the switch, then `after` (the old master becomes a replica).
 void failover_under_load(const char* what, const std::function<void(int old_master)>& trigger,
                          const std::function<void(int old_master)>& after) {
   const std::vector<int> sentinels = sentinel_ports();
   Switch s;
+  ASSERT_TRUE(wait_for([&] { return settled(sentinels); }, 30)) << "the sentinels did not settle";
   s.old_master = master_port(sentinels[0]);
   ASSERT_GT(s.old_master, 0);
   const std::string prefix = unique_prefix("sentinel");
