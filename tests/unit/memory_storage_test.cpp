@@ -158,3 +158,26 @@ TEST(MemoryStorage, ShaperDelayOnlyOnAllowed) {
 
 }  // namespace
 }  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+// The table a thread remembers for a policy object (Policy::serial) must not outlive the table:
+// after forget(), the same object decides afresh on a new table (with a stale one it would deny,
+// or, under ASan, read freed memory).
+TEST(MemoryStorage, ARememberedTableIsNotUsedAfterItIsFreed) {
+  MemoryStorage storage;
+  const Policy p = Policy::make("once", Strategy::kFixedWindow, "1/hour").value();
+  ASSERT_TRUE(storage.apply(p, "k", 1, Effect::kHit, 0)->allowed);
+  ASSERT_FALSE(storage.apply(p, "k", 1, Effect::kHit, 1)->allowed);  // remembered, and full
+  storage.forget(p);
+  EXPECT_EQ(storage.policies(), 0u);
+  EXPECT_TRUE(storage.apply(p, "k", 1, Effect::kHit, 2)->allowed);
+  EXPECT_EQ(storage.policies(), 1u);
+  const Policy copy = p;  // a copy is another object: its own serial, the same table
+  EXPECT_NE(copy.serial(), p.serial());
+  EXPECT_FALSE(storage.apply(copy, "k", 1, Effect::kHit, 3)->allowed);
+}
+
+}  // namespace
+}  // namespace floodgate
