@@ -1,6 +1,9 @@
 // Decisions per second through RedisStorage::apply_batch against a live Redis, per script, beside
 // redis-benchmark running the same EVALSHA with the same pipeline depth and client count (the
-// ratio is the client's overhead); and the latency of single apply() calls (p50, p99).
+// ratio is the client's overhead); redis-benchmark running the minimal script of the same
+// algorithm (bench/redis/minimal/*.lua) the same way, whose rate over our script's is the server
+// cost of our script in units of the minimal one (issue 17: goal ≤ 1.5); and the latency of
+// single apply() calls (p50, p99).
 //
 //   floodgate_redis_benchmark --port 6379 [--host 127.0.0.1] [--clients 4] [--pipeline 16]
 //                             [--seconds 3] [--keys 10000] [--calls 20000] [--no-redis-benchmark]
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <hiredis/hiredis.h>
 
 #include "floodgate/policy.hpp"
 #include "storage/redis/protocol.hpp"
@@ -92,24 +96,13 @@ std::pair<double, double> latency(RedisStorage& storage, const Policy& policy, c
   return {us[us.size() / 2], us[us.size() * 99 / 100]};
 }
 
-// redis-benchmark on the same script, keys, pipeline and clients; returns requests per second.
-double redis_benchmark(const Policy& policy, const Args& a, std::string& command) {
-  const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];
-  std::string keys;
-  for (std::size_t i = 0; i < policy.limits().size(); ++i) {
-    // state_key with "__rand_int__" as the user key
-    std::string k = state_key("fgbench:", "__rand_int__", policy_hash(policy), i);
-    keys += " '" + k + "'";
-  }
-  std::vector<std::string> argv;
-  script_args(policy, 1, true, std::nullopt, 0, argv);
-  std::string args;
-  for (const auto& s : argv) args += " '" + s + "'";
+// Runs redis-benchmark with `command` (the words after its options; "__rand_int__" in a key is
+// replaced by one of a.keys random numbers); returns requests per second, 0 on failure.
+double redis_benchmark(const Args& a, const std::string& command, std::string& line) {
   const long long n = std::max<long long>(100000, static_cast<long long>(a.seconds * 100000));
-  command = fmt::format("redis-benchmark -h {} -p {} -c {} -P {} -n {} -r {} -q EVALSHA {} {}{}{}",
-                        a.host, a.port, a.clients, a.pipeline, n, a.keys,
-                        std::string(script.sha), policy.limits().size(), keys, args);
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  line = fmt::format("redis-benchmark -h {} -p {} -c {} -P {} -n {} -r {} -q {}", a.host, a.port,
+                     a.clients, a.pipeline, n, a.keys, command);
+  FILE* p = popen((line + " 2>&1").c_str(), "r");
   if (p == nullptr) return 0;
   std::string out;
   char buf[4096];
@@ -123,6 +116,61 @@ double redis_benchmark(const Policy& policy, const Args& a, std::string& command
   }
   std::size_t start = out.rfind(' ', at - 1);
   return std::atof(out.substr(start + 1, at - start - 1).c_str());
+}
+
+// Our script as the storage sends it, for the key "__rand_int__".
+std::string our_command(const Policy& policy) {
+  const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];
+  std::string keys;
+  for (std::size_t i = 0; i < policy.limits().size(); ++i) {
+    keys += " '" + state_key("fgbench:", "__rand_int__", policy_hash(policy), i) + "'";
+  }
+  std::vector<std::string> argv;
+  script_args(policy, 1, true, std::nullopt, 0, argv);
+  std::string args;
+  for (const auto& s : argv) args += " '" + s + "'";
+  return fmt::format("EVALSHA {} {}{}{}", std::string(script.sha), policy.limits().size(), keys, args);
+}
+
+// The minimal script of the policy's algorithm (bench/redis/minimal), loaded into the server,
+// with arguments for the policy's first limit; empty if it cannot be loaded.
+std::string minimal_command(const Policy& policy, const Args& a) {
+  const Limit& l = policy.limits().front();
+  const long long amount = l.amount;
+  const long long period_us = l.period;
+  std::string file;
+  std::string args;
+  switch (policy.strategy()) {
+    case Strategy::kFixedWindow:
+      file = "fixed_window", args = fmt::format("{} {}", amount, period_us / 1000);
+      break;
+    case Strategy::kSlidingWindowCounter:
+      file = "sliding_window", args = fmt::format("{} {}", amount, period_us / 1000);
+      break;
+    case Strategy::kMovingWindow:
+      file = "moving_window", args = fmt::format("{} {}", amount, period_us);
+      break;
+    default:  // the bucket family: GCRA's emission interval and burst tolerance
+      file = "gcra", args = fmt::format("{} {}", std::max<long long>(1, period_us / amount), period_us);
+  }
+  FILE* f = std::fopen((std::string(FLOODGATE_MINIMAL_DIR "/") + file + ".lua").c_str(), "r");
+  if (f == nullptr) return {};
+  std::string text;
+  char buf[4096];
+  for (std::size_t r; (r = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, r);
+  std::fclose(f);
+  redisContext* c = redisConnect(a.host.c_str(), a.port);
+  if (c == nullptr || c->err != 0) {
+    if (c != nullptr) redisFree(c);
+    return {};
+  }
+  auto* r = static_cast<redisReply*>(redisCommand(c, "SCRIPT LOAD %b", text.data(), text.size()));
+  std::string sha;
+  if (r != nullptr && r->type == REDIS_REPLY_STRING) sha.assign(r->str, r->len);
+  if (r != nullptr) freeReplyObject(r);
+  redisFree(c);
+  if (sha.empty()) return {};
+  return fmt::format("EVALSHA {} 1 'fgminimal:{}:__rand_int__' {}", sha, file, args);
 }
 
 }  // namespace
@@ -169,16 +217,25 @@ int main(int argc, char** argv) {
   };
   std::printf("clients %d, pipeline %d, %d keys, %.1f s per run; single calls: %d\n", a.clients,
               a.pipeline, a.keys, a.seconds, a.calls);
-  std::printf("%-22s %14s %16s %7s %9s %9s\n", "policy", "floodgate/s", "redis-bench/s", "ratio",
-              "p50 µs", "p99 µs");
+  std::printf("%-22s %12s %14s %6s %12s %6s %8s %8s\n", "policy", "floodgate/s", "redis-bench/s",
+              "ratio", "minimal/s", "cost", "p50 µs", "p99 µs");
   for (const Policy& p : policies) {
     const auto [p50, p99] = latency(**storage, p, a);  // also loads the script
     const double ours = run_batches(**storage, p, a);
-    std::string command;
-    const double theirs = a.redis_benchmark ? redis_benchmark(p, a, command) : 0;
-    std::printf("%-22s %14.0f %16.0f %7.2f %9.1f %9.1f\n", p.name().c_str(), ours, theirs,
-                theirs > 0 ? ours / theirs : 0.0, p50, p99);
-    if (!command.empty()) std::printf("  %s\n", command.c_str());
+    std::string line;
+    std::string minimal_line;
+    double theirs = 0;
+    double minimal = 0;
+    if (a.redis_benchmark) {
+      theirs = redis_benchmark(a, our_command(p), line);
+      const std::string m = a.tls_ca.empty() ? minimal_command(p, a) : std::string();
+      if (!m.empty()) minimal = redis_benchmark(a, m, minimal_line);
+    }
+    std::printf("%-22s %12.0f %14.0f %6.2f %12.0f %6.2f %8.1f %8.1f\n", p.name().c_str(), ours,
+                theirs, theirs > 0 ? ours / theirs : 0.0, minimal,
+                theirs > 0 ? minimal / theirs : 0.0, p50, p99);
+    if (!line.empty()) std::printf("  %s\n", line.c_str());
+    if (!minimal_line.empty()) std::printf("  %s\n", minimal_line.c_str());
     std::fflush(stdout);
   }
   return 0;

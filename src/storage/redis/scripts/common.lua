@@ -13,23 +13,23 @@
 -- Numbers: Lua numbers are doubles, exact for integers up to 2^53. Every value here is an integer
 -- kept below 2^53; a product that may not be is formed with muldiv (exact, 53 × 53 bits); the
 -- C++ side refuses limits whose values cannot stay below it. State is stored as decimal integers
--- written with '%.0f' (tostring would round to 14 digits).
+-- written with '%d' (tostring would round to 14 digits).
 local TWO53 = 9007199254740992
 local NEVER = -1
 
 local function fail(msg) error('floodgate: ' .. msg, 0) end
 
-local function int(x) return string.format('%.0f', x) end
+-- '%d' formats through a C long (64 bits here): exact for every integer the scripts store, and
+-- without the floating-point formatting of '%.0f'.
+local function int(x) return string.format('%d', x) end
 
--- The integers of a stored value, exactly `n` of them, or an error (the key holds something else).
+-- The integers of a stored value, exactly `n` (1 to 3) of them separated by single spaces, or an
+-- error (the key holds something else). One pattern match: the server's cost of reading state.
+local FIELDS = {'^(%-?%d+)$', '^(%-?%d+) (%-?%d+)$', '^(%-?%d+) (%-?%d+) (%-?%d+)$'}
 local function fields(v, n, key)
-  local out = {}
-  for f in string.gmatch(v, '%S+') do
-    if not string.find(f, '^%-?%d+$') then fail('key ' .. key .. ' holds a value floodgate did not write') end
-    out[#out + 1] = tonumber(f)
-  end
-  if #out ~= n then fail('key ' .. key .. ' holds a value floodgate did not write') end
-  return out
+  local a, b, c = string.match(v, FIELDS[n])
+  if not a then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  return {tonumber(a), tonumber(b), tonumber(c)}
 end
 
 local function now_micros()
