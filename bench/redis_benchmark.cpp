@@ -1,5 +1,5 @@
 // Decisions per second through RedisStorage::apply_batch against a live Redis, per script, beside
-// redis-benchmark running the same EVALSHA with the same pipeline depth and client count (the
+// redis-benchmark running the same FCALL (or EVALSHA) with the same pipeline depth and client count (the
 // ratio is the client's overhead); redis-benchmark running the minimal script of the same
 // algorithm (bench/redis/minimal/*.lua) the same way, whose rate over our script's is the server
 // cost of our script in units of the minimal one (issue 17: goal ≤ 1.5); and the latency of
@@ -8,6 +8,7 @@
 //   floodgate_redis_benchmark --port 6379 [--host 127.0.0.1] [--clients 4] [--pipeline 16]
 //                             [--seconds 3] [--keys 10000] [--calls 20000] [--no-redis-benchmark]
 //                             [--tls-ca CA_FILE]   (TLS to --port, verified against CA_FILE)
+//                             [--eval]             (scripts=eval: EVALSHA, not the library)
 //
 // Uses the server clock (the default) and the prefix "fgbench:"; run it against a scratch Redis.
 #include <algorithm>
@@ -42,6 +43,7 @@ struct Args {
   int calls = 20000;
   bool redis_benchmark = true;
   std::string tls_ca;  // non-empty: TLS (rediss://) verified against this CA file
+  bool eval = false;   // scripts=eval: EVALSHA instead of the function library
 };
 
 std::string key_name(int i) { return fmt::format("{:012}", i); }  // as redis-benchmark's __rand_int__
@@ -118,8 +120,9 @@ double redis_benchmark(const Args& a, const std::string& command, std::string& l
   return std::atof(out.substr(start + 1, at - start - 1).c_str());
 }
 
-// Our script as the storage sends it, for the key "__rand_int__".
-std::string our_command(const Policy& policy) {
+// Our script as the storage sends it (FCALL of the library the storage loaded, or EVALSHA), for
+// the key "__rand_int__".
+std::string our_command(const Policy& policy, bool fcall) {
   const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];
   std::string keys;
   for (std::size_t i = 0; i < policy.limits().size(); ++i) {
@@ -129,7 +132,8 @@ std::string our_command(const Policy& policy) {
   script_args(policy, 1, true, std::nullopt, 0, argv);
   std::string args;
   for (const auto& s : argv) args += " '" + s + "'";
-  return fmt::format("EVALSHA {} {}{}{}", std::string(script.sha), policy.limits().size(), keys, args);
+  return fmt::format("{} {} {}{}{}", fcall ? "FCALL" : "EVALSHA", fcall ? script.function : script.sha,
+                     policy.limits().size(), keys, args);
 }
 
 // The minimal script of the policy's algorithm (bench/redis/minimal), loaded into the server,
@@ -189,6 +193,7 @@ int main(int argc, char** argv) {
     else if (f == "--calls") a.calls = std::stoi(next());
     else if (f == "--no-redis-benchmark") a.redis_benchmark = false;
     else if (f == "--tls-ca") a.tls_ca = next();
+    else if (f == "--eval") a.eval = true;
     else {
       std::fprintf(stderr, "unknown flag %s\n", f.c_str());
       return 2;
@@ -201,6 +206,7 @@ int main(int argc, char** argv) {
   o.timeout = std::chrono::milliseconds(1000);
   o.tls.enabled = !a.tls_ca.empty();
   o.tls.ca_file = a.tls_ca;
+  o.functions = !a.eval;
   auto storage = RedisStorage::open(o);
   if (!storage.ok()) {
     std::fprintf(stderr, "%s\n", std::string(storage.status().message()).c_str());
@@ -227,7 +233,7 @@ int main(int argc, char** argv) {
     double theirs = 0;
     double minimal = 0;
     if (a.redis_benchmark) {
-      theirs = redis_benchmark(a, our_command(p), line);
+      theirs = redis_benchmark(a, our_command(p, (*storage)->uses_functions()), line);
       const std::string m = a.tls_ca.empty() ? minimal_command(p, a) : std::string();
       if (!m.empty()) minimal = redis_benchmark(a, m, minimal_line);
     }

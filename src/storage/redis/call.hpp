@@ -17,11 +17,16 @@
 namespace floodgate::redis {
 
 struct RedisStorage::Call {
-  std::vector<std::string> argv;  // EVALSHA sha numkeys keys… args…, or DEL keys…
+  std::vector<std::string> argv;  // EVALSHA sha numkeys keys… args… (words 0 and 1 chosen when sent), or DEL keys…
   int slot = 0;
   const scripts::Script* script = nullptr;  // null: a plain command (DEL)
   Node* ask_target = nullptr;               // the next attempt goes there, after ASKING
-  bool use_eval = false;                    // the server said NOSCRIPT: send the text
+  /// How a script call is sent: kAuto is FCALL while the storage uses its function library, else
+  /// EVALSHA; kEvalsha after the library could not be used; kEval after NOSCRIPT (the text).
+  enum class Via : std::uint8_t { kAuto, kEvalsha, kEval };
+  Via via = Via::kAuto;
+  bool fcall = false;         // the last attempt sent FCALL
+  bool load_library = false;  // FUNCTION LOAD goes first on the next attempt (Function not found)
   bool done = false;
   absl::StatusOr<Decision> result{Decision{}};  // run() sets every call's result
   // The group script: its per-item decisions and whether it committed (result: the call's status).

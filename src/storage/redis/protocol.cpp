@@ -173,12 +173,15 @@ absl::Status parse_option(const StorageUrl& url, const std::string& name, const 
     o.prefix = value;
   } else if (name.rfind("tls_", 0) == 0) {
     return parse_tls_option(url, name, value, o.tls);
+  } else if (name == "scripts") {
+    if (value != "functions" && value != "eval") return bad(url, fmt::format("option scripts={} must be functions or eval", value));
+    o.functions = value == "functions";
   } else if (name == "clock") {
     if (value != "client" && value != "redis") return bad(url, fmt::format("option clock={} must be redis or client", value));
     o.client_clock = value == "client";
   } else {
     return bad(url, fmt::format("unknown option \"{}\" (redis takes connect_timeout_ms, timeout_ms, pool, prefix, "
-                                "clock, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, "
+                                "clock, scripts, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, "
                                 "backoff_min_ms, backoff_max_ms; rediss:// also tls_ca_file, tls_cert_file, "
                                 "tls_key_file, tls_server_name, tls_insecure, tls_verify_hostname; redis+sentinel:// also user, "
                                 "password, sentinel_user, sentinel_password, sentinel_check_ms)",

@@ -79,6 +79,11 @@ struct RedisOptions {
   /// `clock=client`: use the caller's `now` (needed by `floodgate replay`); default `redis`: the
   /// server's TIME, read inside the script, so clients with skewed clocks share one timeline.
   bool client_clock = false;
+  /// `scripts=functions` (default): the scripts run as one Redis 7 function library, loaded on
+  /// each server when it first answers "Function not found", called with FCALL; where FCALL or
+  /// FUNCTION LOAD is refused (Redis 6, an ACL), EVALSHA from then on. `scripts=eval`: EVALSHA
+  /// always (docs/redis.md, "Scripts").
+  bool functions = true;
   /// `client_ttl_slack_ms` (clock=client only): added to every key's TTL. Redis expires keys on
   /// its own clock; a caller whose clock runs slower (replay of a trace, a test) would otherwise
   /// find a state gone before it is "absent" in the caller's time. With the redis clock TTLs are
@@ -183,6 +188,9 @@ struct NextStep {
   enum class Kind : std::uint8_t {
     kDone,            ///< the reply is the call's answer: parse it
     kResendWithEval,  ///< NOSCRIPT: send the script's text with EVAL on the next attempt
+    kLoadLibrary,     ///< FCALL: "Function not found": FUNCTION LOAD, then FCALL again
+    /// FCALL refused as a command (Redis before 7, or an ACL without it): EVALSHA from now on.
+    kWithoutFunctions,
     kMoved,           ///< MOVED (cluster): the slot's owner changed; update the map, retry there
     kAsk,             ///< ASK (cluster): retry once at `redirect.target`, after ASKING
     kFail,            ///< any other error reply: the call fails with `error` (Internal)
@@ -204,8 +212,12 @@ bool role_is_master(const redisReply* reply) noexcept;
 
 /// Classifies a reply: `error_reply` and its `text` (for an error), whether the call ran a
 /// script, whether the storage is a cluster (MOVED/ASK are only followed there; elsewhere they
-/// fail), and the server's name for the error message.
+/// fail), the server's name for the error message, and whether the script was sent with FCALL.
 NextStep next_step(bool error_reply, std::string_view text, bool script, bool cluster,
-                   std::string_view server);
+                   std::string_view server, bool fcall = false);
+
+/// Whether an error reply to FCALL or FUNCTION LOAD says that the command itself is not there
+/// or not permitted (Redis before 7, an ACL without it), rather than anything about the call.
+bool functions_refused(std::string_view text) noexcept;
 
 }  // namespace floodgate::redis

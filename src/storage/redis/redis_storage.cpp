@@ -56,6 +56,7 @@ RedisOptions for_sentinels(const RedisOptions& o) {
 
 RedisStorage::RedisStorage(RedisOptions options)
     : options_(with_tls_context(std::move(options))), sentinel_options_(for_sentinels(options_)) {
+  functions_.store(options_.functions);
   if (sentinel()) {
     start_sentinels();
     return;

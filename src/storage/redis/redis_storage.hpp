@@ -82,6 +82,10 @@ class RedisStorage final : public Storage {
   [[nodiscard]] const RedisOptions& options() const noexcept { return options_; }
   /// Times a script was sent again with EVAL after NOSCRIPT, and redirects followed.
   [[nodiscard]] std::uint64_t noscript_retries() const noexcept { return noscript_.load(); }
+  /// Times the function library was loaded into a server (after "Function not found").
+  [[nodiscard]] std::uint64_t library_loads() const noexcept { return library_loads_.load(); }
+  /// Whether scripts go as FCALL of the function library (false: EVALSHA; see `scripts=`).
+  [[nodiscard]] bool uses_functions() const noexcept { return functions_.load(); }
   [[nodiscard]] std::uint64_t redirects() const noexcept { return redirects_.load(); }
 
   struct Call;  // one command on its way (redis_storage.cpp)
@@ -95,6 +99,7 @@ class RedisStorage final : public Storage {
   std::optional<Flight> send(Node& node, std::vector<Call*> calls);
   bool receive(Flight& flight);
   bool follow(Call& c, const NextStep& step, const redisReply* reply);
+  void library_loaded(Call& c, void* reply);
   void remap_slot(int slot, const Node& target);
   absl::Status refresh_topology_locked_out(bool force);
   // sentinel.cpp
@@ -115,6 +120,8 @@ class RedisStorage final : public Storage {
   std::mutex refresh_mu_;
   std::atomic<std::int64_t> last_refresh_{0};              // steady clock, µs
   std::atomic<std::uint64_t> noscript_{0};
+  std::atomic<std::uint64_t> library_loads_{0};
+  std::atomic<bool> functions_{true};  // options_.functions until the library is refused
   std::atomic<std::uint64_t> redirects_{0};
   // Sentinel (sentinel.cpp): the sentinels, with their own credentials; the master now.
   const RedisOptions sentinel_options_;

@@ -154,12 +154,27 @@ bool role_is_master(const redisReply* reply) noexcept {
          std::string_view(reply->element[0]->str, reply->element[0]->len) == "master";
 }
 
+bool functions_refused(std::string_view text) noexcept {
+  if (text.starts_with("ERR unknown command")) return true;
+  if (!text.starts_with("NOPERM")) return false;
+  // NOPERM names the command it refuses; one about a key or a channel is the call's own error.
+  return text.find("'fcall'") != std::string_view::npos || text.find("'function") != std::string_view::npos;
+}
+
 NextStep next_step(bool error_reply, std::string_view text, bool script, bool cluster,
-                   std::string_view server) {
+                   std::string_view server, bool fcall) {
   NextStep step;
   if (!error_reply) return step;  // kDone: the reply is the answer
   if (script && text.starts_with("NOSCRIPT")) {
     step.kind = NextStep::Kind::kResendWithEval;
+    return step;
+  }
+  if (script && fcall && text.starts_with("ERR Function not found")) {
+    step.kind = NextStep::Kind::kLoadLibrary;
+    return step;
+  }
+  if (script && fcall && functions_refused(text)) {
+    step.kind = NextStep::Kind::kWithoutFunctions;
     return step;
   }
   if (auto redirect = parse_redirect(text); redirect && cluster) {

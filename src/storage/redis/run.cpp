@@ -7,7 +7,7 @@
 namespace floodgate::redis {
 
 namespace {
-constexpr int kMaxAttempts = 6;  // first try + NOSCRIPT / MOVED / ASK follow-ups
+constexpr int kMaxAttempts = 6;  // first try + NOSCRIPT / library load / MOVED / ASK follow-ups
 using detail::io_error;
 using detail::ReplyPtr;
 }  // namespace
@@ -21,6 +21,21 @@ struct RedisStorage::Flight {
 
 namespace {
 void finish_all(const std::vector<RedisStorage::Call*>& calls, const absl::Status& s);
+
+// The command and its first argument for a script call, as it goes now.
+std::string_view script_word(const RedisStorage::Call& c, std::size_t i) {
+  if (c.fcall) return i == 0 ? std::string_view("FCALL") : c.script->function;
+  if (c.via == RedisStorage::Call::Via::kEval) return i == 0 ? std::string_view("EVAL") : c.script->text;
+  return i == 0 ? std::string_view("EVALSHA") : c.script->sha;
+}
+
+void append_library_load(Lease& lease) {
+  static constexpr std::string_view kWords[] = {"FUNCTION", "LOAD", "REPLACE", scripts::kLibraryText};
+  const char* argv[4];
+  std::size_t lens[4];
+  for (std::size_t i = 0; i < 4; ++i) argv[i] = kWords[i].data(), lens[i] = kWords[i].size();
+  lease.append(4, argv, lens);
+}
 }  // namespace
 
 // Every call not done yet, by the server it goes to now (its ASK target, else its slot's owner).
@@ -44,14 +59,16 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
   std::vector<std::size_t> lens;
   const char* asking = "ASKING";
   const std::size_t asking_len = 6;
+  const bool functions = functions_.load(std::memory_order_relaxed);
   for (Call* c : calls) {
     if (c->ask_target != nullptr) lease->append(1, &asking, &asking_len);
+    if (c->load_library) append_library_load(*lease);
     argv.clear();
     lens.clear();
+    c->fcall = c->script != nullptr && c->via == Call::Via::kAuto && functions;
     for (std::size_t i = 0; i < c->argv.size(); ++i) {
       std::string_view a = c->argv[i];
-      if (c->script != nullptr && i == 0) a = c->use_eval ? "EVAL" : "EVALSHA";
-      if (c->script != nullptr && i == 1) a = c->use_eval ? c->script->text : c->script->sha;
+      if (c->script != nullptr && i < 2) a = script_word(*c, i);
       argv.push_back(a.data());
       lens.push_back(a.size());
     }
@@ -83,6 +100,8 @@ bool RedisStorage::receive(Flight& flight) {
     void* raw = nullptr;
     if (asked && lease.reply(&raw) == REDIS_OK) freeReplyObject(raw);  // +OK to ASKING
     raw = nullptr;
+    if (c->load_library && lease.reply(&raw) == REDIS_OK && raw != nullptr) library_loaded(*c, raw);
+    raw = nullptr;
     if (lease.reply(&raw) != REDIS_OK || raw == nullptr) {
       broken = io_error(*flight.node, ctx, errno);
       flight.lease.set_broken();
@@ -92,7 +111,8 @@ bool RedisStorage::receive(Flight& flight) {
     ReplyPtr r(static_cast<redisReply*>(raw));
     const bool error_reply = r->type == REDIS_REPLY_ERROR;
     const NextStep step = next_step(error_reply, error_reply ? std::string_view(r->str, r->len) : "",
-                                    c->script != nullptr, options_.cluster, flight.node->endpoint().name());
+                                    c->script != nullptr, options_.cluster, flight.node->endpoint().name(),
+                                    c->fcall);
     refresh = follow(*c, step, r.get()) || refresh;
   }
   flight.node->record(broken.ok());
@@ -103,8 +123,16 @@ bool RedisStorage::receive(Flight& flight) {
 bool RedisStorage::follow(Call& c, const NextStep& step, const redisReply* reply) {
   switch (step.kind) {
     case NextStep::Kind::kResendWithEval:
-      c.use_eval = true;
+      c.via = Call::Via::kEval;
       noscript_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    case NextStep::Kind::kLoadLibrary:  // once per call: a second miss means the load failed
+      if (c.load_library) c.via = Call::Via::kEvalsha;
+      c.load_library = !c.load_library;
+      return false;
+    case NextStep::Kind::kWithoutFunctions:
+      functions_.store(false, std::memory_order_relaxed);
+      c.via = Call::Via::kEvalsha;
       return false;
     case NextStep::Kind::kAsk:
       redirects_.fetch_add(1, std::memory_order_relaxed);
@@ -132,6 +160,20 @@ bool RedisStorage::follow(Call& c, const NextStep& step, const redisReply* reply
   }
   c.done = true;
   return false;
+}
+
+// The reply to FUNCTION LOAD before a call: counted when it worked; a refusal of the command
+// (Redis 6, an ACL) turns the library off for the storage, any other error (out of memory…)
+// sends this call with EVALSHA.
+void RedisStorage::library_loaded(Call& c, void* raw) {
+  ReplyPtr r(static_cast<redisReply*>(raw));
+  c.load_library = false;
+  if (r->type != REDIS_REPLY_ERROR) {
+    library_loads_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (functions_refused(std::string_view(r->str, r->len))) functions_.store(false, std::memory_order_relaxed);
+  c.via = Call::Via::kEvalsha;
 }
 
 void RedisStorage::remap_slot(int slot, const Node& target) {
@@ -174,7 +216,7 @@ void RedisStorage::run(std::span<Call> calls) {
   for (Call& c : calls) {
     if (!c.done) left.push_back(&c);
   }
-  finish_all(left, absl::InternalError("redis: too many redirects (NOSCRIPT, MOVED, ASK)"));
+  finish_all(left, absl::InternalError("redis: too many redirects (NOSCRIPT, library load, MOVED, ASK)"));
 }
 
 namespace {

@@ -79,6 +79,20 @@ TEST(RedisNextStep, ClassifiesEveryKindOfReply) {
   EXPECT_EQ(ask.redirect.target.host, "10.0.0.2");
   // A redirect from a server that is not a cluster is not followed: it fails the call.
   EXPECT_EQ(next_step(true, "MOVED 3999 127.0.0.1:6381", true, false, "s:1").kind, K::kFail);
+  // FCALL: a missing library is loaded; a refused command turns the library off; a NOPERM about
+  // a key is the call's own error. None of it applies to EVALSHA or a plain command.
+  EXPECT_EQ(next_step(true, "ERR Function not found", true, false, "s:1", true).kind, K::kLoadLibrary);
+  EXPECT_EQ(next_step(true, "ERR Function not found", true, false, "s:1", false).kind, K::kFail);
+  EXPECT_EQ(next_step(true, "ERR unknown command 'FCALL', with args beginning with: 'fg_x' ", true,
+                      false, "s:1", true).kind, K::kWithoutFunctions);
+  EXPECT_EQ(next_step(true, "NOPERM User u has no permissions to run the 'fcall' command", true,
+                      false, "s:1", true).kind, K::kWithoutFunctions);
+  EXPECT_EQ(next_step(true, "NOPERM No permissions to access a key", true, false, "s:1", true).kind,
+            K::kFail);
+  EXPECT_EQ(next_step(true, "NOPERM User u has no permissions to run the 'evalsha' command", true,
+                      false, "s:1", false).kind, K::kFail);
+  EXPECT_TRUE(functions_refused("NOPERM User u has no permissions to run the 'function|load' command"));
+  EXPECT_FALSE(functions_refused("OOM command not allowed when used memory > 'maxmemory'."));
   const NextStep err = next_step(true, "WRONGTYPE Operation against a key", true, true, "s:1");
   EXPECT_EQ(err.kind, K::kFail);
   EXPECT_EQ(err.error.code(), absl::StatusCode::kInternal);
@@ -159,6 +173,9 @@ TEST(RedisUrl, ParsesTheThreeSchemesAndOptions) {
   EXPECT_EQ(o->seeds.at(0).port, 6379);
   EXPECT_EQ(o->timeout.count(), 50);  // tens of ms, not seconds
   EXPECT_FALSE(o->client_clock);
+  EXPECT_TRUE(o->functions);
+  EXPECT_FALSE(parse("redis://localhost?scripts=eval")->functions);
+  EXPECT_TRUE(parse("redis://localhost?scripts=functions")->functions);
 
   o = parse("redis+unix:///run/redis.sock?pool=2");
   ASSERT_TRUE(o.ok());
@@ -176,7 +193,7 @@ TEST(RedisUrl, ParsesTheThreeSchemesAndOptions) {
 TEST(RedisUrl, RejectsBadOptionsWithoutQuotingThePassword) {
   for (const std::string bad :
        {"redis://h:0", "redis://h:x", "redis://h?timeout_ms=0", "redis://h?pool=-1",
-        "redis://h?clock=sundial", "redis://h?prefix=a{b", "redis://h?colour=blue",
+        "redis://h?clock=sundial", "redis://h?scripts=lua", "redis://h?scripts=", "redis://h?prefix=a{b", "redis://h?colour=blue",
         "redis://h/notadb", "redis-cluster://a:1/2", "redis://a:1,b:2", "redis+unix://host/x"}) {
     auto o = parse(bad);
     EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument) << bad;

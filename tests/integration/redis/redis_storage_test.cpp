@@ -346,7 +346,8 @@ TEST(RedisKeys, AWrongTypeOrForeignValueIsAnErrorNeverAllowed) {
 
 TEST(RedisScripts, NoscriptAfterScriptFlushStillWorks) {
   // One instant on the caller's clock: no window boundary between the three hits.
-  auto redis = open_url(single_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix("noscript")));
+  // EVALSHA (scripts=eval): FCALL's library has its own test (redis_functions_test.cpp).
+  auto redis = open_url(single_url("timeout_ms=2000&clock=client&scripts=eval&prefix=" + unique_prefix("noscript")));
   ASSERT_NE(redis, nullptr);
   Raw raw(single_port());
   for (const Policy& p : one_policy_per_script()) {
@@ -362,7 +363,7 @@ TEST(RedisScripts, NoscriptAfterScriptFlushStillWorks) {
 }
 
 TEST(RedisScripts, ScriptFlushEvery100MsDuringARunSurfacesNoErrors) {
-  auto redis = open_url(single_url("timeout_ms=2000&pool=4&prefix=" + unique_prefix("flushrun")));
+  auto redis = open_url(single_url("timeout_ms=2000&pool=4&scripts=eval&prefix=" + unique_prefix("flushrun")));
   ASSERT_NE(redis, nullptr);
   const auto policies = one_policy_per_script();
   std::atomic<bool> stop{false};

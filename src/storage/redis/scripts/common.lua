@@ -19,6 +19,14 @@ local NEVER = -1
 
 local function fail(msg) error('floodgate: ' .. msg, 0) end
 
+-- Runs a script's body (`main`, `group`): its reply, or an error reply with the message alone.
+local function run(body)
+  local ok, result = pcall(body)
+  if ok then return result end
+  if type(result) == 'table' then return result end  -- an error reply of redis.call (WRONGTYPE, OOM…)
+  return redis.error_reply(tostring(result))
+end
+
 -- '%d' formats through a C long (64 bits here): exact for every integer the scripts store, and
 -- without the floating-point formatting of '%.0f'.
 local function int(x) return string.format('%d', x) end

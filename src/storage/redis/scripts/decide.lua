@@ -33,8 +33,3 @@ local function main()
   as_is.delay = out.delay
   return reply(as_is)
 end
-
-local ok, result = pcall(main)
-if ok then return result end
-if type(result) == 'table' then return result end  -- an error reply of redis.call (WRONGTYPE, OOM…)
-return redis.error_reply(tostring(result))

@@ -73,8 +73,3 @@ local function group()
   end
   return r
 end
-
-local ok, result = pcall(group)
-if ok then return result end
-if type(result) == 'table' then return result end  -- an error reply of redis.call (WRONGTYPE, OOM…)
-return redis.error_reply(tostring(result))
