@@ -157,7 +157,6 @@ struct MemoryStorage::Directory {
       evicted.fetch_add(1, std::memory_order_relaxed);
     }
   }
-
 };
 
 MemoryStorage::MemoryStorage(MemoryStorageOptions options)
