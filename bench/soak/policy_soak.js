@@ -66,10 +66,13 @@ async function phase(name, count, concurrency, every, one) {
   let next = 0;
   let done = 0;
   let mark = { t: start, n: 0 };
+  let slowest = 0;  // ms, one call seen by the client (the trims of the housekeeping must not show)
   const worker = async () => {
     while (next < count) {
       const i = next++;
+      const t0 = process.hrtime.bigint();
       await one(i);
+      slowest = Math.max(slowest, Number(process.hrtime.bigint() - t0) / 1e6);
       done++;
       if (done % every === 0) {
         const now = Date.now();
@@ -81,7 +84,8 @@ async function phase(name, count, concurrency, every, one) {
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const s = (Date.now() - start) / 1000;
-  console.log(`${name}: ${count} in ${s.toFixed(1)} s = ${(count / s).toFixed(0)} decisions/s, RSS ${rssMb().toFixed(1)} MB`);
+  console.log(`${name}: ${count} in ${s.toFixed(1)} s = ${(count / s).toFixed(0)} decisions/s, ` +
+              `slowest call ${slowest.toFixed(1)} ms, RSS ${rssMb().toFixed(1)} MB`);
 }
 
 async function reloadAll(n) {
@@ -127,6 +131,17 @@ async function main() {
   const end = rssMb();
   console.log(`RSS: start ${start.toFixed(1)} MB, peak ${peak.toFixed(1)} MB (+${(peak - start).toFixed(1)}), ` +
               `after the load ${beforeIdle.toFixed(1)} MB, after ${idle} s idle ${end.toFixed(1)} MB (+${(end - start).toFixed(1)})`);
+  // What the service gave back (server::Housekeeping): policies dropped, trims and the longest.
+  const metrics = await new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: httpPort, path: '/metrics', agent }, (res) => {
+      let text = '';
+      res.on('data', (c) => { text += c; });
+      res.on('end', () => resolve(text));
+    }).on('error', reject);
+  });
+  for (const line of metrics.split('\n')) {
+    if (/^floodgate_(memory_trim|policies_dropped|memory_policies_freed)/.test(line)) console.log(line);
+  }
   client.close();
   agent.destroy();
 }

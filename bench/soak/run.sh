@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Soak: policies that come and go (issue 19). Starts `floodgate serve` (memory store, gRPC rules)
 # and drives it with policy_soak.js: distinct limit overrides over gRPC, distinct inline limits over
-# HTTP, reloads that change every limit, then an idle wait; prints RSS (start, peak, end) and
-# decisions/s per phase.
+# HTTP, reloads that change every limit, then an idle wait; prints RSS (start, peak, end),
+# decisions/s and the slowest call per phase, and what the service's housekeeping gave back
+# (policies dropped, trims and the longest trim, from /metrics).
 #   [SOAK_UNIT=second] bench/soak/run.sh FLOODGATE NODE_DIR [OVERRIDES] [INLINE] [RELOADS] [IDLE_SECONDS]
 # NODE_DIR holds @grpc/grpc-js (tests/integration/grpc/run.sh install NODE_DIR makes it).
 # Defaults: 100000 100000 1000 20. Use a release build, under the shared build lock:

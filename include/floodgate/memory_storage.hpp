@@ -42,7 +42,10 @@ struct MemoryStorageOptions {
 /// A sharded hash table per policy, created on the policy's first hit and freed when the policy
 /// has not been used for longer than its state lives (every key is then "absent": nothing is lost)
 /// or, at the `max_policies` bound, least recently used first. Idle tables are freed lazily, by a
-/// decision that finds the last sweep more than a second old, or by `collect(now)`.
+/// decision that finds the last sweep more than a second old, or by `collect(now)`. Freed memory
+/// goes back to the allocator; giving the allocator's free pages back to the system is the
+/// application's call (`floodgate serve` does it from its housekeeping thread, never on a
+/// decision's thread: server::Housekeeping).
 ///
 /// Per key it keeps the key and one small state per limit in a
 /// slab record; lookups by `std::string_view` do not allocate. Entries whose state has equalled
@@ -72,6 +75,9 @@ class MemoryStorage final : public Storage {
   /// Tables held now (one per policy state id in use: a policy whose amounts changed keeps its
   /// table and state).
   [[nodiscard]] std::size_t policies() const;
+  /// Slots of the directory of tables (its memory, about 40 bytes each): it grows with the tables
+  /// held and shrinks back when most are freed.
+  [[nodiscard]] std::size_t policy_slots() const;
   /// Tables freed at the `max_policies` bound while their state was still live.
   [[nodiscard]] std::uint64_t policies_evicted() const noexcept;
   /// Tables freed because they had been idle for longer than their state lives.

@@ -131,8 +131,8 @@ class Storage {
   virtual absl::Status probe() { return absl::OkStatus(); }
 
   /// Housekeeping that must not wait for traffic, at `now` (µs since the epoch): the in-memory
-  /// store frees the tables idle past their state's lifetime and gives their memory back to the
-  /// system (decisions do it too, but an idle service makes none). Nothing by default. The
+  /// store frees the tables idle past their state's lifetime (decisions do it too, but an idle
+  /// service makes none). Nothing by default. The
   /// service calls it about once a second (StorageWatch). Thread-safe.
   virtual void maintain(Micros /*now*/) {}
 };

@@ -20,6 +20,7 @@
 #include "server/erl_env.hpp"
 #include "server/rls.hpp"
 #include "server/rls_json.hpp"
+#include "server/housekeeping.hpp"
 #include "server/http_server.hpp"
 #include "server/metrics.hpp"
 #include "server/service.hpp"
@@ -227,9 +228,13 @@ absl::StatusOr<std::shared_ptr<Storage>> open_service_storage(const server::Conf
 
 // Every storage is maintained on a thread of its own (Storage::maintain: the memory store frees
 // idle tables while no decision comes); a networked one is also probed: /readyz and the log follow it.
-std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storage>& storage, server::Service& service) {
+// After each maintain, `housekeeping` drops unused compiled policies and trims the heap.
+std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storage>& storage, server::Service& service,
+                                                    server::Housekeeping& housekeeping) {
+  server::StorageWatch::Options o;
+  o.after_maintain = [&housekeeping](Micros now) { housekeeping.run(now); };
   if (!storage->traits().networked) {
-    return std::make_unique<server::StorageWatch>(storage, [](bool, const absl::Status&) {});
+    return std::make_unique<server::StorageWatch>(storage, [](bool, const absl::Status&) {}, o);
   }
   return std::make_unique<server::StorageWatch>(storage, [&service, last = -1](bool up, const absl::Status& error) mutable {
     service.set_storage_reachable(up);
@@ -241,7 +246,7 @@ std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storag
       spdlog::warn("storage unreachable, deciding by each policy's fail mode until it answers: {}",
                    std::string(error.message()));
     }
-  });
+  }, o);
 }
 
 // The certificate state of a start (null without TLS); gRPC gets private copies of its files.
@@ -281,15 +286,18 @@ int run(const ServeArgs& args) {
   if (!storage.ok()) return failed_to_start(storage.status());
   auto installed = std::make_shared<const server::Config>(loaded->config);
   server::Service service(installed, *storage);
-  const auto storage_watch = watch_storage(*storage, service);
   server::ReloadCounters reloads;
   std::unique_ptr<server::RlsService> rls;
   std::unique_ptr<server::GrpcServer> grpc;
   if (loaded->rules) {
     if (auto s = start_rls(*loaded, service, tls->get(), rls, grpc); !s.ok()) return failed_to_start(s);
   }
-  service.set_extra_metrics([&reloads, r = rls.get()](server::PromText& out) {
+  server::Housekeeping housekeeping({[&service] { return service.drop_unused_policies(); },
+                                     [r = rls.get()] { return r == nullptr ? 0 : r->drop_unused_overrides(); }});
+  const auto storage_watch = watch_storage(*storage, service, housekeeping);  // stopped before those go
+  service.set_extra_metrics([&reloads, &housekeeping, r = rls.get()](server::PromText& out) {
     reloads.render(out);
+    housekeeping.render(out);
     if (r != nullptr) r->metrics().render(out);
   });
   server::HttpServer http(service, *installed, tls->get());

@@ -26,6 +26,8 @@ class InlinePolicies {
                                                     std::int64_t burst, std::size_t max);
   /// Compiled inline policies held now.
   [[nodiscard]] std::size_t size() const { return policies_.size(); }
+  /// Drops the policies not used since the previous call (PolicyCache::drop_unused).
+  std::size_t drop_unused() { return policies_.drop_unused(); }
 
  private:
   PolicyCache policies_{1024};

@@ -51,11 +51,37 @@ class PolicyCache {
 
   void clear() {
     std::lock_guard<std::mutex> lock(mu_);
-    entries_.clear();
+    entries_ = {};  // and its slots
+  }
+
+  /// Drops the entries not used (found or added) since the previous call, and gives back the
+  /// slots of the map when it is mostly empty (a flood's thousand policies do not stay, nor the
+  /// memory of their map). The service calls it every few seconds (server::Housekeeping). A
+  /// dropped policy that comes back is compiled again and finds its state in the storage.
+  /// Returns how many were dropped.
+  std::size_t drop_unused() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::size_t n = 0;
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (it->second.used <= swept_) {
+        entries_.erase(it++);
+        ++n;
+      } else {
+        ++it;
+      }
+    }
+    swept_ = tick_;
+    if (entries_.size() * 4 < entries_.capacity()) entries_.rehash(0);  // shrinks to fit
+    return n;
   }
   [[nodiscard]] std::size_t size() const {
     std::lock_guard<std::mutex> lock(mu_);
     return entries_.size();
+  }
+  /// Slots of the map (its memory), whatever the entries held.
+  [[nodiscard]] std::size_t capacity() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_.capacity();
   }
   /// Entries dropped at the bound.
   [[nodiscard]] std::uint64_t dropped() const {
@@ -73,6 +99,7 @@ class PolicyCache {
   absl::flat_hash_map<std::string, Entry> entries_;  // guarded by mu_
   std::uint64_t tick_ = 0;                           // guarded by mu_
   std::uint64_t dropped_ = 0;                        // guarded by mu_
+  std::uint64_t swept_ = 0;                          // guarded by mu_: tick_ at drop_unused
 };
 
 }  // namespace floodgate::server

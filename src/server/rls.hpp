@@ -98,6 +98,9 @@ class RlsService {
 
   [[nodiscard]] const RlsLimits& limits() const noexcept { return limits_; }
   [[nodiscard]] RlsMetrics& metrics() noexcept { return metrics_; }
+  /// Drops the compiled limit overrides not used since the previous call (serve's Housekeeping
+  /// calls it every few seconds; their state stays in the storage). Returns how many.
+  std::size_t drop_unused_overrides() { return overrides_.drop_unused(); }
 
   struct Item;      // one descriptor of a request (implementation detail: rls_items.hpp)
   struct Prepared;  // a request between matching and deciding (likewise)

@@ -83,6 +83,9 @@ class Service {
   void set_extra_metrics(std::function<void(PromText&)> extra) { extra_metrics_ = std::move(extra); }
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
   [[nodiscard]] Limiter& limiter() noexcept { return limiter_; }
+  /// Drops the compiled inline limits not used since the previous call (serve's Housekeeping
+  /// calls it every few seconds; their state stays in the storage). Returns how many.
+  std::size_t drop_unused_policies() { return inline_policies_.drop_unused(); }
 
   /// Whether the storage answered its last probe (StorageWatch). While it does not and some policy
   /// fails closed, /readyz answers 503. True until told otherwise. When it answers again, the

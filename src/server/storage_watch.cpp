@@ -27,7 +27,9 @@ void StorageWatch::run() {
     lock.unlock();
     const absl::Status s = storage_->probe();
     report_(s.ok(), s);
-    storage_->maintain(SystemClock::instance()->now());
+    const Micros now = SystemClock::instance()->now();
+    storage_->maintain(now);
+    if (options_.after_maintain) options_.after_maintain(now);
     lock.lock();
     std::chrono::milliseconds wait = options_.up_interval;
     if (s.ok()) {

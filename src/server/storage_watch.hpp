@@ -18,7 +18,7 @@ namespace floodgate::server {
 /// every probe's outcome to `report` (on the watch thread). Decisions never wait for it: they fail
 /// by their policy's fail mode until the storage answers, and reconnect on their own. After each
 /// probe it calls Storage::maintain (the memory store frees idle tables even when no decision
-/// comes).
+/// comes), then `Options::after_maintain`.
 ///
 /// Thread-safety: construct and destroy from one thread; `report` runs on the watch thread.
 class StorageWatch {
@@ -27,6 +27,9 @@ class StorageWatch {
     std::chrono::milliseconds up_interval{1000};
     std::chrono::milliseconds min_backoff{100};
     std::chrono::milliseconds max_backoff{1000};
+    /// Called after each Storage::maintain, on the watch thread, with the time (µs since the
+    /// epoch): serve's Housekeeping. None by default.
+    std::function<void(Micros now)> after_maintain;
   };
   /// `up`: whether this probe succeeded; `error`: its failure (OK when up).
   using Report = std::function<void(bool up, const absl::Status& error)>;

@@ -3,13 +3,17 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <thread>
+#include <vector>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
+#include "server/housekeeping.hpp"
+#include "server/policy_cache.hpp"
 #include "server/storage_watch.hpp"
 
 namespace floodgate {
@@ -172,12 +176,101 @@ TEST(PolicyLifecycle, TheStorageWatchMaintainsTheStorage) {
     server::StorageWatch watch(storage, [](bool, const absl::Status&) {},
                                server::StorageWatch::Options{std::chrono::milliseconds(10),
                                                              std::chrono::milliseconds(10),
-                                                             std::chrono::milliseconds(10)});
+                                                             std::chrono::milliseconds(10), {}});
     for (int i = 0; i < 500 && storage->calls.load() < 3; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
   EXPECT_GE(storage->calls.load(), 3);
+}
+
+// Issue 19, the soak's idle RSS: the directory of tables kept the slots of a flood's thousands of
+// tables once they were freed (an absl map never shrinks by itself), and those slots, with the
+// cached policies below, pinned the pages of the freed tables around them.
+TEST(PolicyLifecycle, FreeingTablesGivesBackTheDirectorysSlots) {
+  MemoryStorageOptions o;
+  o.max_request_policies = 8192;
+  MemoryStorage storage(o);
+  constexpr int kTables = 3000;
+  for (int i = 0; i < kTables; ++i) {
+    ASSERT_TRUE(storage.apply(override_policy(1 + i), "user", 1, Effect::kHit, 0)->allowed);
+  }
+  EXPECT_GE(storage.policy_slots(), static_cast<std::size_t>(kTables));
+  EXPECT_EQ(storage.collect(100'000 * kSec), static_cast<std::size_t>(kTables));  // all expired
+  EXPECT_EQ(storage.policies(), 0u);
+  EXPECT_LT(storage.policy_slots(), 64u);
+
+  for (int i = 0; i < kTables; ++i) {
+    ASSERT_TRUE(storage.apply(override_policy(1 + i), "user", 1, Effect::kHit, 0)->allowed);
+  }
+  for (int i = 1; i < kTables; ++i) storage.forget(override_policy(1 + i));  // as a reload does
+  EXPECT_EQ(storage.policies(), 1u);
+  EXPECT_LT(storage.policy_slots(), 64u);
+  EXPECT_EQ(storage.apply(override_policy(1), "user", 0, Effect::kTest, 0)->remaining, 0);  // kept
+}
+
+TEST(PolicyLifecycle, CachedPoliciesUnusedSinceTheLastSweepAreDroppedWithTheirSlots) {
+  server::PolicyCache cache(4096);
+  const auto p = std::make_shared<const Policy>(Policy::make("p", Strategy::kFixedWindow, "5/second").value());
+  for (int i = 0; i < 3000; ++i) cache.add("id" + std::to_string(i), p);
+  EXPECT_EQ(cache.drop_unused(), 0u);  // all used since the start
+  EXPECT_NE(cache.find("id7"), nullptr);
+  EXPECT_EQ(cache.drop_unused(), 2999u);  // only id7 was used since
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_LT(cache.capacity(), 64u);
+  EXPECT_NE(cache.find("id7"), nullptr);
+  EXPECT_EQ(cache.drop_unused(), 0u);
+  EXPECT_EQ(cache.drop_unused(), 1u);
+  cache.add("again", p);
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(PolicyLifecycle, HousekeepingSweepsEveryIntervalAndTrimsAfterADrop) {
+  int sweeps = 0;
+  std::size_t drop = 2;
+  server::Housekeeping::Options o;
+  o.sweep_every = 10 * kSec;
+  o.trim_every = 5 * kSec;
+  o.trim_after = std::numeric_limits<std::size_t>::max() / 2;  // only drops call for a trim here
+  server::Housekeeping h({[&] { ++sweeps; return drop; }}, o);
+  for (Micros t = 0; t < 25 * kSec; t += kSec) h.run(t);
+  EXPECT_EQ(sweeps, 3);  // at 0, 10 and 20 s
+  EXPECT_EQ(h.dropped(), 6u);
+#if defined(__GLIBC__)
+  EXPECT_EQ(h.trims(), 3u);  // after each sweep that dropped something
+  drop = 0;
+  for (Micros t = 25 * kSec; t < 45 * kSec; t += kSec) h.run(t);
+  EXPECT_EQ(sweeps, 5);
+  EXPECT_EQ(h.trims(), 3u);  // nothing dropped, nothing freed
+#endif
+}
+
+TEST(PolicyLifecycle, HousekeepingTrimsOnceTheFreeHeapHasGrown) {
+  server::Housekeeping::Options o;
+  o.trim_every = 5 * kSec;
+  server::Housekeeping h({}, o);
+#if defined(__GLIBC__) && !defined(FLOODGATE_SANITIZED)  // the sanitizers have their own heap
+  std::vector<std::unique_ptr<char[]>> pins;  // small blocks kept between the big ones, as in a flood
+  {
+    std::vector<std::unique_ptr<char[]>> blocks;  // 16 MiB in blocks below the mmap threshold
+    for (int i = 0; i < 256; ++i) {
+      blocks.push_back(std::make_unique<char[]>(64 << 10));
+      blocks.back()[0] = 1;
+      pins.push_back(std::make_unique<char[]>(16));
+    }
+    h.run(0);  // the lowest free heap seen
+  }
+  EXPECT_GE(server::Housekeeping::free_heap(), std::size_t{8} << 20);
+  const std::uint64_t before = h.trims();
+  h.run(6 * kSec);
+  EXPECT_EQ(h.trims(), before + 1);
+  h.run(12 * kSec);  // nothing freed since: no trim
+  EXPECT_EQ(h.trims(), before + 1);
+  EXPECT_GE(h.longest_trim(), 0);
+#else
+  h.run(0);
+  EXPECT_EQ(h.trims(), 0u);
+#endif
 }
 
 }  // namespace

@@ -8,10 +8,6 @@
 #include <limits>
 #include <optional>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include "absl/container/flat_hash_map.h"
 #include "storage/memory/locks.hpp"
 #include "storage/memory/table.hpp"
@@ -90,7 +86,6 @@ struct MemoryStorage::Directory {
   std::atomic<std::uint64_t> freed{0};       // idle tables freed
   std::atomic<std::uint64_t> evictions{0};   // keys, of tables already freed
   std::atomic<std::uint64_t> reclaimed{0};   // likewise
-  std::atomic<std::size_t> freed_since_trim{0};
   std::size_t request_tables = 0;  // exclusive mode: tables with made_by_request
 
   Table* find(const Policy& policy) const {
@@ -115,7 +110,12 @@ struct MemoryStorage::Directory {
     if (it->second->made_by_request) --request_tables;
     tables.erase(it);
     generation.store(next_generation(), std::memory_order_relaxed);
-    freed_since_trim.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Exclusive mode: gives back the directory's slots once mostly empty (a flood's thousands of
+  // tables gone, their slots would stay: an absl map never shrinks by itself).
+  void shrink() {
+    if (tables.size() * 4 < tables.capacity()) tables.rehash(0);
   }
 
   // Exclusive mode: frees every table idle past its lifetime.
@@ -132,6 +132,7 @@ struct MemoryStorage::Directory {
       }
     }
     freed.fetch_add(n, std::memory_order_relaxed);
+    if (n > 0) shrink();
     return n;
   }
 
@@ -155,16 +156,6 @@ struct MemoryStorage::Directory {
       erase(oldest);
       evicted.fetch_add(1, std::memory_order_relaxed);
     }
-  }
-
-  // Outside the lock: gives freed memory back to the system after a batch of frees (glibc keeps
-  // it otherwise, and the process's RSS would not come back down when the flood is over).
-  void trim(std::size_t batch) {
-    std::size_t n = freed_since_trim.load(std::memory_order_relaxed);
-    if (n == 0 || n < batch || !freed_since_trim.compare_exchange_strong(n, 0)) return;
-#if defined(__GLIBC__)
-    malloc_trim(0);
-#endif
   }
 };
 
@@ -204,9 +195,7 @@ absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_
 // A policy without a table: exclusive mode, make room, add its table and decide in it.
 Decision MemoryStorage::apply_new(const Policy& policy, std::string_view key, std::int64_t cost,
                                   Effect effect, Micros now) {
-  const Decision d = add_and_apply(policy, key, cost, effect, now);
-  dir_->trim(1024);
-  return d;
+  return add_and_apply(policy, key, cost, effect, now);
 }
 
 Decision MemoryStorage::add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost,
@@ -238,24 +227,17 @@ std::size_t MemoryStorage::collect(Micros now) {
     });
     if (!any) return 0;  // the common case takes no exclusive mode
   }
-  std::size_t n = 0;
-  {
-    std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
-    n = dir_->free_idle(now);
-  }
-  dir_->trim(1);
-  return n;
+  std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
+  return dir_->free_idle(now);
 }
 
 void MemoryStorage::forget(const Policy& policy) {
-  {
-    std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
-    const auto it = dir_->tables.find(&policy);
-    if (it == dir_->tables.end()) return;
-    dir_->erase(it);
-    dir_->freed.fetch_add(1, std::memory_order_relaxed);
-  }
-  dir_->trim(64);
+  std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
+  const auto it = dir_->tables.find(&policy);
+  if (it == dir_->tables.end()) return;
+  dir_->erase(it);
+  dir_->freed.fetch_add(1, std::memory_order_relaxed);
+  dir_->shrink();
 }
 
 absl::Status MemoryStorage::clear(const Policy& policy, std::string_view key) {
@@ -273,6 +255,11 @@ std::size_t MemoryStorage::size(const Policy& policy) const {
 std::size_t MemoryStorage::policies() const {
   detail::SharedGuard shared(dir_->lock);
   return dir_->tables.size();
+}
+
+std::size_t MemoryStorage::policy_slots() const {
+  detail::SharedGuard shared(dir_->lock);
+  return dir_->tables.capacity();
 }
 
 std::uint64_t MemoryStorage::policies_evicted() const noexcept {
