@@ -40,11 +40,11 @@ constexpr const char* kMinute = "1700000100";
 class RedisEnvoyproxy : public ::testing::Test {
  protected:
   // A service over Redis with envoyproxy's layout (prefix_) or, `layout` false, floodgate's.
-  std::unique_ptr<RlsService> service(bool layout) {
+  std::unique_ptr<RlsService> service(bool layout, bool cluster = false) {
     auto config = std::make_shared<server::RlsConfig>();
     EXPECT_TRUE(server::parse_rls_file(kRules, "rules.yaml", *config).ok());
     const std::string query = layout ? "key_layout=envoyproxy&envoyproxy_prefix=" + prefix_ : "prefix=" + prefix_;
-    auto storage = testing::open_url(testing::single_url(query));
+    auto storage = testing::open_url(cluster ? testing::cluster_url(query) : testing::single_url(query));
     auto s = std::make_unique<RlsService>(storage, clock_, server::RlsLimits{});
     s->reload(config);
     return s;
@@ -77,6 +77,22 @@ TEST_F(RedisEnvoyproxy, EnvoyproxysCountsAreEnforcedByFloodgate) {
   EXPECT_EQ(raw_.cmd({"INCRBY", key, "1"}), "11");  // envoyproxy: 11 > 10, over limit
   auto separate = service(false);
   EXPECT_EQ(admitted(*separate, {{"k", "v"}}), 10);
+}
+
+// The same in a cluster: envoyproxy's keys have no hash tag, each goes to its own slot's master
+// (the stand-in writes to the node that owns it, as envoyproxy's cluster client does).
+TEST_F(RedisEnvoyproxy, EnvoyproxysCountsAreSharedInACluster) {
+  const std::string key = prefix_ + "d_k_v_" + kHour;
+  std::unique_ptr<testing::Raw> owner;
+  for (const int port : testing::cluster_ports()) {
+    auto raw = std::make_unique<testing::Raw>(port);
+    if (raw->cmd({"GET", key}).find("MOVED") == std::string::npos) owner = std::move(raw);
+  }
+  ASSERT_NE(owner, nullptr);
+  EXPECT_EQ(owner->cmd({"INCRBY", key, "6"}), "6");
+  auto shared = service(true, true);
+  EXPECT_EQ(admitted(*shared, {{"k", "v"}}), 4);
+  EXPECT_EQ(owner->cmd({"GET", key}), "10");
 }
 
 // floodgate's hits land at envoyproxy's key, with its TTL (one unit); a share_threshold wildcard
