@@ -30,6 +30,10 @@ struct StorageTraits {
   /// apply_group is atomic by itself, also against other processes. When false, Limiter holds
   /// per-key locks of this process around a group call.
   bool atomic_groups = false;
+  /// The rules of the gRPC service that qualify (envoyproxy_window, storage/envoyproxy_layout.hpp)
+  /// are kept in envoyproxy/ratelimit's keys: the service then passes their keys in that form
+  /// (Redis with `key_layout=envoyproxy`, docs/envoy.md "Rolling migration").
+  bool envoyproxy_keys = false;
 };
 
 /// One counter of a storage's own, for /metrics (e.g. the memory store's evictions).

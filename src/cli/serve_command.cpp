@@ -183,6 +183,9 @@ struct Reloader {
           "{} has no policies: it would remove all {} (an empty or half-written file?)", args.config_path,
           service.config()->policies.size()));
     }
+    if (refused.ok() && next->config.tls.http != service.config()->tls.http) {
+      refused = absl::FailedPreconditionError("changing tls.http needs a restart");
+    }
     if (refused.ok()) refused = install_tls(next->tls);
     if (!refused.ok()) {
       counters.failed();
@@ -300,9 +303,11 @@ int run(const ServeArgs& args) {
     housekeeping.render(out);
     if (r != nullptr) r->metrics().render(out);
   });
-  server::HttpServer http(service, *installed, tls->get());
+  // tls.http false (envoyproxy's GRPC_SERVER_USE_TLS): the certificate is the gRPC service's only.
+  const server::TlsState* http_tls = installed->tls.http ? tls->get() : nullptr;
+  server::HttpServer http(service, *installed, http_tls);
   if (auto s = http.start(); !s.ok()) return failed_to_start(s);
-  log_started(*installed, http.port(), *tls != nullptr);
+  log_started(*installed, http.port(), http_tls != nullptr);
   // The signals are ours before the port files say that we are up: a SIGHUP or SIGTERM sent by
   // whoever waits for those files must not meet the default action (exit).
   boost::asio::io_context control;

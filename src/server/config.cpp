@@ -134,7 +134,8 @@ void parse_admin(const std::string& source, const YAML::Node& admin, AdminSettin
 // Paths only: the files themselves are read and checked by load_tls (server/tls.hpp), after the
 // command line has had its say.
 void parse_tls(const std::string& source, const YAML::Node& tls, TlsSettings& t) {
-  check_keys(source, tls, {"cert_file", "key_file", "client_ca_file"}, "tls");
+  check_keys(source, tls, {"cert_file", "key_file", "client_ca_file", "http"}, "tls");
+  if (tls["http"]) t.http = scalar<bool>(source, tls["http"], "tls.http");
   for (auto [key, into] : {std::pair{"cert_file", &t.cert_file}, std::pair{"key_file", &t.key_file},
                            std::pair{"client_ca_file", &t.client_ca_file}}) {
     if (!tls[key]) continue;

@@ -109,6 +109,10 @@ struct TlsSettings {
   std::string cert_file;       ///< PEM: the certificate, then its intermediates; empty: plain text
   std::string key_file;        ///< PEM: the private key of the certificate
   std::string client_ca_file;  ///< PEM: CAs of client certificates; set: mTLS (a certificate required)
+  /// `tls.http` (default true): the HTTP listener speaks TLS too. false: TLS on the gRPC service
+  /// only, the HTTP listener (health checks, /metrics, /json) stays plain text, as
+  /// envoyproxy/ratelimit's GRPC_SERVER_USE_TLS does (--envoyproxy-env sets it so).
+  bool http = true;
 
   [[nodiscard]] bool enabled() const noexcept { return !cert_file.empty() || !key_file.empty(); }
   [[nodiscard]] bool mutual() const noexcept { return !client_ca_file.empty(); }

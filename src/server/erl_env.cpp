@@ -131,7 +131,14 @@ absl::StatusOr<std::string> redis_url(const Environment& env) {
   }
   auto tls = flag(env, "REDIS_TLS", false);
   if (!tls.ok()) return tls.status();
-  std::string options = fmt::format("?timeout_ms={}&pool={}", *ms, pool);
+  // envoyproxy's key layout, so that its pods and these count together during a rollout
+  // (docs/envoy.md, "Rolling migration"); CACHE_KEY_PREFIX is its prefix.
+  const std::string prefix = get(env, "CACHE_KEY_PREFIX", "");
+  if (prefix.find_first_of("&=") != std::string::npos) {
+    return bad("CACHE_KEY_PREFIX", prefix, "'&' and '=' cannot be passed in the storage URL");
+  }
+  std::string options = fmt::format("?timeout_ms={}&pool={}&key_layout=envoyproxy", *ms, pool);
+  if (!prefix.empty()) options += "&envoyproxy_prefix=" + prefix;
   if (*tls) {
     auto t = tls_options(env);
     if (!t.ok()) return t.status();
@@ -147,6 +154,24 @@ absl::StatusOr<std::string> redis_url(const Environment& env) {
   if (type == "cluster") return fmt::format("redis{}-cluster://{}{}{}", s, at, url, options);
   if (type == "sentinel") return sentinel_url(env, url, options, *tls);
   return bad("REDIS_TYPE", type, "expected single, cluster or sentinel");
+}
+
+// GRPC_SERVER_USE_TLS and its files → the service's certificate, on the gRPC listener only (as
+// envoyproxy: PORT stays plain text). A client CA requires client certificates, as there.
+Status grpc_tls(const Environment& env, Config& c) {
+  auto on = flag(env, "GRPC_SERVER_USE_TLS", false);
+  if (!on.ok()) return on.status();
+  if (!*on) return absl::OkStatus();
+  const std::string cert = get(env, "GRPC_SERVER_TLS_CERT", "");
+  const std::string key = get(env, "GRPC_SERVER_TLS_KEY", "");
+  if (cert.empty() || key.empty()) {
+    return bad("GRPC_SERVER_USE_TLS", "true", "needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");
+  }
+  c.tls.cert_file = cert;
+  c.tls.key_file = key;
+  c.tls.client_ca_file = get(env, "GRPC_CLIENT_TLS_CACERT", "");
+  c.tls.http = false;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -173,6 +198,7 @@ absl::StatusOr<std::vector<std::string>> apply_erl_env(const Environment& env, C
   auto storage = redis_url(env);
   if (!storage.ok()) return storage.status();
   c.storage = *storage;
+  if (auto s = grpc_tls(env, c); !s.ok()) return s;
   c.log_level = lower(get(env, "LOG_LEVEL", "warn"));
   if (c.log_level == "warning") c.log_level = "warn";
   if (c.log_level == "fatal" || c.log_level == "panic") c.log_level = "critical";

@@ -20,7 +20,10 @@ using Environment = std::map<std::string, std::string, std::less<>>;
 /// RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY → the rules directory (root/sub/app,
 /// watched for changes like any rules directory); REDIS_URL/REDIS_TYPE (single, cluster)/
 /// REDIS_SOCKET_TYPE (tcp, unix)/REDIS_AUTH/REDIS_POOL_SIZE/REDIS_TIMEOUT (a Go duration) → the
-/// storage URL (BACKEND_TYPE must be redis); LOG_LEVEL; LIMIT_RESPONSE_HEADERS_ENABLED;
+/// storage URL (BACKEND_TYPE must be redis), with envoyproxy's key layout for the fixed-window
+/// rules (key_layout=envoyproxy, CACHE_KEY_PREFIX as envoyproxy_prefix: its pods and floodgate's
+/// share the counts during a rollout); GRPC_SERVER_USE_TLS with GRPC_SERVER_TLS_CERT/_KEY and
+/// GRPC_CLIENT_TLS_CACERT → the service's certificate on the gRPC listener only; LOG_LEVEL; LIMIT_RESPONSE_HEADERS_ENABLED;
 /// MERGE_DOMAIN_CONFIG; RESPONSE_DYNAMIC_METADATA; SHADOW_MODE; QUOTA_MODE.
 ///
 /// Returns one warning per variable that is set but that floodgate does not honour (or honours

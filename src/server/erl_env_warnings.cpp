@@ -19,9 +19,7 @@ constexpr Unhonoured kUnhonoured[] = {
     {"GRPC_UDS", "the gRPC service listens on GRPC_HOST:GRPC_PORT only"},
     {"GRPC_MAX_CONNECTION_AGE", "connections are not aged out"},
     {"GRPC_MAX_CONNECTION_AGE_GRACE", "connections are not aged out"},
-    {"GRPC_SERVER_USE_TLS", "TLS is not mapped from the environment yet"},
-    {"GRPC_SERVER_TLS_*", "TLS is not mapped from the environment yet"},
-    {"GRPC_CLIENT_TLS_*", "TLS is not mapped from the environment yet"},
+    {"GRPC_CLIENT_TLS_SAN", "any client certificate signed by GRPC_CLIENT_TLS_CACERT is accepted"},
     {"LOG_FORMAT", "logs are text lines"},
     {"FORCE_START_WITHOUT_INITIAL_CONFIG", "the rules directory must exist at start"},
     {"CONFIG_GRPC_XDS_*", "rules come from files only (no xDS)"},
@@ -35,15 +33,14 @@ constexpr Unhonoured kUnhonoured[] = {
     {"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "metric names are floodgate's (docs/envoy.md)"},
     {"RUNTIME_IGNOREDOTFILES", "every *.yaml/*.yml file of the directory is read, subdirectories not"},
     {"RUNTIME_WATCH_ROOT", "the rules directory itself is watched"},
-    {"EXPIRATION_JITTER_MAX_SECONDS", "keys expire when their window ends"},
-    {"CACHE_KEY_PREFIX", "floodgate's Redis keys have their own layout and prefix (docs/redis.md)"},
+    {"EXPIRATION_JITTER_MAX_SECONDS", "keys expire one unit after their last hit, without jitter"},
     {"LIMIT_LIMIT_HEADER", "the headers are RateLimit, RateLimit-Policy and X-RateLimit-*"},
     {"LIMIT_REMAINING_HEADER", "the headers are RateLimit, RateLimit-Policy and X-RateLimit-*"},
     {"LIMIT_RESET_HEADER", "the headers are RateLimit, RateLimit-Policy and X-RateLimit-*"},
     {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "healthy once started (the rules are loaded before)"},
     {"REDIS_PIPELINE_*", "floodgate coalesces concurrent requests by itself"},
     {"REDIS_CLUSTER_PIPELINE_PARALLELISM", "floodgate coalesces concurrent requests by itself"},
-    {"REDIS_PERSECOND*", "one Redis holds every unit"},
+    {"REDIS_PERSECOND*", "one Redis holds every unit (so per-second rules do not share envoyproxy's per-second keys)"},
     {"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "broken connections are replaced when used"},
     {"REDIS_POOL_ON_EMPTY_BEHAVIOR", "a caller waits for a pooled connection up to REDIS_TIMEOUT"},
     {"REDIS_STARTUP_*", "Redis is connected lazily, with backoff"},
@@ -70,6 +67,11 @@ void conditional(const Environment& env, const Config& c, std::vector<std::strin
   }
   if (const auto* v = value("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"); v != nullptr && (*v == "false" || *v == "0")) {
     out.push_back("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false is not honoured: floodgate never charges a refused request");
+  }
+  if (!c.tls.enabled()) {  // envoyproxy ignores them too; named so that nobody thinks TLS is on
+    for (const char* n : {"GRPC_SERVER_TLS_CERT", "GRPC_SERVER_TLS_KEY", "GRPC_CLIENT_TLS_CACERT"}) {
+      if (value(n) != nullptr) out.push_back(fmt::format("{} is not used: GRPC_SERVER_USE_TLS is not true", n));
+    }
   }
   if (const auto* v = value("USE_STATSD"); v != nullptr && (*v == "true" || *v == "1")) {
     out.push_back("USE_STATSD=true is not honoured: metrics are Prometheus text on PORT/metrics only");

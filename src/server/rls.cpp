@@ -13,6 +13,7 @@
 #include "floodgate/headers.hpp"
 #include "floodgate/limiter.hpp"
 #include "server/metrics.hpp"
+#include "storage/envoyproxy_layout.hpp"
 
 namespace floodgate::server {
 
@@ -36,6 +37,23 @@ std::string storage_key(std::string_view domain,
     } else {
       fmt::format_to(std::back_inserter(k), "|{}:{}={}:{}", e.key().size(), e.key(), e.value().size(), e.value());
     }
+  }
+  return k;
+}
+
+// The same descriptor in envoyproxy/ratelimit's key layout (storage/envoyproxy_layout.hpp), for a
+// storage that keeps the rule there: domain "_", then per entry key "_" value "_", a
+// share_threshold entry giving its configured pattern; the storage adds the prefix and the window.
+std::string envoyproxy_key(std::string_view domain,
+                           const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor& d,
+                           const std::vector<RlsStep>* steps) {
+  std::string k(domain);
+  k.push_back('_');
+  for (int i = 0; i < d.entries_size(); ++i) {
+    const auto& e = d.entries(i);
+    const RlsStep* step = steps != nullptr ? &(*steps)[static_cast<std::size_t>(i)] : nullptr;
+    const bool shared = step != nullptr && step->how == RlsHow::kWildcard && step->node->share_threshold;
+    k.append(e.key()).append("_").append(shared ? step->node->config_value : e.value()).append("_");
   }
   return k;
 }
@@ -73,7 +91,8 @@ std::string metric_label(const ::envoy::extensions::common::ratelimit::v3::RateL
 // ---- the service --------------------------------------------------------------------------------
 
 RlsService::RlsService(Limiter& limiter, RlsLimits limits)
-    : limiter_(limiter), limits_(limits), installed_(nullptr) {
+    : limiter_(limiter), limits_(limits), envoyproxy_keys_(limiter.storage().traits().envoyproxy_keys),
+      installed_(nullptr) {
   limiter_.expect_groups();  // multi-descriptor calls are groups: single calls on their keys wait for them
   reload(std::make_shared<const RlsConfig>());
   if (limits_.batching) {
@@ -229,7 +248,10 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
     walked = nullptr;   // and counted per descriptor, never shared
   }
   it.deny_all = it.requests_per_unit == 0 && it.unit != RlsUnit::kUnknown;  // a block list
-  if (it.policy != nullptr) it.key = storage_key(request.domain(), d, walked);
+  if (it.policy != nullptr) {
+    it.key = envoyproxy_keys_ && envoyproxy_window(*it.policy) ? envoyproxy_key(request.domain(), d, walked)
+                                                               : storage_key(request.domain(), d, walked);
+  }
   return grpc::Status::OK;
 }
 

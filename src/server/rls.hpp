@@ -133,6 +133,7 @@ class RlsService {
   std::unique_ptr<Limiter> own_limiter_;  // with the storage constructor only
   Limiter& limiter_;
   RlsLimits limits_;
+  bool envoyproxy_keys_;  // the storage keeps eligible rules in envoyproxy's keys (storage traits)
   RlsMetrics metrics_;
   Published<Installed> installed_;
   PolicyCache overrides_{1024};  // compiled limit overrides, least recently used dropped

@@ -17,7 +17,7 @@ TEST(ErlEnv, NothingSetIsEnvoyproxysDefaults) {
   EXPECT_EQ(c.rls.listen_host, "0.0.0.0");
   EXPECT_EQ(c.rls.listen_port, 8081);
   EXPECT_EQ(c.rls.config_dir, "/srv/runtime_data/current/config");
-  EXPECT_EQ(c.storage, "redis+unix:///var/run/nutcracker/ratelimit.sock?timeout_ms=10000&pool=10");
+  EXPECT_EQ(c.storage, "redis+unix:///var/run/nutcracker/ratelimit.sock?timeout_ms=10000&pool=10&key_layout=envoyproxy");
   EXPECT_EQ(c.log_level, "warn");
   EXPECT_FALSE(c.rls.response_headers || c.rls.merge_domains || c.rls.shadow_mode || c.rls.quota_mode ||
                c.rls.dynamic_metadata);
@@ -42,7 +42,7 @@ TEST(ErlEnv, EveryHonouredVariable) {
   EXPECT_EQ(c.rls.listen_host, "127.0.0.3");
   EXPECT_EQ(c.rls.listen_port, 9001);
   EXPECT_EQ(c.rls.config_dir, "/data/ratelimit/rules");
-  EXPECT_EQ(c.storage, "redis://:s3cret@redis.local:6380?timeout_ms=1500&pool=4");
+  EXPECT_EQ(c.storage, "redis://:s3cret@redis.local:6380?timeout_ms=1500&pool=4&key_layout=envoyproxy");
   EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
   EXPECT_EQ(c.log_level, "debug");
   EXPECT_TRUE(c.rls.response_headers && c.rls.merge_domains && c.rls.shadow_mode && c.rls.quota_mode &&
@@ -55,13 +55,13 @@ TEST(ErlEnv, RedisCluster) {
                              {"REDIS_URL", "10.0.0.1:7000,10.0.0.2:7000"}, {"REDIS_TIMEOUT", "250ms"}},
                             c)
                   .ok());
-  EXPECT_EQ(c.storage, "redis-cluster://10.0.0.1:7000,10.0.0.2:7000?timeout_ms=250&pool=10");
+  EXPECT_EQ(c.storage, "redis-cluster://10.0.0.1:7000,10.0.0.2:7000?timeout_ms=250&pool=10&key_layout=envoyproxy");
   EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
 }
 
 TEST(ErlEnv, EveryUnhonouredVariableIsNamed) {
   Config c;
-  auto warnings = apply_erl_env({{"CACHE_KEY_PREFIX", "erl_"}, {"NEAR_LIMIT_RATIO", "0.9"}, {"DEBUG_PORT", "6070"},
+  auto warnings = apply_erl_env({{"EXPIRATION_JITTER_MAX_SECONDS", "5"}, {"NEAR_LIMIT_RATIO", "0.9"}, {"DEBUG_PORT", "6070"},
                                  {"REDIS_PERSECOND", "true"}, {"LIMIT_RESET_HEADER", "X-Reset"},
                                  {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"},
                                  {"PROMETHEUS_ADDR", ":9090"}, {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true"},
@@ -71,7 +71,7 @@ TEST(ErlEnv, EveryUnhonouredVariableIsNamed) {
   std::string all;
   for (const auto& w : *warnings) all += w + "\n";
   EXPECT_EQ(warnings->size(), 8u) << all;
-  for (const char* name : {"CACHE_KEY_PREFIX is not honoured", "NEAR_LIMIT_RATIO=0.9", "DEBUG_PORT",
+  for (const char* name : {"EXPIRATION_JITTER_MAX_SECONDS is not honoured", "NEAR_LIMIT_RATIO=0.9", "DEBUG_PORT",
                            "REDIS_PERSECOND", "LIMIT_RESET_HEADER", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false",
                            "PROMETHEUS_ADDR=:9090", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED"}) {
     EXPECT_NE(all.find(name), std::string::npos) << name << " in\n" << all;
@@ -109,11 +109,11 @@ TEST(ErlEnv, RedisSentinel) {
                          c);
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_TRUE(w->empty()) << (*w)[0];
-  EXPECT_EQ(c.storage, "redis+sentinel://mymaster@10.0.0.1:26379,10.0.0.2:26379?timeout_ms=100&pool=10"
+  EXPECT_EQ(c.storage, "redis+sentinel://mymaster@10.0.0.1:26379,10.0.0.2:26379?timeout_ms=100&pool=10&key_layout=envoyproxy"
                        "&user=app&password=s3cret&sentinel_password=sent");
   EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
   EXPECT_EQ(redact_storage_url(c.storage),
-            "redis+sentinel://mymaster@10.0.0.1:26379,10.0.0.2:26379?timeout_ms=100&pool=10"
+            "redis+sentinel://mymaster@10.0.0.1:26379,10.0.0.2:26379?timeout_ms=100&pool=10&key_layout=envoyproxy"
             "&user=app&password=***&sentinel_password=***");
 }
 
@@ -122,7 +122,7 @@ TEST(ErlEnv, RedisTls) {
                         {"REDIS_TLS_CLIENT_CERT", "/etc/c.pem"}, {"REDIS_TLS_CLIENT_KEY", "/etc/k.pem"},
                         {"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "true"}, {"REDIS_SOCKET_TYPE", "tcp"},
                         {"REDIS_URL", "redis.local:6380"}, {"REDIS_AUTH", "s3cret"}};
-  const std::string options = "?timeout_ms=10000&pool=10&tls_ca_file=/etc/ca.pem&tls_cert_file=/etc/c.pem"
+  const std::string options = "?timeout_ms=10000&pool=10&key_layout=envoyproxy&tls_ca_file=/etc/ca.pem&tls_cert_file=/etc/c.pem"
                               "&tls_key_file=/etc/k.pem&tls_verify_hostname=false";
   Config c;
   auto w = apply_erl_env(tls, c);
@@ -144,7 +144,70 @@ TEST(ErlEnv, RedisTls) {
   Environment plain = tls;
   plain.erase("REDIS_TLS");
   ASSERT_TRUE(apply_erl_env(plain, c).ok());
-  EXPECT_EQ(c.storage, "redis://:s3cret@redis.local:6380?timeout_ms=10000&pool=10");
+  EXPECT_EQ(c.storage, "redis://:s3cret@redis.local:6380?timeout_ms=10000&pool=10&key_layout=envoyproxy");
+}
+
+// envoyproxy's GRPC_SERVER_USE_TLS: TLS on the gRPC listener only; a client CA requires client
+// certificates (RequireAndVerifyClientCert there, client_ca_file here).
+TEST(ErlEnv, GrpcServerTls) {
+  const Environment tls{{"GRPC_SERVER_USE_TLS", "true"}, {"GRPC_SERVER_TLS_CERT", "/etc/s.pem"},
+                        {"GRPC_SERVER_TLS_KEY", "/etc/s.key"}, {"GRPC_CLIENT_TLS_CACERT", "/etc/ca.pem"}};
+  Config c;
+  auto w = apply_erl_env(tls, c);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->empty()) << (*w)[0];
+  EXPECT_EQ(c.tls.cert_file, "/etc/s.pem");
+  EXPECT_EQ(c.tls.key_file, "/etc/s.key");
+  EXPECT_EQ(c.tls.client_ca_file, "/etc/ca.pem");
+  EXPECT_TRUE(c.tls.enabled() && c.tls.mutual());
+  EXPECT_FALSE(c.tls.http);  // PORT (health checks, /metrics, /json) stays plain text
+  Environment one_way = tls;
+  one_way.erase("GRPC_CLIENT_TLS_CACERT");
+  Config d;
+  ASSERT_TRUE(apply_erl_env(one_way, d).ok());
+  EXPECT_TRUE(d.tls.enabled() && !d.tls.mutual());
+  // The files without the switch: no TLS, as envoyproxy, and each one named.
+  Environment off = tls;
+  off.erase("GRPC_SERVER_USE_TLS");
+  Config e;
+  auto we = apply_erl_env(off, e);
+  ASSERT_TRUE(we.ok()) << we.status();
+  EXPECT_FALSE(e.tls.enabled());
+  EXPECT_TRUE(e.tls.http);
+  ASSERT_EQ(we->size(), 3u);
+  EXPECT_EQ((*we)[0], "GRPC_SERVER_TLS_CERT is not used: GRPC_SERVER_USE_TLS is not true");
+  // The switch without its files, or not a boolean: refused, naming the variable.
+  Config f;
+  EXPECT_EQ(apply_erl_env({{"GRPC_SERVER_USE_TLS", "true"}, {"GRPC_SERVER_TLS_CERT", "/etc/s.pem"}}, f).status().message(),
+            "GRPC_SERVER_USE_TLS=true: needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");
+  EXPECT_EQ(apply_erl_env({{"GRPC_SERVER_USE_TLS", "on"}}, f).status().message(), "GRPC_SERVER_USE_TLS=on: not a boolean");
+  // The SAN check is not done: named.
+  Environment san = tls;
+  san["GRPC_CLIENT_TLS_SAN"] = "client.local";
+  auto ws = apply_erl_env(san, f);
+  ASSERT_TRUE(ws.ok() && ws->size() == 1u);
+  EXPECT_NE((*ws)[0].find("GRPC_CLIENT_TLS_SAN is not honoured"), std::string::npos) << (*ws)[0];
+}
+
+// Rolling migration: envoyproxy's key layout, CACHE_KEY_PREFIX as its prefix.
+TEST(ErlEnv, CacheKeyPrefixIsTheEnvoyproxyLayoutsPrefix) {
+  Config c;
+  auto w = apply_erl_env({{"CACHE_KEY_PREFIX", "erl_"}, {"REDIS_SOCKET_TYPE", "tcp"}, {"REDIS_URL", "r:6379"}}, c);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->empty()) << (*w)[0];
+  EXPECT_EQ(c.storage, "redis://r:6379?timeout_ms=10000&pool=10&key_layout=envoyproxy&envoyproxy_prefix=erl_");
+  EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
+  EXPECT_EQ(apply_erl_env({{"CACHE_KEY_PREFIX", "a&b"}}, c).status().message(),
+            "CACHE_KEY_PREFIX=a&b: '&' and '=' cannot be passed in the storage URL");
+}
+
+TEST(ErlEnv, TlsHttpInTheConfigurationFile) {
+  auto c = parse_config("tls:\n  cert_file: /etc/s.pem\n  key_file: /etc/s.key\n  http: false\n", "f.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->tls.http);
+  auto d = parse_config("tls:\n  cert_file: /etc/s.pem\n  key_file: /etc/s.key\n", "f.yaml");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->tls.http);
 }
 
 TEST(ErlEnv, TheSameSwitchesInTheConfigurationFile) {

@@ -51,6 +51,10 @@ inline absl::Status io_error(const Node& node, const redisContext* c, int saved_
   return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), c->errstr));
 }
 
+/// Builds `c` for a policy kept in envoyproxy/ratelimit's keys (envoyproxy.cpp): false, leaving
+/// `c` alone, when the options or the policy do not ask for that layout (envoyproxy_window).
+bool envoyproxy_call(const RedisOptions& o, const Policy& policy, std::string_view key, std::int64_t cost,
+                     Effect effect, Micros now, RedisStorage::Call& c);
 
 }  // namespace detail
 

@@ -171,6 +171,13 @@ absl::Status parse_option(const StorageUrl& url, const std::string& name, const 
       return bad(url, "option prefix may not contain '{' or '}' (they would change the hash tag)");
     }
     o.prefix = value;
+  } else if (name == "key_layout") {
+    if (value != "envoyproxy" && value != "floodgate") {
+      return bad(url, fmt::format("option key_layout={} must be floodgate or envoyproxy", value));
+    }
+    o.envoyproxy_keys = value == "envoyproxy";
+  } else if (name == "envoyproxy_prefix") {
+    o.envoyproxy_prefix = value;
   } else if (name.rfind("tls_", 0) == 0) {
     return parse_tls_option(url, name, value, o.tls);
   } else if (name == "scripts") {
@@ -181,7 +188,7 @@ absl::Status parse_option(const StorageUrl& url, const std::string& name, const 
     o.client_clock = value == "client";
   } else {
     return bad(url, fmt::format("unknown option \"{}\" (redis takes connect_timeout_ms, timeout_ms, pool, prefix, "
-                                "clock, scripts, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, "
+                                "key_layout, envoyproxy_prefix, clock, scripts, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, "
                                 "backoff_min_ms, backoff_max_ms; rediss:// also tls_ca_file, tls_cert_file, "
                                 "tls_key_file, tls_server_name, tls_insecure, tls_verify_hostname; redis+sentinel:// also user, "
                                 "password, sentinel_user, sentinel_password, sentinel_check_ms)",
@@ -210,6 +217,9 @@ std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& ur
     if (auto s = parse_option(url, name, value, o); !s.ok()) return s;
   }
   if (o.backoff_max < o.backoff_min) o.backoff_max = o.backoff_min;
+  if (!o.envoyproxy_prefix.empty() && !o.envoyproxy_keys) {
+    return bad(url, "option envoyproxy_prefix needs key_layout=envoyproxy");
+  }
   return o;
 }
 

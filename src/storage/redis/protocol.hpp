@@ -76,6 +76,14 @@ struct RedisOptions {
   std::size_t pool = 8;
   /// `prefix`: the start of every key floodgate writes. May not contain '{' or '}'.
   std::string prefix = "floodgate:";
+  /// `key_layout=envoyproxy` (default `floodgate`): the gRPC service's fixed-window rules count in
+  /// envoyproxy/ratelimit's keys (storage/envoyproxy_layout.hpp), so that its pods and floodgate's
+  /// share one count during a rollout. Those keys are named by the caller's `now` (the service's
+  /// clock, as envoyproxy names them by its pod's clock), not by the server's TIME.
+  bool envoyproxy_keys = false;
+  /// `envoyproxy_prefix`: envoyproxy's CACHE_KEY_PREFIX, before those keys (default empty, as
+  /// there). Only with key_layout=envoyproxy.
+  std::string envoyproxy_prefix;
   /// `clock=client`: use the caller's `now` (needed by `floodgate replay`); default `redis`: the
   /// server's TIME, read inside the script, so clients with skewed clocks share one timeline.
   bool client_clock = false;
@@ -152,6 +160,11 @@ std::string state_key(std::string_view prefix, std::string_view key, std::uint64
 /// on in the same keys.
 std::string state_key(std::string_view prefix, std::string_view key, const Policy& policy,
                       std::size_t index);
+
+/// The key of an envoyproxy-layout state (key_layout=envoyproxy): prefix + key + the start of the
+/// window `now` is in, in unix seconds floored to the period's whole seconds, as
+/// envoyproxy/ratelimit names it (storage/envoyproxy_layout.hpp).
+std::string envoyproxy_key(std::string_view prefix, std::string_view key, Micros period, Micros now);
 
 /// FNV-1a 64 of the policy's state id: the same in every process and build (std::hash is not).
 std::uint64_t policy_hash(const Policy& policy) noexcept;

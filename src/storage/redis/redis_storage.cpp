@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "storage/envoyproxy_layout.hpp"
 #include "storage/redis/call.hpp"
 #include "storage/redis/scripts_gen.hpp"
 #include "storage/redis/tls.hpp"
@@ -200,6 +201,7 @@ namespace {
 absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_view key,
                        std::int64_t cost, Effect effect, Micros now, RedisStorage::Call& c) {
   if (auto s = check_policy(policy); !s.ok()) return s;
+  if (detail::envoyproxy_call(o, policy, key, cost, effect, now, c)) return absl::OkStatus();
   const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];
   c.script = &script;
   const std::size_t k = policy.limits().size();
@@ -260,7 +262,11 @@ bool RedisStorage::apply_group(std::span<const BatchItem> items, Micros now,
   args.push_back(std::to_string(options_.client_clock ? options_.client_ttl_slack.count() : 0));
   for (const BatchItem& it : items) {
     // A policy the scripts cannot run exactly: the default reports it per item.
-    if (!check_policy(*it.policy).ok()) return Storage::apply_group(items, now, out);
+    // envoyproxy's keys (key_layout=envoyproxy) are not in the group script: tested, then charged,
+    // key by key (envoyproxy charges each descriptor on its own anyway).
+    if (!check_policy(*it.policy).ok() || (options_.envoyproxy_keys && envoyproxy_window(*it.policy))) {
+      return Storage::apply_group(items, now, out);
+    }
     const std::size_t k = it.policy->limits().size();
     for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(options_.prefix, it.key, *it.policy, i));
     args.push_back(std::to_string(static_cast<int>(script_for(*it.policy)) + 1));

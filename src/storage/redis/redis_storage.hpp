@@ -68,9 +68,11 @@ class RedisStorage final : public Storage {
   /// Every server known (the cluster's masters once the slot map is read), with its breaker.
   [[nodiscard]] std::vector<ServerState> servers() const override;
   /// Networked; groups atomic on a single Redis (in a cluster a group whose keys span slots
-  /// falls back to two calls, so Limiter adds its per-key locks there).
+  /// falls back to two calls, so Limiter adds its per-key locks there; so does a group with
+  /// envoyproxy-layout keys, which are tested then charged key by key).
   [[nodiscard]] StorageTraits traits() const override {
-    return {.networked = true, .atomic_groups = !options_.cluster};
+    return {.networked = true, .atomic_groups = !options_.cluster && !options_.envoyproxy_keys,
+            .envoyproxy_keys = options_.envoyproxy_keys};
   }
 
   /// Reads the cluster's slot map now (also done on MOVED, at most every 100 ms); with Sentinel,

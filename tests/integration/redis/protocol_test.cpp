@@ -202,6 +202,26 @@ TEST(RedisUrl, RejectsBadOptionsWithoutQuotingThePassword) {
   EXPECT_EQ(o.status().message().find("hunter2"), std::string::npos) << o.status();
 }
 
+// key_layout=envoyproxy: envoyproxy/ratelimit's key names (its limiter/cache_key.go): the window
+// start is unix seconds floored to the unit, the month being 30 days as there.
+TEST(RedisEnvoyproxyKeys, NameTheWindowAsEnvoyproxyDoes) {
+  const Micros now = 1'700'000'123'456'789;
+  EXPECT_EQ(envoyproxy_key("", "d_k_v_", kMicrosPerSecond, now), "d_k_v_1700000123");
+  EXPECT_EQ(envoyproxy_key("p_", "d_k_v_", 60 * kMicrosPerSecond, now), "p_d_k_v_1700000100");
+  EXPECT_EQ(envoyproxy_key("", "d_k_v_", 3600 * kMicrosPerSecond, now), "d_k_v_1699999200");
+  EXPECT_EQ(envoyproxy_key("", "d_k_v_", 86400 * kMicrosPerSecond, now), "d_k_v_1699920000");
+  EXPECT_EQ(envoyproxy_key("", "d_k_v_", 30 * 86400 * kMicrosPerSecond, now), "d_k_v_1697760000");
+  auto o = parse("redis://h?key_layout=envoyproxy&envoyproxy_prefix=erl_");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->envoyproxy_keys);
+  EXPECT_EQ(o->envoyproxy_prefix, "erl_");
+  EXPECT_FALSE(parse("redis://h")->envoyproxy_keys);
+  EXPECT_EQ(parse("redis://h?key_layout=erl").status().message(),
+            "storage URL \"redis://h…\": option key_layout=erl must be floodgate or envoyproxy");
+  EXPECT_EQ(parse("redis://h?envoyproxy_prefix=x").status().message(),
+            "storage URL \"redis://h…\": option envoyproxy_prefix needs key_layout=envoyproxy");
+}
+
 // redis+sentinel://master-name@sentinels: the data nodes' credentials are options (the user info
 // holds the master's name), the sentinels' own are sentinel_user/sentinel_password.
 TEST(RedisUrl, ParsesSentinelUrls) {

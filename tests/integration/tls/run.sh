@@ -6,6 +6,8 @@
 #   mtls       client certificates required: refused without one (or with one of another CA)
 #   reload     SIGHUP with a new certificate: the next handshakes present it (HTTP at once, gRPC
 #              within its provider's second); SIGHUP with a broken key: the old one keeps serving
+#   erl-env    envoyproxy's GRPC_SERVER_USE_TLS variables (--envoyproxy-env): gRPC over TLS with
+#              client certificates, the HTTP port plain text
 #   bad-files  a missing, mismatched or broken file stops the start with an error naming it
 # NODE_DIR: where tests/integration/grpc/run.sh installed @grpc/grpc-js (the grpc_node fixture).
 set -euo pipefail
@@ -130,6 +132,23 @@ reload)
   check "after the broken key: gRPC still presents the good certificate" is "$(serial "$gport")" "$new"
   check "after the broken key: still answering over HTTPS" is "$(status "${auth/PORT/$hport}" --cacert "$certs/ca.crt")" 204
   check "after the broken key: still answering over gRPC" grpc_call "$certs/ca.crt"
+  ;;
+erl-env)
+  # envoyproxy's GRPC_SERVER_USE_TLS/_CERT/_KEY and GRPC_CLIENT_TLS_CACERT through --envoyproxy-env:
+  # the gRPC service speaks TLS and requires client certificates; PORT stays plain text, as there.
+  HOST=127.0.0.1 PORT=0 GRPC_HOST=127.0.0.1 GRPC_PORT=0 RUNTIME_ROOT="$here/../grpc" RUNTIME_APPDIRECTORY=rules \
+    GRPC_SERVER_USE_TLS=true GRPC_SERVER_TLS_CERT="$work/live.crt" GRPC_SERVER_TLS_KEY="$work/live.key" \
+    GRPC_CLIENT_TLS_CACERT="$certs/ca.crt" "$floodgate" serve --envoyproxy-env --storage memory --threads 2 \
+    --port-file "$work/http.port" --grpc-port-file "$work/grpc.port" 2>"$work/serve.log" &
+  echo $! >"$work/pid"
+  for _ in $(seq 400); do [[ -s "$work/http.port" ]] && break; sleep 0.05; done
+  if [[ ! -s "$work/http.port" ]]; then echo "floodgate serve did not start:"; cat "$work/serve.log"; exit 1; fi
+  hport="$(cat "$work/http.port")"
+  gport="$(cat "$work/grpc.port")"
+  check "PORT is plain HTTP: /healthcheck answered 200" is "$(status "http://127.0.0.1:$hport/healthcheck")" 200
+  check "gRPC over TLS with the client certificate: answered" grpc_call "$certs/ca.crt" "$certs/client.crt" "$certs/client.key"
+  check "gRPC over TLS without a client certificate: refused" refused "$certs/ca.crt"
+  check "gRPC trusting another CA: refused" refused "$certs/other-ca.crt" "$certs/client.crt" "$certs/client.key"
   ;;
 bad-files)
   # start_fails WHAT EXPECTED_MESSAGE serve-args…: exit status 2 and the message on stderr
