@@ -78,6 +78,13 @@ class Stream {
     if (!tls_) return asio::post(get_executor(), [h = std::forward<Handler>(handler)]() mutable { h({}); });
     tls_->async_handshake(asio::ssl::stream_base::server, std::forward<Handler>(handler));
   }
+  /// TLS: sends close_notify (then `handler`), without waiting for the peer's: OpenSSL is told it
+  /// has arrived already, as RFC 8446 §6.1 allows, so only our own write can take time.
+  template <class Handler>
+  void send_close_notify(Handler&& handler) {
+    SSL_set_shutdown(tls_->native_handle(), SSL_RECEIVED_SHUTDOWN);
+    tls_->async_shutdown(std::forward<Handler>(handler));
+  }
 
  private:
   std::optional<beast::tcp_stream> plain_;
