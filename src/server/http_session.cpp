@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <optional>
 
 #include <boost/beast/http.hpp>
@@ -34,13 +35,14 @@ class Session : public std::enable_shared_from_this<Session> {
         self->shared_->service->metrics().tls_handshake_failed();
         return self->close();
       }
+      self->handshaken_ = true;
       self->next_request();
     });
   }
 
  private:
   void next_request() {
-    if (shared_->draining.load(std::memory_order_relaxed)) return close();
+    if (shared_->draining.load(std::memory_order_relaxed)) return close(kOrderly);
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_->limits.max_header_bytes));
     parser_->body_limit(shared_->limits.max_body_bytes);
@@ -50,7 +52,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const std::size_t room = std::min<std::size_t>(1024, buffer_.max_size() - buffer_.size());
     stream_.async_read_some(buffer_.prepare(room),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                              if (ec) return self->close();
+                              if (ec) return self->close(ec == asio::error::eof);  // TLS: their close_notify
                               self->buffer_.commit(n);
                               self->read_request();
                             });
@@ -117,7 +119,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
+    if (ec == http::error::end_of_stream || ec == asio::error::eof) return close(kOrderly);
     if (ec == http::error::header_limit) return fail(http::status::request_header_fields_too_large,
                                                      "the request headers are too large");
     if (ec == http::error::body_limit) return fail(http::status::payload_too_large,
@@ -218,12 +220,23 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.lowest().expires_after(shared_->limits.write_timeout);
     asio::async_write(stream_, asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
-      if (ec || !self->keep_alive_) return self->close();
+      if (ec) return self->close();
+      if (!self->keep_alive_) return self->close(kOrderly);
       self->next_request();
     });
   }
 
-  void close() {
+  // Ends the connection. After an orderly end (an answer without keep-alive, the client's own
+  // end, draining) a TLS connection first sends close_notify, so that the client can tell the end
+  // from a truncation; within kCloseNotifyTimeout (a peer that reads nothing cannot hold it longer).
+  static constexpr bool kOrderly = true;
+  static constexpr std::chrono::milliseconds kCloseNotifyTimeout{1000};
+  void close(bool orderly = false) {
+    if (orderly && handshaken_) {
+      handshaken_ = false;
+      stream_.lowest().expires_after(kCloseNotifyTimeout);
+      return stream_.send_close_notify([self = shared_from_this()](beast::error_code) { self->close(); });
+    }
     beast::error_code ignored;
     stream_.lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.lowest().socket().close(ignored);
@@ -239,6 +252,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Service::Pending pending_;
   std::string out_;
   bool keep_alive_ = false;
+  bool handshaken_ = false;  // TLS, until close_notify is sent
 };
 
 // On a storage thread: decides a batch with one round trip, then answers the requests back on

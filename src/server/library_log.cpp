@@ -15,6 +15,7 @@ namespace {
 
 std::atomic<std::uint32_t> g_per_second{10};
 std::atomic<std::uint64_t> g_suppressed{0};
+std::atomic<std::uint64_t> g_grpc_tls_failures{0};
 std::mutex g_mu;
 std::int64_t g_second = 0;            // guarded by g_mu: the second being counted
 std::uint32_t g_lines = 0;            // guarded by g_mu: lines written in it
@@ -50,6 +51,10 @@ bool library_log(int spdlog_level, std::string_view source, std::string_view mes
 void set_library_log_rate(std::uint32_t per_second) noexcept {
   g_per_second.store(per_second, std::memory_order_relaxed);
 }
+
+void count_grpc_tls_handshake_failure() noexcept { g_grpc_tls_failures.fetch_add(1, std::memory_order_relaxed); }
+
+std::uint64_t grpc_tls_handshake_failures() noexcept { return g_grpc_tls_failures.load(std::memory_order_relaxed); }
 
 std::uint64_t library_log_suppressed() noexcept { return g_suppressed.load(std::memory_order_relaxed); }
 

@@ -1,5 +1,6 @@
 // protobuf's and gRPC's log handlers, routed through library_log (library_log.hpp).
 #include <string>
+#include <string_view>
 
 #include <grpc/support/log.h>
 #include <google/protobuf/stubs/logging.h>
@@ -19,6 +20,10 @@ void from_protobuf(google::protobuf::LogLevel level, const char* file, int line,
 }
 
 void from_grpc(gpr_log_func_args* args) {
+  constexpr std::string_view kHandshakeFailed = "Handshake failed with fatal error";
+  if (args->message != nullptr && std::string_view(args->message).starts_with(kHandshakeFailed)) {
+    count_grpc_tls_handshake_failure();
+  }
   const int l = args->severity == GPR_LOG_SEVERITY_ERROR  ? spdlog::level::err
                 : args->severity == GPR_LOG_SEVERITY_INFO ? spdlog::level::info
                                                           : spdlog::level::debug;

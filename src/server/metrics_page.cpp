@@ -15,6 +15,9 @@ bool Service::route_metrics(const Request&, Response& res, Pending&, const Insta
              limiter_.degraded_count());
   out.single("floodgate_library_log_suppressed_total", "counter",
              "Log lines of libraries (protobuf, gRPC) dropped by the log's rate limit.", library_log_suppressed());
+  out.single("floodgate_grpc_tls_handshake_failures_total", "counter",
+             "TLS handshakes on the gRPC listener that failed (mTLS refusals among them).",
+             grpc_tls_handshake_failures());
   const Storage& storage = limiter_.storage();
   for (const StorageCounter& c : storage.counters()) out.single(c.name, "counter", c.help, c.value);
   const auto servers = storage.servers();

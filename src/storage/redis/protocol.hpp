@@ -220,6 +220,12 @@ struct NextStep {
 /// (the sentinel does not know the master), Unavailable for an error reply, Internal otherwise.
 absl::StatusOr<Endpoint> parse_master_addr(const redisReply* reply, std::string_view master);
 
+/// The `config-epoch` field of the reply to SENTINEL MASTER (a flat array of field names and
+/// values): the configuration epoch in which the sentinel learned the master's address; a higher
+/// one is a later failover. Errors: Unavailable for an error reply, Internal when the field is
+/// missing or not a non-negative integer.
+absl::StatusOr<std::int64_t> parse_config_epoch(const redisReply* reply);
+
 /// Whether a ROLE reply says "master".
 bool role_is_master(const redisReply* reply) noexcept;
 

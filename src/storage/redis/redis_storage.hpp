@@ -109,7 +109,14 @@ class RedisStorage final : public Storage {
   void start_sentinels();
   void stop_sentinels();
   absl::Status resolve_master(bool force);
-  absl::StatusOr<Endpoint> ask_sentinel(Node& sentinel);
+  // One sentinel's view: the master's address and the configuration epoch it belongs to (-1: the
+  // sentinel did not say; such an answer comes after any with an epoch).
+  struct SentinelAnswer {
+    Endpoint master;
+    std::int64_t epoch = -1;
+  };
+  absl::StatusOr<SentinelAnswer> ask_sentinel(Node& sentinel);
+  absl::Status adopt_master(const std::vector<SentinelAnswer>& answers, bool force);
   absl::Status check_master(Node& node);
   absl::Status no_master() const;
   void watch_sentinels();
@@ -130,7 +137,6 @@ class RedisStorage final : public Storage {
   std::vector<std::unique_ptr<Node>> sentinels_;
   Node* master_ = nullptr;                                 // guarded by mu_
   std::string master_error_;                               // guarded by mu_: why none yet
-  std::size_t sentinel_next_ = 0;                          // guarded by refresh_mu_
   std::mutex watch_mu_;
   std::condition_variable watch_cv_;
   bool stop_ = false;                                      // guarded by watch_mu_

@@ -148,6 +148,24 @@ absl::StatusOr<Endpoint> parse_master_addr(const redisReply* reply, std::string_
   return e;
 }
 
+absl::StatusOr<std::int64_t> parse_config_epoch(const redisReply* reply) {
+  if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
+    return absl::UnavailableError(fmt::format("SENTINEL MASTER: {}", std::string(reply->str, reply->len)));
+  }
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) return absl::InternalError("malformed reply to SENTINEL MASTER");
+  for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+    const redisReply* name = reply->element[i];
+    const redisReply* value = reply->element[i + 1];
+    if (name->type != REDIS_REPLY_STRING || std::string_view(name->str, name->len) != "config-epoch") continue;
+    long long epoch = -1;
+    if (value->type == REDIS_REPLY_STRING && to_int(std::string_view(value->str, value->len), epoch) && epoch >= 0) {
+      return static_cast<std::int64_t>(epoch);
+    }
+    break;
+  }
+  return absl::InternalError("no config-epoch in the reply to SENTINEL MASTER");
+}
+
 bool role_is_master(const redisReply* reply) noexcept {
   return reply != nullptr && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
          (reply->element[0]->type == REDIS_REPLY_STRING || reply->element[0]->type == REDIS_REPLY_STATUS) &&

@@ -1,14 +1,21 @@
-// Redis Sentinel: the storage's one server is the master that the sentinels name. It is asked of
-// the sentinels in turn (the one that answered last first), checked with ROLE on the node itself
-// when it changes (and on every probe), and asked again after a failed call (connection error,
-// timeout, READONLY: run.cpp) and every `sentinel_check_ms` by a thread of the storage, so a
-// failover that breaks no connection
+// Redis Sentinel: the storage's one server is the master that the sentinels name. Every sentinel
+// is asked (SENTINEL get-master-addr-by-name, and SENTINEL MASTER for its config-epoch), and the
+// answer of the highest configuration epoch is followed: during a failover the sentinels that have
+// not heard of it yet still name the deposed master, which says it is a master until the sentinels
+// reconfigure it, so "the first sentinel that answers" may keep the storage on it for seconds.
+// The node chosen is checked with ROLE when it changes (and on every probe); when it is not a
+// master, the next answer (by epoch, then the sentinels' order) is tried. The sentinels are asked
+// again after a failed call (connection error, timeout, READONLY: run.cpp) and every
+// `sentinel_check_ms` by a thread of the storage, so a failover that breaks no connection
 // (SENTINEL FAILOVER leaves the old master writable until the sentinels turn it into a replica)
 // is seen within that time. While no sentinel names a master that says it is one, the storage
 // keeps the master it had: sentinels that are all down do not stop a working master.
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -86,7 +93,7 @@ absl::Status RedisStorage::no_master() const {
       fmt::format("redis sentinel: no master \"{}\" found yet: {}", options_.sentinel_master, master_error_));
 }
 
-absl::StatusOr<Endpoint> RedisStorage::ask_sentinel(Node& sentinel) {
+absl::StatusOr<RedisStorage::SentinelAnswer> RedisStorage::ask_sentinel(Node& sentinel) {
   auto r = command(sentinel, {"SENTINEL", "get-master-addr-by-name", options_.sentinel_master});
   if (!r.ok()) return r.status();
   auto addr = parse_master_addr(r->get(), options_.sentinel_master);
@@ -94,7 +101,12 @@ absl::StatusOr<Endpoint> RedisStorage::ask_sentinel(Node& sentinel) {
     return absl::Status(addr.status().code(),
                         fmt::format("sentinel {}: {}", sentinel.endpoint().name(), std::string(addr.status().message())));
   }
-  return addr;
+  SentinelAnswer answer{*std::move(addr), -1};
+  // Without an epoch (an old sentinel, a refused command) the address still counts, after others.
+  if (auto m = command(sentinel, {"SENTINEL", "MASTER", options_.sentinel_master}); m.ok()) {
+    if (auto epoch = parse_config_epoch(m->get()); epoch.ok()) answer.epoch = *epoch;
+  }
+  return answer;
 }
 
 absl::Status RedisStorage::check_master(Node& node) {
@@ -116,15 +128,38 @@ absl::Status RedisStorage::resolve_master(bool force) {
   if (!force && steady_micros() - last_refresh_.load() < kAskAtMostEveryMicros) return absl::OkStatus();
   last_refresh_.store(steady_micros());
   absl::Status last = absl::UnavailableError("no sentinel");
-  const std::size_t n = sentinels_.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t at = (sentinel_next_ + i) % n;
-    auto addr = ask_sentinel(*sentinels_[at]);
-    if (!addr.ok()) {
-      last = addr.status();
-      continue;
+  std::vector<SentinelAnswer> answers;
+  for (const auto& sentinel : sentinels_) {
+    auto answer = ask_sentinel(*sentinel);
+    if (answer.ok()) {
+      answers.push_back(*std::move(answer));
+    } else {
+      last = answer.status();
     }
-    Node& node = node_named(*addr);
+  }
+  // The latest configuration first; among equal epochs, the sentinels' order.
+  std::stable_sort(answers.begin(), answers.end(),
+                   [](const SentinelAnswer& a, const SentinelAnswer& b) { return a.epoch > b.epoch; });
+  if (!answers.empty()) {
+    const absl::Status s = adopt_master(answers, force);
+    if (s.ok()) return s;
+    last = s;
+  }
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  master_error_ = std::string(last.message());
+  return absl::UnavailableError(fmt::format("redis sentinel: no master \"{}\" found: {}",
+                                            options_.sentinel_master, master_error_));
+}
+
+// The first of `answers` (in order) whose node says it is a master becomes the master.
+absl::Status RedisStorage::adopt_master(const std::vector<SentinelAnswer>& answers, bool force) {
+  absl::Status last;
+  std::vector<std::string> tried;
+  for (const SentinelAnswer& answer : answers) {
+    std::string name = answer.master.name();
+    if (std::find(tried.begin(), tried.end(), name) != tried.end()) continue;
+    tried.push_back(std::move(name));
+    Node& node = node_named(answer.master);
     bool same = false;
     {
       std::shared_lock<std::shared_mutex> lock(mu_);
@@ -135,15 +170,11 @@ absl::Status RedisStorage::resolve_master(bool force) {
       last = s;
       continue;
     }
-    sentinel_next_ = at;
     std::unique_lock<std::shared_mutex> lock(mu_);
     master_ = &node;
     return absl::OkStatus();
   }
-  std::unique_lock<std::shared_mutex> lock(mu_);
-  master_error_ = std::string(last.message());
-  return absl::UnavailableError(fmt::format("redis sentinel: no master \"{}\" found: {}",
-                                            options_.sentinel_master, master_error_));
+  return last;
 }
 
 }  // namespace floodgate::redis

@@ -275,6 +275,24 @@ TEST(RedisSentinelReplies, MasterAddressAndRole) {
   freeReplyObject(r);
 }
 
+// SENTINEL MASTER's config-epoch: which of two disagreeing sentinels knows the later failover.
+TEST(RedisSentinelReplies, ConfigEpoch) {
+  redisReply* r = read_resp("*6\r\n$4\r\nname\r\n$1\r\nm\r\n$12\r\nconfig-epoch\r\n$2\r\n17\r\n$5\r\nflags\r\n$6\r\nmaster\r\n");
+  auto epoch = parse_config_epoch(r);
+  freeReplyObject(r);
+  ASSERT_TRUE(epoch.ok()) << epoch.status();
+  EXPECT_EQ(*epoch, 17);
+  r = read_resp("-ERR No such master with that name\r\n");
+  EXPECT_EQ(parse_config_epoch(r).status().code(), absl::StatusCode::kUnavailable);
+  freeReplyObject(r);
+  r = read_resp("*2\r\n$4\r\nname\r\n$1\r\nm\r\n");  // no config-epoch
+  EXPECT_EQ(parse_config_epoch(r).status().code(), absl::StatusCode::kInternal);
+  freeReplyObject(r);
+  r = read_resp("*2\r\n$12\r\nconfig-epoch\r\n$2\r\n-1\r\n");
+  EXPECT_EQ(parse_config_epoch(r).status().code(), absl::StatusCode::kInternal);
+  freeReplyObject(r);
+}
+
 // A replica answers a write with READONLY: the call fails (the fail mode decides, it is never an
 // answer) and the master is asked for again.
 TEST(RedisNextStep, ReadOnlyFailsTheCallAndAsksForTheMaster) {

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "fake_resp.hpp"
 #include "floodgate/limiter.hpp"
 #include "test_support.hpp"
 
@@ -293,6 +294,53 @@ TEST(RedisSentinel, StartsBeforeTheSentinelsKnowTheMaster) {
   EXPECT_FALSE(after->degraded);
   EXPECT_TRUE(after->allowed);
   EXPECT_EQ((*storage)->master()->port, master);
+}
+
+// A fake sentinel that names `master` in configuration epoch `epoch`.
+FakeResp::Answer fake_sentinel(int master, int epoch) {
+  return [master, epoch](const std::vector<std::string>& c) -> std::string {
+    if (c.size() == 3 && c[0] == "SENTINEL" && c[1] == "get-master-addr-by-name" && c[2] == "mymaster") {
+      return "*2\r\n" + bulk("127.0.0.1") + bulk(std::to_string(master));
+    }
+    if (c.size() == 3 && c[0] == "SENTINEL" && c[1] == "MASTER" && c[2] == "mymaster") {
+      return "*6\r\n" + bulk("name") + bulk("mymaster") + bulk("config-epoch") + bulk(std::to_string(epoch)) +
+             bulk("flags") + bulk("master");
+    }
+    return "-ERR unknown command\r\n";
+  };
+}
+
+// A fake data node whose ROLE is `role` ("master" or "slave").
+FakeResp::Answer fake_node(const std::string& role) {
+  return [role](const std::vector<std::string>& c) -> std::string {
+    if (c.size() == 1 && c[0] == "ROLE") {
+      return role == "master" ? "*3\r\n" + bulk("master") + ":0\r\n*0\r\n"
+                              : "*5\r\n" + bulk("slave") + bulk("127.0.0.1") + ":1\r\n" + bulk("connected") + ":0\r\n";
+    }
+    if (c.size() == 1 && c[0] == "PING") return "+PONG\r\n";
+    return "-ERR unknown command\r\n";
+  };
+}
+
+// Sentinels that disagree, as during a failover that some of them have not heard of yet: the
+// storage follows the answer of the highest config epoch, though the stale sentinel is listed (and
+// asked) first and the deposed master it names still says it is a master; a node that the highest
+// epoch names but whose ROLE is not master is passed over. (Before: the first sentinel's answer
+// was taken, and the storage stayed on the deposed master.)
+TEST(RedisSentinel, FollowsTheSentinelWithTheHighestConfigEpoch) {
+  FakeResp deposed(fake_node("master")), promoted(fake_node("master")), replica(fake_node("slave"));
+  FakeResp stale(fake_sentinel(deposed.port(), 3)), fresh(fake_sentinel(promoted.port(), 4));
+  FakeResp odd(fake_sentinel(replica.port(), 5));
+  for (const std::string order : {"stale,odd,fresh", "fresh,stale,odd"}) {
+    std::string hosts;
+    for (const FakeResp* s : order[0] == 's' ? std::vector{&stale, &odd, &fresh} : std::vector{&fresh, &stale, &odd}) {
+      hosts += (hosts.empty() ? "" : ",") + fmt::format("127.0.0.1:{}", s->port());
+    }
+    auto storage = open_url(fmt::format("redis+sentinel://mymaster@{}?timeout_ms=500", hosts));
+    ASSERT_NE(storage, nullptr) << order;
+    ASSERT_TRUE(storage->master().has_value()) << order;
+    EXPECT_EQ(storage->master()->port, promoted.port()) << order << ": deposed " << deposed.port();
+  }
 }
 
 }  // namespace

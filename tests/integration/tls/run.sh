@@ -82,6 +82,24 @@ https)
   check "curl without the CA: verification fails" is "$(status "$url")" failed
   check "curl trusting another CA: verification fails" is "$(status "$url" --cacert "$certs/other-ca.crt")" failed
   check "plain HTTP to the HTTPS port gets no answer" is "$(status "http://127.0.0.1:$hport/healthz")" failed
+  # An answer without keep-alive ends with the server's close_notify, not a bare TCP FIN.
+  printf 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' |
+    timeout 5 openssl s_client -connect "127.0.0.1:$hport" -CAfile "$certs/ca.crt" -servername localhost \
+      -ign_eof -msg >"$work/notify.out" 2>&1 || true
+  check "HTTPS: Connection: close ends with the server's close_notify" \
+    has "<<< TLS 1.3, Alert [length 0002], warning close_notify" "$work/notify.out"
+  # Failed handshakes on the gRPC port are counted (before the Node clients, whose retries would
+  # add an unknown number).
+  grpc_failures() {
+    curl -sS --cacert "$certs/ca.crt" "https://localhost:$hport/metrics" |
+      awk '$1 == "floodgate_grpc_tls_handshake_failures_total" {print $2}'
+  }
+  before="$(grpc_failures)"
+  curl -s -m 2 "http://127.0.0.1:$gport/" >/dev/null 2>&1 || true  # plain text to the TLS port
+  openssl s_client -connect "127.0.0.1:$gport" -alpn h2 -CAfile "$certs/other-ca.crt" -verify_return_error \
+    </dev/null >/dev/null 2>&1 || true
+  for _ in $(seq 50); do [[ "$(grpc_failures)" == "$((before + 2))" ]] && break; sleep 0.02; done
+  check "gRPC: the two failed TLS handshakes are counted" is "$(grpc_failures)" "$((before + 2))"
   check "gRPC over TLS: ShouldRateLimit answered OK" grpc_call "$certs/ca.crt"
   check "gRPC client trusting another CA is refused" refused "$certs/other-ca.crt"
   ;;
