@@ -79,7 +79,8 @@ struct Parser {
     for (const auto& item : rep) {
       if (!item.IsMap() || !item["name"]) fail(source, item, where + ": each replaces item needs a name");
       check_keys(source, item, {"name"}, "a replaces item");
-      auto n = scalar<std::string>(source, item["name"], "name");
+      // `- name:` with nothing after it is a null node: empty, as envoyproxy reads it.
+      auto n = item["name"].IsNull() ? std::string() : scalar<std::string>(source, item["name"], "name");
       if (n.empty()) fail(source, item, where + ": a replaces name is empty");
       r.replaces.push_back(std::move(n));
     }

@@ -117,6 +117,10 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, "
                 "replaces: [{name: \"\"}]}\n",
                 "rules.yaml:4:65: the rate_limit of \"k\": a replaces name is empty"},
+        // `- name:` with nothing after it (envoyproxy's test/config/replaces_empty.yaml does this).
+        Refused{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n"
+                "      replaces:\n        - name:\n",
+                "rules.yaml:8:11: the rate_limit of \"k\": a replaces name is empty"},
         Refused{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: minute, "
                 "requests_per_unit: 5}\n",
                 "rules.yaml:4:41: the rate_limit of \"k\": unlimited takes no unit"},
