@@ -61,8 +61,9 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
   const std::size_t asking_len = 6;
   const bool functions = functions_.load(std::memory_order_relaxed);
   for (Call* c : calls) {
-    if (c->ask_target != nullptr) lease->append(1, &asking, &asking_len);
+    // The library first: ASKING applies to the one command after it.
     if (c->load_library) append_library_load(*lease);
+    if (c->ask_target != nullptr) lease->append(1, &asking, &asking_len);
     argv.clear();
     lens.clear();
     c->fcall = c->script != nullptr && c->via == Call::Via::kAuto && functions;
@@ -95,12 +96,12 @@ bool RedisStorage::receive(Flight& flight) {
       finish_all({c}, broken);
       continue;
     }
+    void* raw = nullptr;
+    if (c->load_library && lease.reply(&raw) == REDIS_OK && raw != nullptr) library_loaded(*c, raw);
+    raw = nullptr;
     const bool asked = c->ask_target != nullptr;
     c->ask_target = nullptr;
-    void* raw = nullptr;
     if (asked && lease.reply(&raw) == REDIS_OK) freeReplyObject(raw);  // +OK to ASKING
-    raw = nullptr;
-    if (c->load_library && lease.reply(&raw) == REDIS_OK && raw != nullptr) library_loaded(*c, raw);
     raw = nullptr;
     if (lease.reply(&raw) != REDIS_OK || raw == nullptr) {
       broken = io_error(*flight.node, ctx, errno);
@@ -126,9 +127,9 @@ bool RedisStorage::follow(Call& c, const NextStep& step, const redisReply* reply
       c.via = Call::Via::kEval;
       noscript_.fetch_add(1, std::memory_order_relaxed);
       return false;
-    case NextStep::Kind::kLoadLibrary:  // once per call: a second miss means the load failed
-      if (c.load_library) c.via = Call::Via::kEvalsha;
-      c.load_library = !c.load_library;
+    case NextStep::Kind::kLoadLibrary:
+      // Load it with the next attempt, unless a load just failed (library_loaded chose EVALSHA).
+      c.load_library = c.via == Call::Via::kAuto;
       return false;
     case NextStep::Kind::kWithoutFunctions:
       functions_.store(false, std::memory_order_relaxed);
