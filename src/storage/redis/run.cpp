@@ -60,13 +60,16 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
   const char* asking = "ASKING";
   const std::size_t asking_len = 6;
   const bool functions = functions_.load(std::memory_order_relaxed);
+  bool loading = false;  // one FUNCTION LOAD per flight, before the first call that needs it
   for (Call* c : calls) {
+    c->fcall = c->script != nullptr && c->via == Call::Via::kAuto && functions;
+    c->load_library = c->load_library && c->fcall && !loading;
+    loading = loading || c->load_library;
     // The library first: ASKING applies to the one command after it.
     if (c->load_library) append_library_load(*lease);
     if (c->ask_target != nullptr) lease->append(1, &asking, &asking_len);
     argv.clear();
     lens.clear();
-    c->fcall = c->script != nullptr && c->via == Call::Via::kAuto && functions;
     for (std::size_t i = 0; i < c->argv.size(); ++i) {
       std::string_view a = c->argv[i];
       if (c->script != nullptr && i < 2) a = script_word(*c, i);
