@@ -101,8 +101,6 @@ class MemoryStorage final : public Storage {
 
  private:
   struct Directory;  // the tables by fingerprint, under a big-reader lock (memory_storage.cpp)
-  Decision apply_new(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
-                     Micros now);
   Decision add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
                          Micros now);
 

@@ -187,17 +187,12 @@ absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_
     scratch.shards = scratch.request_policy_shards = 1;
     return make_table(policy, scratch)->apply(policy, key, cost, effect, now);
   }
-  if (!d) return apply_new(policy, key, cost, effect, now);
+  if (!d) return add_and_apply(policy, key, cost, effect, now);
   if (sweep) collect(now);  // one decision a second, after it has released the directory
   return *d;
 }
 
 // A policy without a table: exclusive mode, make room, add its table and decide in it.
-Decision MemoryStorage::apply_new(const Policy& policy, std::string_view key, std::int64_t cost,
-                                  Effect effect, Micros now) {
-  return add_and_apply(policy, key, cost, effect, now);
-}
-
 Decision MemoryStorage::add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost,
                                       Effect effect, Micros now) {
   std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
