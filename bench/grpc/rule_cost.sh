@@ -8,12 +8,7 @@
 set -euo pipefail
 floodgate="$1"; load="$2"; base="${3:-}"
 seconds="${SECONDS_EACH:-8}"; reps="${REPS:-3}"; concurrency="${CONCURRENCY:-64}"
-work="$(mktemp -d)"
-cleanup() {
-  [[ -f "$work/pid" ]] && kill "$(cat "$work/pid")" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/../../tests/support/scratch_dir.sh"  # $work, cleaned up on exit
 
 mkdir -p "$work/plain" "$work/nested"
 cat >"$work/plain/bench.yaml" <<'YAML'

@@ -9,13 +9,7 @@
 set -euo pipefail
 floodgate="$1"; load="$2"; seconds="${3:-10}"; rounds="${4:-3}"
 here="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d)"
-cleanup() {
-  for p in "$work"/*.pid; do [[ -f "$p" ]] && kill "$(cat "$p")" 2>/dev/null || true; done
-  sleep 0.3
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$here/../../tests/support/scratch_dir.sh"  # $work, cleaned up on exit
 "$here/../../tests/support/make_test_certs.sh" "$work/certs" >"$work/certs.log" 2>&1
 mkdir -p "$work/rules"
 cat >"$work/rules/bench.yaml" <<YAML

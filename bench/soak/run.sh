@@ -12,13 +12,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 floodgate="$(realpath "$1")"
 node_dir="$(realpath "$2")"
-work="$(mktemp -d)"
-cleanup() {
-  [[ -f "$work/pid" ]] && kill "$(cat "$work/pid")" 2>/dev/null || true
-  sleep 0.2
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$here/../../tests/support/scratch_dir.sh"  # $work, cleaned up on exit
 mkdir "$work/rules"
 node "$here/policy_soak.js" write-rules "$work/rules/soak.yaml" 0
 cat >"$work/floodgate.yaml" <<YAML

@@ -28,13 +28,7 @@ elif [[ "$storage" == redis-cluster-fixture ]]; then
   [[ -n "$ports" ]] || { echo "the Redis Cluster fixture is not running"; exit 1; }
   storage="redis-cluster://$(sed 's/\([0-9]*\)/127.0.0.1:\1/g' <<<"$ports")?timeout_ms=2000"
 fi
-work="$(mktemp -d)"
-cleanup() {
-  [[ -f "$work/pid" ]] && kill "$(cat "$work/pid")" 2>/dev/null || true
-  sleep 0.2
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$here/../../support/scratch_dir.sh"  # $work, cleaned up on exit
 
 cat >"$work/floodgate.yaml" <<YAML
 storage: "$storage"

@@ -286,15 +286,6 @@ TEST(RedisGroup, GroupsAreAtomicAcrossProcesses) {
 }
 
 // ---- what Redis holds -----------------------------------------------------------------------
-std::vector<Policy> one_policy_per_script() {
-  return {Policy::make("s-fixed", Strategy::kFixedWindow, "10/minute; 100/hour").value(),
-          Policy::make("s-first", Strategy::kFixedWindow, "10/minute",
-                       PolicyOptions{.anchor = Anchor::kFirstHit}).value(),
-          Policy::make("s-moving", Strategy::kMovingWindow, "10/minute; 100/hour").value(),
-          Policy::make("s-sliding", Strategy::kSlidingWindowCounter, "10/minute").value(),
-          Policy::make("s-bucket", Strategy::kTokenBucket, "10/minute; 100/hour").value()};
-}
-
 TEST(RedisKeys, EveryKeyWrittenHasATtlNoLongerThanItsStateLives) {
   // The caller's clock at 0, without slack: each key's state lives exactly its window from 0 (on
   // the server's clock a hit just before a minute boundary would leave a key of a millisecond,
@@ -365,32 +356,8 @@ TEST(RedisScripts, NoscriptAfterScriptFlushStillWorks) {
 TEST(RedisScripts, ScriptFlushEvery100MsDuringARunSurfacesNoErrors) {
   auto redis = open_url(single_url("timeout_ms=2000&pool=4&scripts=eval&prefix=" + unique_prefix("flushrun")));
   ASSERT_NE(redis, nullptr);
-  const auto policies = one_policy_per_script();
-  std::atomic<bool> stop{false};
-  std::thread flusher([&] {
-    Raw raw(single_port());
-    while (!stop.load()) {
-      raw.cmd({"SCRIPT", "FLUSH"});
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-  std::atomic<int> errors{0}, calls{0};
-  std::vector<std::thread> workers;
-  for (int t = 0; t < 3; ++t) {
-    workers.emplace_back([&, t] {
-      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1200);
-      for (int i = 0; std::chrono::steady_clock::now() < end; ++i) {
-        const auto d = redis->apply(policies[static_cast<std::size_t>(i) % policies.size()],
-                                    fmt::format("k{}", t * 1000 + i % 50), 1, Effect::kHit, 0);
-        calls.fetch_add(1);
-        if (!d.ok()) errors.fetch_add(1);
-      }
-    });
-  }
-  for (auto& w : workers) w.join();
-  stop.store(true);
-  flusher.join();
-  EXPECT_EQ(errors.load(), 0) << "of " << calls.load() << " calls";
+  const RunResult run = decide_while_flushing(*redis, {"SCRIPT", "FLUSH"});
+  EXPECT_EQ(run.errors, 0) << "of " << run.calls << " calls";
   EXPECT_GT(redis->noscript_retries(), 0u);
 }
 

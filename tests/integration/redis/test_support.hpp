@@ -6,11 +6,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -208,5 +210,51 @@ class PrivateServer {
   int port_ = 0;
   std::string dir_;
 };
+
+/// A policy for each script (two with two limits), for tests that go through every script.
+inline std::vector<Policy> one_policy_per_script() {
+  return {Policy::make("s-fixed", Strategy::kFixedWindow, "10/minute; 100/hour").value(),
+          Policy::make("s-first", Strategy::kFixedWindow, "10/minute",
+                       PolicyOptions{.anchor = Anchor::kFirstHit}).value(),
+          Policy::make("s-moving", Strategy::kMovingWindow, "10/minute; 100/hour").value(),
+          Policy::make("s-sliding", Strategy::kSlidingWindowCounter, "10/minute").value(),
+          Policy::make("s-bucket", Strategy::kTokenBucket, "10/minute; 100/hour").value()};
+}
+
+struct RunResult {
+  int calls = 0;
+  int errors = 0;
+};
+
+/// Three threads decide on every script for 1.2 s while another sends `flush` (SCRIPT FLUSH,
+/// FUNCTION FLUSH) to the single server every 100 ms.
+inline RunResult decide_while_flushing(RedisStorage& redis, const std::vector<std::string>& flush) {
+  const auto policies = one_policy_per_script();
+  std::atomic<bool> stop{false};
+  std::thread flusher([&] {
+    Raw raw(single_port());
+    while (!stop.load()) {
+      raw.cmd(flush);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::atomic<int> errors{0}, calls{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 3; ++t) {
+    workers.emplace_back([&, t] {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1200);
+      for (int i = 0; std::chrono::steady_clock::now() < end; ++i) {
+        const auto d = redis.apply(policies[static_cast<std::size_t>(i) % policies.size()],
+                                   "k" + std::to_string(t * 1000 + i % 50), 1, Effect::kHit, 0);
+        calls.fetch_add(1);
+        if (!d.ok()) errors.fetch_add(1);
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  stop.store(true);
+  flusher.join();
+  return {calls.load(), errors.load()};
+}
 
 }  // namespace floodgate::redis::testing

@@ -16,13 +16,7 @@ proto="$here/../../../proto"
 case_=${1:?CASE}
 floodgate=${2:?FLOODGATE}
 node_dir=${3:?NODE_DIR}
-work="$(mktemp -d)"
-cleanup() {
-  [[ -f "$work/pid" ]] && kill "$(cat "$work/pid")" 2>/dev/null || true
-  sleep 0.2
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$here/../../support/scratch_dir.sh"  # $work, cleaned up on exit
 "$here/../../support/make_test_certs.sh" "$work/certs" >"$work/certs.log" 2>&1 || { cat "$work/certs.log"; exit 1; }
 certs="$work/certs"
 cp "$certs/server.crt" "$work/live.crt"
