@@ -153,8 +153,16 @@ void Limiter::timed(F&& storage_call) {
 absl::StatusOr<Decision> Limiter::decide_one(const Request& r) { return decide_at(r, clock_->now()); }
 
 absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
-  if (auto s = check_cost(r.cost); !s.ok()) return s;
-  if (auto local = blocked(r, now)) return *local;
+  if (r.cost < 0 || r.cost > kMaxAmount) return check_cost(r.cost);
+  if (r.policy->options().blocked_cache != 0) {
+    if (auto local = blocked(r, now)) return *local;
+  }
+  if (!latency_ && !lock_singles()) {  // the common case: the storage's result is built in place
+    absl::StatusOr<Decision> d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now);
+    // settle() has nothing to do for an allowed decision, nor a denial without a blocked-key cache.
+    if (!d.ok() || (!d->allowed && r.policy->options().blocked_cache != 0)) settle(r, d, now);
+    return d;
+  }
   absl::StatusOr<Decision> d;
   if (lock_singles()) {
     auto guard = key_locks_->lock(std::span<const Request>(&r, 1));

@@ -101,7 +101,7 @@ class MemoryStorage final : public Storage {
 
  private:
   struct Directory;  // the tables by fingerprint, under a big-reader lock (memory_storage.cpp)
-  Decision add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
+  absl::StatusOr<Decision> add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
                          Micros now);
 
   MemoryStorageOptions options_;

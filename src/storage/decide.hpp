@@ -75,6 +75,7 @@ template <class A>
 Decision decide(typename A::State* st, std::span<const Limit> limits, bool shape,
                 std::int64_t cost, Effect effect, Micros now) {
   const std::size_t k = limits.size();
+  // One named result throughout, so that it is built in the caller's place.
   Decision out = A::evaluate(st[0], limits[0], now, cost, shape);  // a policy has at least one limit
   for (std::size_t i = 1; i < k; ++i) combine(out, A::evaluate(st[i], limits[i], now, cost, shape), false);
   if (out.allowed && effect == Effect::kHit) {
@@ -84,12 +85,15 @@ Decision decide(typename A::State* st, std::span<const Limit> limits, bool shape
   if (!out.allowed) out.delay = 0;
   if (!out.allowed && k == 1) return out;  // a lone denying limit already reports its state
   // Nothing was consumed: report the state as it is, with the verdict for `cost`.
-  Decision as_is = A::evaluate(st[0], limits[0], now, 0, false);
-  for (std::size_t i = 1; i < k; ++i) combine(as_is, A::evaluate(st[i], limits[i], now, 0, false), false);
-  as_is.allowed = out.allowed;
-  as_is.retry_after = out.retry_after;
-  as_is.delay = out.delay;
-  return as_is;
+  const bool allowed = out.allowed;
+  const Micros retry_after = out.retry_after;
+  const Micros delay = out.delay;
+  out = A::evaluate(st[0], limits[0], now, 0, false);
+  for (std::size_t i = 1; i < k; ++i) combine(out, A::evaluate(st[i], limits[i], now, 0, false), false);
+  out.allowed = allowed;
+  out.retry_after = retry_after;
+  out.delay = delay;
+  return out;
 }
 
 }  // namespace floodgate::detail

@@ -114,5 +114,49 @@ TEST(Concurrency, AdvancingClockAdmitsExactlyTheRefills) {
   EXPECT_EQ(admitted.load(), 100 + 200);
 }
 
+// A thread that keeps deciding on one key goes straight to the record it remembers, while other
+// threads evict and reuse records (8 keys at most, a stream of new keys) and clear the key: no
+// decision may land on a record that now holds another key. Every new key, hit once, reports a
+// fresh state; the hot key's remaining only falls, or starts again after it was evicted or cleared.
+TEST(Concurrency, ARememberedRecordReusedForAnotherKeyNeverMixesTwoKeys) {
+  for (const Case& c : testing::kVariants) {
+    auto clock = std::make_shared<ManualClock>(1'700'000'000'000'000);
+    MemoryStorageOptions small;
+    small.max_keys = 8;
+    small.shards = 1;
+    Limiter limiter(std::make_shared<MemoryStorage>(small), clock);
+    const Policy p = make(c, "1000000/hour");
+    const std::int64_t fresh = limiter.test(p, "nobody", 1).value().remaining - 1;
+    std::atomic<bool> done{false};
+    int hot_rises = 0, hot_decisions = 0, new_keys_not_fresh = 0, clears = 0;
+    std::thread hot([&] {
+      std::int64_t last = fresh + 1;
+      for (; hot_decisions < 40'000; ++hot_decisions) {
+        const std::int64_t r = limiter.hit(p, "hot").value().remaining;
+        hot_rises += (r > last && r != fresh) ? 1 : 0;
+        last = r;
+      }
+      done = true;
+    });
+    std::thread churn([&] {
+      for (int k = 0; !done; ++k) {
+        new_keys_not_fresh += limiter.hit(p, "new-" + std::to_string(k)).value().remaining == fresh ? 0 : 1;
+      }
+    });
+    std::thread clearer([&] {
+      for (; !done; ++clears) {
+        ASSERT_TRUE(limiter.clear(p, "hot").ok());
+        std::this_thread::yield();
+      }
+    });
+    hot.join();
+    churn.join();
+    clearer.join();
+    EXPECT_EQ(new_keys_not_fresh, 0) << c.name;
+    EXPECT_EQ(hot_rises, 0) << c.name;
+    EXPECT_GT(clears, 0) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace floodgate

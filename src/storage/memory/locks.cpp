@@ -1,5 +1,10 @@
 #include "storage/memory/locks.hpp"
 
+#include <linux/membarrier.h>
+#include <cstdlib>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace floodgate::detail {
 
 namespace {
@@ -31,6 +36,25 @@ unsigned ReaderSlot::take() noexcept {
   }
   current = owner.slot;
   return current;
+}
+
+bool light_readers() noexcept {
+  // Registration is needed once before the private expedited command; a kernel without it (or a
+  // seccomp filter that refuses it) leaves the readers on the symmetric protocol.
+  static const bool registered = [] {
+    const long supported = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    return supported > 0 && (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+           syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  }();
+  return registered;
+}
+
+void heavy_barrier() noexcept {
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    // Registered, so this cannot fail short of memory corruption: stop rather than skip the
+    // barrier that the readers' correctness rests on.
+    std::abort();
+  }
 }
 
 }  // namespace floodgate::detail

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "storage/memory/locks.hpp"
@@ -78,7 +77,7 @@ void touch(MemoryStorage::Table& t, const Policy& policy, Micros now) {
 }  // namespace
 
 struct MemoryStorage::Directory {
-  mutable detail::BigReaderLock lock;
+  mutable detail::RareWriterLock lock;  // written on adding and freeing a table only
   absl::flat_hash_map<std::string, std::unique_ptr<Table>, StateIdHash, StateIdEq> tables;
   std::atomic<std::uint64_t> generation{next_generation()};  // new on every removal of a table
   std::atomic<Micros> next_sweep{0};
@@ -170,32 +169,37 @@ MemoryStorage::~MemoryStorage() = default;
 
 absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_view key,
                                               std::int64_t cost, Effect effect, Micros now) {
-  std::optional<Decision> d;
-  bool sweep = false;
+  bool known = false;
   {
     detail::SharedGuard shared(dir_->lock);
     if (Table* t = dir_->find_remembered(policy)) {
+      known = true;
       touch(*t, policy, now);
-      d = t->apply(policy, key, cost, effect, now);
       Micros due = dir_->next_sweep.load(std::memory_order_relaxed);
-      sweep = now >= due && dir_->next_sweep.compare_exchange_strong(due, now + kSweepEvery);
+      if (now < due || !dir_->next_sweep.compare_exchange_strong(due, now + kSweepEvery)) {
+        return t->apply(policy, key, cost, effect, now);
+      }
     }
   }
-  if (!d && (effect != Effect::kHit || cost == 0)) {
+  if (known) {
+    // One decision a second sweeps the idle tables first, outside the directory's shared mode
+    // (the table in use was just touched: it is not idle), then decides as any other.
+    collect(now);
+    return apply(policy, key, cost, effect, now);
+  }
+  if (effect != Effect::kHit || cost == 0) {
     // Nothing to store for a policy without a table: decide on a scratch table of one shard.
     MemoryStorageOptions scratch = options_;
     scratch.shards = scratch.request_policy_shards = 1;
     return make_table(policy, scratch)->apply(policy, key, cost, effect, now);
   }
-  if (!d) return add_and_apply(policy, key, cost, effect, now);
-  if (sweep) collect(now);  // one decision a second, after it has released the directory
-  return *d;
+  return add_and_apply(policy, key, cost, effect, now);
 }
 
 // A policy without a table: exclusive mode, make room, add its table and decide in it.
-Decision MemoryStorage::add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost,
+absl::StatusOr<Decision> MemoryStorage::add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost,
                                       Effect effect, Micros now) {
-  std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
+  std::lock_guard<detail::RareWriterLock> exclusive(dir_->lock);
   Table* t = dir_->find(policy);
   if (t == nullptr) {
     const bool by_request = policy.kind() == PolicyKind::kInline || policy.kind() == PolicyKind::kRuleOverride;
@@ -222,12 +226,12 @@ std::size_t MemoryStorage::collect(Micros now) {
     });
     if (!any) return 0;  // the common case takes no exclusive mode
   }
-  std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
+  std::lock_guard<detail::RareWriterLock> exclusive(dir_->lock);
   return dir_->free_idle(now);
 }
 
 void MemoryStorage::forget(const Policy& policy) {
-  std::lock_guard<detail::BigReaderLock> exclusive(dir_->lock);
+  std::lock_guard<detail::RareWriterLock> exclusive(dir_->lock);
   const auto it = dir_->tables.find(&policy);
   if (it == dir_->tables.end()) return;
   dir_->erase(it);

@@ -48,26 +48,39 @@ constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1
 
 std::size_t hash_key(std::string_view key) { return absl::Hash<std::string_view>{}(key); }
 
-// Key equality without a call to memcmp for the short keys most limits are keyed by (IPs, user
-// ids): two overlapping 8-byte loads compare up to 16 characters (the profile of Limiter::hit on
-// one key had a quarter of its samples in memcmp).
-inline bool same_key(std::string_view a, std::string_view b) noexcept {
+// A key's first and last characters as two words, read with loads of 8, 4 or 1 byte(s) that
+// overlap rather than with a variable-length copy (which the CPU cannot forward to the next load:
+// a third of Limiter::hit's time on one key went to that stall). With the length, the pair names
+// a key of up to 16 characters exactly (IPs, user ids), and longer ones tell most apart.
+struct KeyWords {
+  std::uint64_t head = 0;
+  std::uint64_t tail = 0;
+  bool operator==(const KeyWords&) const = default;
+};
+[[gnu::always_inline]] inline KeyWords words_of(std::string_view k) noexcept {
+  const char* p = k.data();
+  const std::size_t n = k.size();
+  KeyWords w;
+  if (n >= 8) {
+    std::memcpy(&w.head, p, 8);
+    std::memcpy(&w.tail, p + n - 8, 8);
+  } else if (n >= 4) {
+    std::uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    w.head = lo | (std::uint64_t{hi} << 32);
+  } else if (n > 0) {
+    w.head = static_cast<unsigned char>(p[0]) | (static_cast<unsigned char>(p[n / 2]) << 8) |
+             (static_cast<unsigned char>(p[n - 1]) << 16);
+  }
+  return w;
+}
+
+// Key equality without a call to memcmp for the short keys most limits are keyed by.
+[[gnu::always_inline]] inline bool same_key(std::string_view a, std::string_view b) noexcept {
   const std::size_t n = a.size();
   if (n != b.size()) return false;
-  if (n >= 8 && n <= 16) {
-    std::uint64_t a0, a1, b0, b1;
-    std::memcpy(&a0, a.data(), 8);
-    std::memcpy(&b0, b.data(), 8);
-    std::memcpy(&a1, a.data() + n - 8, 8);
-    std::memcpy(&b1, b.data() + n - 8, 8);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-  }
-  if (n < 8) {
-    std::uint64_t x = 0, y = 0;
-    std::memcpy(&x, a.data(), n);
-    std::memcpy(&y, b.data(), n);
-    return x == y;
-  }
+  if (n <= 16) return words_of(a) == words_of(b);
   return std::memcmp(a.data(), b.data(), n) == 0;
 }
 
@@ -85,6 +98,7 @@ namespace {
 // they fit in 24 bytes (IPs, user ids, most API keys), else on the heap. 32 bytes.
 struct RecordKey {
   static constexpr std::size_t kInline = 24;
+  static constexpr std::uint32_t kDead = ~std::uint32_t{0};  // a removed record's size
   std::uint32_t size;
   std::atomic<std::uint32_t> lock;  // RecordLock: guards the record's states between readers
   union {
@@ -95,7 +109,33 @@ struct RecordKey {
   [[nodiscard]] std::string_view view() const noexcept {
     return {size <= kInline ? inline_chars : heap_chars, size};
   }
+  /// Whether the record holds `key` (a removed record holds none). Under the record's lock.
+  [[nodiscard]] bool holds(std::string_view key) const noexcept {
+    return size == key.size() && same_key(view(), key);
+  }
 };
+
+// The record this thread last decided on, per table (by the table's number, never reused): a
+// thread deciding again on the same key goes to the record under its own lock, without hashing
+// the key, the shard's lock or the index, and checks there that the record still holds the key
+// (records are removed and reused under their lock; their memory lives as long as the table).
+// `size` and `words` tell a different key apart before the lock is taken.
+struct Remembered {
+  std::uint64_t table = 0;
+  std::size_t size = 0;
+  KeyWords words;
+  std::byte* record = nullptr;
+
+  [[nodiscard]] bool may_hold(std::uint64_t t, std::string_view k) const noexcept {
+    return table == t && size == k.size() && words == words_of(k);
+  }
+  void remember(std::uint64_t t, std::string_view k, std::byte* r) noexcept {
+    *this = {t, k.size(), words_of(k), r};
+  }
+};
+constexpr std::size_t kRememberedRecords = 4;
+thread_local std::array<Remembered, kRememberedRecords> t_records;
+std::atomic<std::uint64_t> g_table_numbers{1};
 static_assert(sizeof(RecordKey) == 32);
 
 template <class A>
@@ -115,7 +155,8 @@ class TableImpl final : public MemoryStorage::Table {
             std::countr_zero(std::bit_ceil(std::max<std::size_t>(1, shards_of(policy, options)))))),
         shard_count_(std::size_t{1} << shard_bits_),
         per_shard_cap_(std::max<std::size_t>(1, options.max_keys / shard_count_)),
-        shards_(std::make_unique<Shard[]>(shard_count_)) {
+        shards_(std::make_unique<Shard[]>(shard_count_)),
+        number_(g_table_numbers.fetch_add(1, std::memory_order_relaxed)) {
     for (std::size_t i = 0; i < shard_count_; ++i) {
       shards_[i].stride = stride_;
       shards_[i].key_offset = key_offset_;
@@ -131,12 +172,19 @@ class TableImpl final : public MemoryStorage::Table {
     }
   }
 
-  Decision apply(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
-                 Micros now) override {
+  absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key, std::int64_t cost,
+                                 Effect effect, Micros now) override {
     const std::span<const Limit> limits = policy.limits();
-    const auto decide = [&](S* st) {
+    const auto decide = [&](S* st) __attribute__((always_inline)) -> absl::StatusOr<Decision> {
       return detail::decide<A>(st, limits, policy.shape(), cost, effect, now);
     };
+    Remembered& memo = t_records[number_ % kRememberedRecords];
+    if (memo.may_hold(number_, key)) {
+      // Fastest path: the key this thread decided on last, if its record still holds it.
+      RecordKey& rk = key_at(memo.record);
+      detail::RecordGuard guard(rk.lock);
+      if (rk.holds(key)) return decide(states_at(memo.record));
+    }
     const HashedKey hk{key, hash_key(key)};
     Shard& sh = shard_for(hk);
     {
@@ -144,11 +192,9 @@ class TableImpl final : public MemoryStorage::Table {
       detail::SharedGuard shared(sh.lock);
       const auto it = sh.index.find(hk);
       if (it != sh.index.end()) {
-        std::atomic<std::uint32_t>& word = sh.key(*it).lock;
-        detail::RecordLock::lock(word);
-        const Decision d = decide(states(sh, *it));
-        detail::RecordLock::unlock(word);
-        return d;
+        memo.remember(number_, key, sh.record(*it));
+        detail::RecordGuard guard(sh.key(*it).lock);
+        return decide(states(sh, *it));
       }
       if (effect != Effect::kHit || cost == 0) {
         std::array<S, kMaxLimitsPerPolicy> fresh;  // default member initialisers: absent
@@ -158,14 +204,13 @@ class TableImpl final : public MemoryStorage::Table {
     // A new key: exclusive mode, look again (another thread may have added it), then add it.
     std::lock_guard<detail::BigReaderLock> exclusive(sh.lock);
     if (const auto it = sh.index.find(hk); it != sh.index.end()) {
+      detail::RecordGuard guard(sh.key(*it).lock);  // a thread that remembered it may be in it
       return decide(states(sh, *it));
     }
     std::array<S, kMaxLimitsPerPolicy> fresh;
-    const Decision d = decide(fresh.data());
-    if (d.allowed) {  // a denied request for an absent key stores nothing
-      const std::uint32_t r = allocate(sh, key, limits, now);
-      S* st = states(sh, r);
-      for (std::size_t i = 0; i < k_; ++i) st[i] = std::move(fresh[i]);
+    absl::StatusOr<Decision> d = decide(fresh.data());
+    if (d->allowed) {  // a denied request for an absent key stores nothing
+      allocate(sh, key, limits, now, fresh.data());
     }
     return d;
   }
@@ -237,17 +282,24 @@ class TableImpl final : public MemoryStorage::Table {
     return shards_[shard_bits_ == 0 ? 0 : (k.hash >> (64 - shard_bits_))];
   }
 
-  S* states(const Shard& sh, std::uint32_t r) const {
-    return std::launder(reinterpret_cast<S*>(sh.record(r)));
+  S* states(const Shard& sh, std::uint32_t r) const { return states_at(sh.record(r)); }
+  static S* states_at(std::byte* record) { return std::launder(reinterpret_cast<S*>(record)); }
+  RecordKey& key_at(std::byte* record) const {
+    return *std::launder(reinterpret_cast<RecordKey*>(record + key_offset_));
   }
 
   // The time from which the whole record is absent, by the limits of the decision at hand (a
   // policy whose amounts changed shares the table: Policy::state_id); the sampler evicts the
   // earliest.
+  // Exclusive mode; under the record's lock, since a thread that remembered the record decides
+  // on it without the shard's lock.
   [[nodiscard]] Micros absent_from(const Shard& sh, std::uint32_t r, Limits limits) const {
+    std::atomic<std::uint32_t>& word = sh.key(r).lock;
+    detail::RecordLock::lock(word);
     const S* st = states(sh, r);
     Micros t = 0;
     for (std::size_t i = 0; i < k_; ++i) t = std::max(t, A::expires_at(st[i], limits[i]));
+    detail::RecordLock::unlock(word);
     return t;
   }
 
@@ -292,8 +344,9 @@ class TableImpl final : public MemoryStorage::Table {
     }
   }
 
-  // Exclusive mode: a new record for `key` with absent states.
-  std::uint32_t allocate(Shard& sh, std::string_view key, Limits limits, Micros now) {
+  // Exclusive mode: a new record for `key` holding `fresh` (k states, moved in). A reused record
+  // is written under its lock: a thread that remembered it may be looking at it.
+  void allocate(Shard& sh, std::string_view key, Limits limits, Micros now, S* fresh) {
     if (sh.index.size() >= per_shard_cap_) {
       make_room(sh, limits, now);
     } else {
@@ -310,30 +363,33 @@ class TableImpl final : public MemoryStorage::Table {
       }
       if ((r >> 6) >= sh.live.size()) sh.live.push_back(0);
       ++sh.used;
+      new (sh.record(r) + key_offset_) RecordKey{RecordKey::kDead, {0}, {}};  // nobody knows it yet
     }
-    std::byte* rec = sh.record(r);
-    S* st = reinterpret_cast<S*>(rec);
-    for (std::size_t i = 0; i < k_; ++i) new (st + i) S{};
-    auto* k = new (rec + key_offset_) RecordKey;
-    k->size = static_cast<std::uint32_t>(key.size());
-    k->lock.store(0, std::memory_order_relaxed);
-    char* chars = k->inline_chars;
+    RecordKey& k = sh.key(r);
+    detail::RecordLock::lock(k.lock);
+    S* st = states(sh, r);
+    for (std::size_t i = 0; i < k_; ++i) new (st + i) S(std::move(fresh[i]));
+    char* chars = k.inline_chars;
     if (key.size() > RecordKey::kInline) {
-      k->heap_chars = new char[key.size()];
-      chars = k->heap_chars;
+      k.heap_chars = new char[key.size()];
+      chars = k.heap_chars;
     }
     std::copy(key.begin(), key.end(), chars);
+    k.size = static_cast<std::uint32_t>(key.size());
+    detail::RecordLock::unlock(k.lock);
     sh.set_live(r, true);
     sh.index.insert(r);
-    return r;
   }
 
+  // Exclusive mode, or the table's destruction. The record's memory stays (its lock word too).
   void destroy(Shard& sh, std::uint32_t r) {
+    RecordKey& k = sh.key(r);
+    detail::RecordLock::lock(k.lock);
     S* st = states(sh, r);
     for (std::size_t i = 0; i < k_; ++i) st[i].~S();
-    RecordKey& k = sh.key(r);
-    if (k.size > RecordKey::kInline) delete[] k.heap_chars;
-    k.~RecordKey();
+    if (k.size != RecordKey::kDead && k.size > RecordKey::kInline) delete[] k.heap_chars;
+    k.size = RecordKey::kDead;
+    detail::RecordLock::unlock(k.lock);
     sh.set_live(r, false);
   }
 
@@ -351,6 +407,7 @@ class TableImpl final : public MemoryStorage::Table {
   const std::size_t shard_count_;
   const std::size_t per_shard_cap_;
   std::unique_ptr<Shard[]> shards_;
+  const std::uint64_t number_;  // names the table in t_records
 };
 
 

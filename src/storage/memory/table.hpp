@@ -16,8 +16,10 @@ class MemoryStorage::Table {
   virtual ~Table() = default;
   /// Decides by `policy`'s limits: any policy of the table's state id (Policy::state_id), so a
   /// policy whose amounts changed decides on the same states (the algorithms carry usage over).
-  virtual Decision apply(const Policy& policy, std::string_view key, std::int64_t cost,
-                         Effect effect, Micros now) = 0;
+  /// Never an error (the memory store has none); a StatusOr so that the decision is built where
+  /// Storage::apply returns it, not copied there.
+  virtual absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key, std::int64_t cost,
+                                         Effect effect, Micros now) = 0;
   virtual void clear(std::string_view key) = 0;
   [[nodiscard]] virtual std::size_t size() const = 0;
   /// The fingerprint hash of the last policy whose lifetime was taken into `lifetime`.
