@@ -1,0 +1,89 @@
+// The memory store's record: a key as the record holds it, with the lock word that guards the
+// record, and what a thread remembers of the record it decided on last (table.cpp).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace floodgate::detail {
+
+// A key's first and last characters as two words, read with loads of 8, 4 or 1 byte(s) that
+// overlap rather than with a variable-length copy (which the CPU cannot forward to the next load:
+// a third of Limiter::hit's time on one key went to that stall). With the length, the pair names
+// a key of up to 16 characters exactly (IPs, user ids), and longer ones tell most apart.
+struct KeyWords {
+  std::uint64_t head = 0;
+  std::uint64_t tail = 0;
+  bool operator==(const KeyWords&) const = default;
+};
+[[gnu::always_inline]] inline KeyWords words_of(std::string_view k) noexcept {
+  const char* p = k.data();
+  const std::size_t n = k.size();
+  KeyWords w;
+  if (n >= 8) {
+    std::memcpy(&w.head, p, 8);
+    std::memcpy(&w.tail, p + n - 8, 8);
+  } else if (n >= 4) {
+    std::uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    w.head = lo | (std::uint64_t{hi} << 32);
+  } else if (n > 0) {
+    w.head = static_cast<unsigned char>(p[0]) | (static_cast<unsigned char>(p[n / 2]) << 8) |
+             (static_cast<unsigned char>(p[n - 1]) << 16);
+  }
+  return w;
+}
+
+// Key equality without a call to memcmp for the short keys most limits are keyed by.
+[[gnu::always_inline]] inline bool same_key(std::string_view a, std::string_view b) noexcept {
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n <= 16) return words_of(a) == words_of(b);
+  return std::memcmp(a.data(), b.data(), n) == 0;
+}
+
+// A key as a record holds it: its length, the record's lock word, and its characters inline when
+// they fit in 24 bytes (IPs, user ids, most API keys), else on the heap. 32 bytes.
+struct RecordKey {
+  static constexpr std::size_t kInline = 24;
+  static constexpr std::uint32_t kDead = ~std::uint32_t{0};  // a removed record's size
+  std::uint32_t size;
+  std::atomic<std::uint32_t> lock;  // RecordLock: guards the record's states between readers
+  union {
+    char inline_chars[kInline];
+    char* heap_chars;
+  };
+
+  [[nodiscard]] std::string_view view() const noexcept {
+    return {size <= kInline ? inline_chars : heap_chars, size};
+  }
+  /// Whether the record holds `key` (a removed record holds none). Under the record's lock.
+  [[nodiscard]] bool holds(std::string_view key) const noexcept {
+    return size == key.size() && same_key(view(), key);
+  }
+};
+
+// The record this thread last decided on, per table (by the table's number, never reused): a
+// thread deciding again on the same key goes to the record under its own lock, without hashing
+// the key, the shard's lock or the index, and checks there that the record still holds the key
+// (records are removed and reused under their lock; their memory lives as long as the table).
+// `size` and `words` tell a different key apart before the lock is taken.
+struct Remembered {
+  std::uint64_t table = 0;
+  std::size_t size = 0;
+  KeyWords words;
+  std::byte* record = nullptr;
+
+  [[nodiscard]] bool may_hold(std::uint64_t t, std::string_view k) const noexcept {
+    return table == t && size == k.size() && words == words_of(k);
+  }
+  void remember(std::uint64_t t, std::string_view k, std::byte* r) noexcept {
+    *this = {t, k.size(), words_of(k), r};
+  }
+};
+}  // namespace floodgate::detail
