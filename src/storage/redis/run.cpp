@@ -8,6 +8,10 @@ namespace floodgate::redis {
 
 namespace {
 constexpr int kMaxAttempts = 6;  // first try + NOSCRIPT / library load / MOVED / ASK follow-ups
+// A flight is written in chunks of this many calls: Redis runs the first chunk while the rest is
+// formatted, and its replies are read while it runs the later ones (a flight written whole leaves
+// Redis idle while the client formats it and reads the replies).
+constexpr std::size_t kFlushEvery = 16;
 using detail::io_error;
 using detail::ReplyPtr;
 }  // namespace
@@ -61,6 +65,7 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
   const std::size_t asking_len = 6;
   const bool functions = functions_.load(std::memory_order_relaxed);
   bool loading = false;  // one FUNCTION LOAD per flight, before the first call that needs it
+  std::size_t appended = 0;
   for (Call* c : calls) {
     c->fcall = c->script != nullptr && c->via == Call::Via::kAuto && functions;
     c->load_library = c->load_library && c->fcall && !loading;
@@ -77,8 +82,9 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
       lens.push_back(a.size());
     }
     lease->append(static_cast<int>(argv.size()), argv.data(), lens.data());
+    if (++appended % kFlushEvery == 0 && appended < calls.size() && lease->flush() != REDIS_OK) break;
   }
-  if (lease->flush() != REDIS_OK) {
+  if (ctx->err != 0 || lease->flush() != REDIS_OK) {
     lease->set_broken();
     node.record(false);
     finish_all(calls, io_error(node, ctx, errno));

@@ -25,9 +25,9 @@ end
 local function load(key, l, now)
   local v = redis.call('GET', key)
   if not v then return {w = 0, r = 0} end
-  local f = fields(v, 3, key)
-  if f[3] < 1 or f[2] < 0 or f[2] >= f[3] then fail('key ' .. key .. ' holds a value floodgate did not write') end
-  return rescaled(f[1], f[2], f[3], l, now)
+  local w, r, a = fields(v, 3, key)
+  if a < 1 or r < 0 or r >= a then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  return rescaled(w, r, a, l, now)
 end
 
 -- Pairs (w, r) in base n.
@@ -52,7 +52,7 @@ local function evaluate(s, l, now, cost, shape)
   local cw, cr = l.cost_w, l.cost_r  -- cost·P (the arguments are for the request's cost)
   if cost == 0 then cw, cr = 0, 0 end
   local nw, nr = add(uw, ur, cw, cr, l.n)  -- needed = used + cost·P
-  local d = {limit = l.n, period = l.p, delay = 0}
+  local d = decision(l.n, l.p)
   d.allowed = cost == 0 or not less(l.cap_w, l.cap_r, nw, nr)  -- cost 0: even after a step back
   local aw, ar = uw, ur  -- used_after
   if d.allowed then aw, ar = nw, nr end
@@ -87,5 +87,5 @@ local function expires_at(s, l)
 end
 
 local function save(key, s, l, now)
-  redis.call('SET', key, int(s.w) .. ' ' .. int(s.r) .. ' ' .. int(l.n), 'PX', ttl_ms(expires_at(s, l), now))
+  redis.call('SET', key, string.format('%d %d %d', s.w, s.r, l.n), 'PX', ttl_ms(expires_at(s, l), now))
 end

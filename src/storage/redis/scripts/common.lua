@@ -30,14 +30,22 @@ end
 -- '%d' formats through a C long (64 bits here): exact for every integer the scripts store, and
 -- without the floating-point formatting of '%.0f'.
 local function int(x) return string.format('%d', x) end
+local function pair(a, b) return string.format('%d %d', a, b) end
 
--- The integers of a stored value, exactly `n` (1 to 3) of them separated by single spaces, or an
--- error (the key holds something else). One pattern match: the server's cost of reading state.
+-- The integers of a stored value, exactly `n` (1 to 3) of them separated by single spaces, as `n`
+-- values, or an error (the key holds something else). One pattern match and no table: the
+-- server's cost of reading state.
 local FIELDS = {'^(%-?%d+)$', '^(%-?%d+) (%-?%d+)$', '^(%-?%d+) (%-?%d+) (%-?%d+)$'}
 local function fields(v, n, key)
   local a, b, c = string.match(v, FIELDS[n])
   if not a then fail('key ' .. key .. ' holds a value floodgate did not write') end
-  return {tonumber(a), tonumber(b), tonumber(c)}
+  return tonumber(a), tonumber(b), tonumber(c)
+end
+
+-- A decision with every field present (a table that is never rehashed as its fields are set).
+local function decision(limit, period)
+  return {allowed = false, limit = limit, period = period, remaining = 0, reset_after = 0,
+          retry_after = 0, delay = 0}
 end
 
 local function now_micros()

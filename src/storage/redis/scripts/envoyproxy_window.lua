@@ -18,7 +18,7 @@ local function main()
   local l = {amount = tonumber(ARGV[5]), period = tonumber(ARGV[6])}
   local v = redis.call('GET', KEYS[1])
   local s = {start = window_start(now, l.period), count = 0}
-  if v then s.count = fields(v, 1, KEYS[1])[1] end
+  if v then s.count = fields(v, 1, KEYS[1]) end
   local out = evaluate(s, l, now, cost, false)
   if out.allowed and hit then
     if cost > 0 then

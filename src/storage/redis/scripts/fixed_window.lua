@@ -10,8 +10,8 @@ end
 local function load(key, l)
   local v = redis.call('GET', key)
   if not v then return {start = 0, count = 0} end
-  local f = fields(v, 2, key)
-  return {start = f[1], count = f[2]}
+  local start, count = fields(v, 2, key)
+  return {start = start, count = count}
 end
 
 -- window_start(t, P) for t ≥ 0
@@ -30,7 +30,7 @@ local function evaluate(s, l, now, cost, shape)
   local finish = start + l.period
   local count = 0
   if s.count > 0 and s.start == start then count = s.count end
-  local d = {limit = l.amount, period = l.period, delay = 0}
+  local d = decision(l.amount, l.period)
   d.allowed = cost == 0 or cost <= l.amount - count  -- count > amount after a lowered limit
   local after = count
   if d.allowed then after = count + cost end
@@ -54,6 +54,7 @@ local function commit(s, l, now, cost)
   if s.count == 0 or s.start ~= start then
     s.start = start
     s.count = 0
+    s.moved = true  -- a new window: a new expiry (save)
   end
   s.count = s.count + cost
 end
@@ -63,6 +64,9 @@ local function expires_at(s, l)
   return s.start + l.period
 end
 
+-- The same window keeps its expiry (the key's name holds the period): SET's KEEPTTL is half the
+-- server's cost of its PX.
 local function save(key, s, l, now)
-  redis.call('SET', key, int(s.start) .. ' ' .. int(s.count), 'PX', ttl_ms(expires_at(s, l), now))
+  if not s.moved then return redis.call('SET', key, pair(s.start, s.count), 'KEEPTTL') end
+  redis.call('SET', key, pair(s.start, s.count), 'PX', ttl_ms(expires_at(s, l), now))
 end

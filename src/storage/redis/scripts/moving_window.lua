@@ -1,7 +1,8 @@
 -- Moving window, the exact log: mirrors src/algorithms/moving_window.cpp.
 -- State: a list; element 0 is `total` (the sum of the log's counts), then the log oldest first,
 -- one element "at count" per instant (units admitted at one instant are merged, so a cost of
--- 100,000 is one element). Read in chunks of CHUNK with LRANGE: nothing is unpacked.
+-- 100,000 is one element). Read in chunks of CHUNK with LRANGE: nothing is unpacked. A log of up
+-- to CHUNK entries costs one LRANGE to read and LSET, RPUSH (or LSET), PEXPIRE to write.
 -- Per limit ARGV: amount, period.
 local F = 2
 local CHUNK = 128
@@ -11,20 +12,26 @@ local function read_limit(b)
 end
 
 local function entry(key, v)
-  local f = fields(v, 2, key)
-  if f[2] < 1 then fail('key ' .. key .. ' holds a value floodgate did not write') end
-  return f[1], f[2]
+  local at, count = fields(v, 2, key)
+  if count < 1 then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  return at, count
 end
 
+-- `first`: the total and the first CHUNK entries (in_window's first chunk).
 local function load(key, l)
   local s = {key = key, total = 0, size = 0}
-  local head = redis.call('LINDEX', key, 0)  -- WRONGTYPE for a key that is not a list
-  if head then
-    s.total = fields(head, 1, key)[1]
+  local first = redis.call('LRANGE', key, 0, CHUNK)  -- WRONGTYPE for a key that is not a list
+  if #first == 0 then return s end
+  s.total = fields(first[1], 1, key)
+  s.first = first
+  s.size = #first - 1
+  local back = first[#first]
+  if #first > CHUNK then
     s.size = redis.call('LLEN', key) - 1
-    if s.size < 1 then fail('key ' .. key .. ' holds a value floodgate did not write') end
-    s.back_at, s.back_count = entry(key, redis.call('LINDEX', key, -1))
+    back = redis.call('LINDEX', key, -1)
   end
+  if s.size < 1 then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  s.back_at, s.back_count = entry(key, back)
   return s
 end
 
@@ -35,9 +42,10 @@ local function in_window(s, l, now)
   local n, gone, i = s.total, 0, 1
   local done = false
   while not done and i <= s.size do
-    local chunk = redis.call('LRANGE', s.key, i, i + CHUNK - 1)
-    for _, v in ipairs(chunk) do
-      local at, count = entry(s.key, v)
+    local chunk, from = s.first, 2  -- entries 1…CHUNK, read by load after the total
+    if i > 1 then chunk, from = redis.call('LRANGE', s.key, i, i + CHUNK - 1), 1 end
+    for j = from, #chunk do
+      local at, count = entry(s.key, chunk[j])
       if at >= now - l.period then
         done = true
         break
@@ -89,7 +97,7 @@ end
 
 local function evaluate(s, l, now, cost, shape)
   local count = in_window(s, l, now)
-  local d = {limit = l.amount, period = l.period, delay = 0}
+  local d = decision(l.amount, l.period)
   d.allowed = cost == 0 or cost <= l.amount - count  -- cost 0: even after a clock step back
   local after = count
   if d.allowed then after = count + cost end
@@ -137,16 +145,21 @@ local function expires_at(s, l)
   return s.back_at + l.period + 1
 end
 
+-- A merged entry keeps its time, so the list keeps its expiry.
 local function save(key, s, l, now)
-  if s.size > 0 then
-    redis.call('LTRIM', key, s.gone + 1, -1)  -- drops the total and the entries that have left
-  end
-  local last = int(s.back_at) .. ' ' .. int(s.back_count)
-  if s.merged then
-    redis.call('LSET', key, -1, last)
+  local last = pair(s.back_at, s.back_count)
+  if s.size == 0 then
+    redis.call('RPUSH', key, int(s.total), last)
   else
-    redis.call('RPUSH', key, last)
+    -- Drops the entries that have left; the element before the first that stays (the old total,
+    -- or the last entry to leave) takes the new total.
+    if s.gone > 0 then redis.call('LTRIM', key, s.gone, -1) end
+    redis.call('LSET', key, 0, int(s.total))
+    if s.merged then
+      redis.call('LSET', key, -1, last)
+    else
+      redis.call('RPUSH', key, last)
+    end
   end
-  redis.call('LPUSH', key, int(s.total))
-  redis.call('PEXPIRE', key, ttl_ms(expires_at(s, l), now))
+  if not s.merged then redis.call('PEXPIRE', key, ttl_ms(expires_at(s, l), now)) end
 end

@@ -10,8 +10,8 @@ end
 local function load(key, l)
   local v = redis.call('GET', key)
   if not v then return {start = 0, current = 0, previous = 0} end
-  local f = fields(v, 3, key)
-  return {start = f[1], current = f[2], previous = f[3]}
+  local start, current, previous = fields(v, 3, key)
+  return {start = start, current = current, previous = previous}
 end
 
 local function window_start(t, period) return t - math.fmod(t, period) end
@@ -47,7 +47,7 @@ local function evaluate(s, l, now, cost, shape)
   local elapsed = now - start
   if elapsed < 0 then elapsed = 0 end
   local weighted = current + weighted_previous(previous, elapsed, l.period)
-  local d = {limit = l.amount, period = l.period, delay = 0}
+  local d = decision(l.amount, l.period)
   d.allowed = cost == 0 or cost <= l.amount - weighted  -- cost 0: even after a clock step back
   local current_after, weighted_after = current, weighted
   if d.allowed then
@@ -82,6 +82,7 @@ end
 local function commit(s, l, now, cost)
   if cost == 0 then return end
   local start, current, previous = counts_at(s, l, now)
+  s.moved = start ~= s.start or s.current == 0  -- else the same expiry (save)
   s.start, s.current, s.previous = start, current + cost, previous
 end
 
@@ -91,7 +92,9 @@ local function expires_at(s, l)
   return 0
 end
 
+-- The same bucket with a count keeps its expiry (as fixed_window.lua's save).
 local function save(key, s, l, now)
-  redis.call('SET', key, int(s.start) .. ' ' .. int(s.current) .. ' ' .. int(s.previous), 'PX',
-             ttl_ms(expires_at(s, l), now))
+  local v = string.format('%d %d %d', s.start, s.current, s.previous)
+  if not s.moved then return redis.call('SET', key, v, 'KEEPTTL') end
+  redis.call('SET', key, v, 'PX', ttl_ms(expires_at(s, l), now))
 end
