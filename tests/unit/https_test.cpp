@@ -254,6 +254,36 @@ TEST_F(Https, MutualTlsRefusesAForeignCertificateAndCountsIt) {
   EXPECT_EQ(handshake_failures(), 2u);
 }
 
+// 2,000 pipelined requests for /metrics (a few kB each) from a client that reads nothing at first,
+// with a 4 kB receive buffer: the server's sends fill the socket and wait for room (send(2) gives EAGAIN under strace),
+// and every answer arrives once the client reads.
+TEST_F(Https, AnswersWaitForRoomWhenTheClientReadsSlowly) {
+  serve();
+  ssl::context ctx = client();
+  tcp::socket s(io_);
+  s.open(tcp::v4());
+  s.set_option(asio::socket_base::receive_buffer_size(4096));
+  s.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
+  timeval tv{5, 0};  // a failure, not a hang, should the requests not fit in the buffers
+  setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ssl::stream<tcp::socket> tls(std::move(s), ctx);
+  tls.handshake(ssl::stream_base::client);
+  constexpr int kRequests = 2000;
+  std::string all;
+  for (int i = 0; i < kRequests; ++i) all += "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  asio::write(tls, asio::buffer(all));
+  std::this_thread::sleep_for(200ms);
+  boost::beast::flat_buffer buffer;
+  int answered = 0;
+  for (boost::system::error_code ec; answered < kRequests; ++answered) {
+    http::response<http::string_body> res;
+    http::read(tls, buffer, res, ec);
+    if (ec || res.result_int() != 200) break;
+  }
+  EXPECT_EQ(answered, kRequests);
+}
+
 // The idle deadline, longer than the request deadline set before it, is the one that ends a
 // kept-alive connection.
 TEST_F(Https, AnIdleConnectionIsEndedAtTheIdleDeadline) {
