@@ -255,8 +255,8 @@ TEST_F(Https, MutualTlsRefusesAForeignCertificateAndCountsIt) {
 }
 
 // 2,000 pipelined requests for /metrics (a few kB each) from a client that reads nothing at first,
-// with a 4 kB receive buffer: the server's sends fill the socket and wait for room (send(2) gives EAGAIN under strace),
-// and every answer arrives once the client reads.
+// with a 4 kB receive buffer: the server's sends fill the socket and wait for room (send(2) gives
+// EAGAIN, seen under strace), and every answer arrives once the client reads.
 TEST_F(Https, AnswersWaitForRoomWhenTheClientReadsSlowly) {
   serve();
   ssl::context ctx = client();
