@@ -29,7 +29,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // A TLS connection first completes its handshake, within the request timeout.
   void start() {
     if (!stream_.is_tls()) return next_request();
-    stream_.lowest().expires_after(shared_->limits.request_timeout);
+    stream_.expires_after(shared_->limits.request_timeout);
     stream_.handshake([self = shared_from_this()](beast::error_code ec) {
       if (ec) {
         self->shared_->service->metrics().tls_handshake_failed();
@@ -48,7 +48,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(shared_->limits.max_body_bytes);
     if (buffer_.size() > 0) return read_request();  // a pipelined request is already here
     // Idle: wait for the first bytes of the next request.
-    stream_.lowest().expires_after(shared_->limits.idle_timeout);
+    stream_.expires_after(shared_->limits.idle_timeout);
     const std::size_t room = std::min<std::size_t>(1024, buffer_.max_size() - buffer_.size());
     stream_.async_read_some(buffer_.prepare(room),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
@@ -70,7 +70,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // The header is read first (from the buffer when it is already there), then the body: a client
   // that sent `Expect: 100-continue` waits for the interim answer before sending its body.
   void read_request() {
-    stream_.lowest().expires_after(shared_->limits.request_timeout);
+    stream_.expires_after(shared_->limits.request_timeout);
     const auto data = buffer_.cdata();
     const std::string_view head(static_cast<const char*>(data.data()), data.size());
     const std::size_t eol = head.find('\n');
@@ -217,7 +217,7 @@ class Session : public std::enable_shared_from_this<Session> {
     out_ += "\r\n";
     out_ += res_.body();
     keep_alive_ = res_.keep_alive();
-    stream_.lowest().expires_after(shared_->limits.write_timeout);
+    stream_.expires_after(shared_->limits.write_timeout);
     asio::async_write(stream_, asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
       if (ec) return self->close();
@@ -234,12 +234,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void close(bool orderly = false) {
     if (orderly && handshaken_) {
       handshaken_ = false;
-      stream_.lowest().expires_after(kCloseNotifyTimeout);
+      stream_.expires_after(kCloseNotifyTimeout);
       return stream_.send_close_notify([self = shared_from_this()](beast::error_code) { self->close(); });
     }
     beast::error_code ignored;
-    stream_.lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.lowest().socket().close(ignored);
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().close(ignored);
   }
 
   Stream stream_;

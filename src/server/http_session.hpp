@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,11 +12,12 @@
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
-#include <boost/beast/ssl.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <openssl/ssl.h>
 
 #include "server/coalescer.hpp"
 #include "server/http_server.hpp"
+#include "server/tls_stream.hpp"
 
 namespace floodgate::server::detail {
 
@@ -37,30 +39,29 @@ struct Batcher {
   std::unique_ptr<Coalescer<std::shared_ptr<Session>>> coalescer;
 };
 
-// A connection's byte stream: TCP, or TLS over TCP. It is an Asio stream like either (Beast's
-// readers and Asio's writers take it), so one Session serves both; the TLS handshake is
+// A connection's byte stream: TCP, or TLS over TCP (TlsStream). It is an Asio stream like either
+// (Beast's readers and Asio's writers take it), so one Session serves both; the TLS handshake is
 // `handshake`, a no-op on plain connections.
 class Stream {
  public:
-  using executor_type = beast::tcp_stream::executor_type;
+  using executor_type = asio::any_io_executor;
 
   /// TLS with `ctx`, plain without.
   Stream(tcp::socket socket, asio::ssl::context* ctx) {
     if (ctx != nullptr) {
-      tls_.emplace(std::move(socket), *ctx);
-      // Asio turns SSL_MODE_RELEASE_BUFFERS on: OpenSSL then frees its record buffers (about
-      // 34 kB) whenever they are empty and allocates them again for the next record, i.e. twice
-      // per request on a keep-alive connection. Keeping them costs that memory per open TLS
-      // connection (bounded by http.max_connections) and saves the allocations.
-      SSL_clear_mode(tls_->native_handle(), SSL_MODE_RELEASE_BUFFERS);
+      tls_.emplace(std::move(socket), ctx->native_handle());
     } else {
       plain_.emplace(std::move(socket));
     }
   }
 
-  executor_type get_executor() noexcept { return lowest().get_executor(); }
-  /// The TCP layer: deadlines (expires_after) and the socket.
-  beast::tcp_stream& lowest() noexcept { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
+  executor_type get_executor() noexcept { return tls_ ? tls_->get_executor() : plain_->get_executor(); }
+  tcp::socket& socket() noexcept { return tls_ ? tls_->socket() : plain_->socket(); }
+  /// The deadline of the operations that follow (beast::tcp_stream's).
+  void expires_after(std::chrono::steady_clock::duration d) {
+    if (tls_) return tls_->expires_after(d);
+    plain_->expires_after(d);
+  }
   [[nodiscard]] bool is_tls() const noexcept { return tls_.has_value(); }
 
   template <class Buffers, class Handler>
@@ -76,7 +77,7 @@ class Stream {
   template <class Handler>
   void handshake(Handler&& handler) {
     if (!tls_) return asio::post(get_executor(), [h = std::forward<Handler>(handler)]() mutable { h({}); });
-    tls_->async_handshake(asio::ssl::stream_base::server, std::forward<Handler>(handler));
+    tls_->async_handshake(std::forward<Handler>(handler));
   }
   /// TLS: sends close_notify (then `handler`), without waiting for the peer's: OpenSSL is told it
   /// has arrived already, as RFC 8446 §6.1 allows, so only our own write can take time.
@@ -88,7 +89,7 @@ class Stream {
 
  private:
   std::optional<beast::tcp_stream> plain_;
-  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  std::optional<TlsStream> tls_;
 };
 
 }  // namespace floodgate::server::detail
