@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstddef>
+
 #include "absl/synchronization/mutex.h"
 
 #include <fmt/format.h>
@@ -24,15 +26,15 @@ class GrpcServer::Handler final
   grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context, const grpc::ByteBuffer* in,
                                             grpc::ByteBuffer* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    auto call = std::make_shared<Call>();
-    if (!parse(*in, call->request)) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   "the request is not a valid RateLimitRequest (malformed bytes, or a string "
-                                   "field that is not valid UTF-8)"));
+    if (!rls_.limits().batching) {
+      reactor->Finish(decide_here(*context, *in, *out));
       return reactor;
     }
-    // A caller that has gone (cancelled, or past its deadline) is not decided and not charged.
-    auto gone = [context] { return context->IsCancelled() || context->deadline() <= std::chrono::system_clock::now(); };
+    auto call = std::make_shared<Call>();
+    if (!parse(*in, call->request)) {
+      reactor->Finish(malformed());
+      return reactor;
+    }
     Call& c = *call;
     rls_.should_rate_limit_async(
         c.request, c.response,
@@ -41,7 +43,7 @@ class GrpcServer::Handler final
           if (s.ok()) s = grpc::SerializationTraits<rlsv3::RateLimitResponse>::Serialize(call->response, out, &own);
           reactor->Finish(std::move(s));
         },
-        std::move(gone));
+        [context] { return gone(*context); });
     return reactor;
   }
 
@@ -51,14 +53,41 @@ class GrpcServer::Handler final
     rlsv3::RateLimitResponse response;
   };
 
-  static bool parse(const grpc::ByteBuffer& in, rlsv3::RateLimitRequest& request) {
-    std::vector<grpc::Slice> slices;
-    if (!in.Dump(&slices).ok()) return false;
-    std::string bytes;
-    for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    return request.ParseFromString(bytes);
+  // Without batching (the memory store) the call is decided on this gRPC thread, as
+  // should_rate_limit_async would, without its shared call state and callbacks; the messages live
+  // on an arena whose first block is on the stack, so a usual request allocates nothing for them.
+  grpc::Status decide_here(grpc::CallbackServerContext& context, const grpc::ByteBuffer& in, grpc::ByteBuffer& out) {
+    alignas(std::max_align_t) char block[kArenaBlock];
+    google::protobuf::Arena arena(block, sizeof block);
+    auto* request = google::protobuf::Arena::CreateMessage<rlsv3::RateLimitRequest>(&arena);
+    if (!parse(in, *request)) return malformed();
+    if (gone(context)) return rls_.abandoned();
+    auto* response = google::protobuf::Arena::CreateMessage<rlsv3::RateLimitResponse>(&arena);
+    grpc::Status s = rls_.should_rate_limit(*request, *response);
+    bool own = false;
+    if (s.ok()) s = grpc::SerializationTraits<rlsv3::RateLimitResponse>::Serialize(*response, &out, &own);
+    return s;
   }
 
+  // A caller that has gone (cancelled, or past its deadline) is not decided and not charged.
+  static bool gone(grpc::CallbackServerContext& context) {
+    return context.IsCancelled() || context.deadline() <= std::chrono::system_clock::now();
+  }
+
+  static grpc::Status malformed() {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the request is not a valid RateLimitRequest (malformed bytes, or a string field that is "
+                        "not valid UTF-8)");
+  }
+
+  // From the received bytes in place when they are one slice (the usual case), else from one copy.
+  static bool parse(const grpc::ByteBuffer& in, rlsv3::RateLimitRequest& request) {
+    grpc::Slice bytes;
+    if (!in.TrySingleSlice(&bytes).ok() && !in.DumpToSingleSlice(&bytes).ok()) return false;
+    return request.ParseFromArray(bytes.begin(), static_cast<int>(bytes.size()));
+  }
+
+  static constexpr std::size_t kArenaBlock = 4096;  // a request of a few descriptors and its answer
   RlsService& rls_;
 };
 
