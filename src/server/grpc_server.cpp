@@ -2,19 +2,19 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <cstddef>
 
 #include "absl/synchronization/mutex.h"
 
 #include <fmt/format.h>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "server/grpc_inline.hpp"
 #include "server/library_log.hpp"
 #include "server/tls.hpp"
 
 namespace floodgate::server {
 
-// The method is registered raw (bytes in, bytes out): the request is parsed here, so that a
+// With batching (a networked storage). The method is registered raw (bytes in, bytes out): the request is parsed here, so that a
 // malformed one (invalid UTF-8 in a string field, truncated bytes) is answered INVALID_ARGUMENT
 // with a message, where the generated method answered UNIMPLEMENTED with none. protobuf's own
 // complaint goes through the rate-limited library log (library_log.hpp).
@@ -26,13 +26,9 @@ class GrpcServer::Handler final
   grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context, const grpc::ByteBuffer* in,
                                             grpc::ByteBuffer* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    if (!rls_.limits().batching) {
-      reactor->Finish(decide_here(*context, *in, *out));
-      return reactor;
-    }
     auto call = std::make_shared<Call>();
-    if (!parse(*in, call->request)) {
-      reactor->Finish(malformed());
+    if (!rls_parse(*in, call->request)) {
+      reactor->Finish(rls_malformed());
       return reactor;
     }
     Call& c = *call;
@@ -43,7 +39,7 @@ class GrpcServer::Handler final
           if (s.ok()) s = grpc::SerializationTraits<rlsv3::RateLimitResponse>::Serialize(call->response, out, &own);
           reactor->Finish(std::move(s));
         },
-        [context] { return gone(*context); });
+        [context] { return rls_caller_gone(*context); });
     return reactor;
   }
 
@@ -53,41 +49,6 @@ class GrpcServer::Handler final
     rlsv3::RateLimitResponse response;
   };
 
-  // Without batching (the memory store) the call is decided on this gRPC thread, as
-  // should_rate_limit_async would, without its shared call state and callbacks; the messages live
-  // on an arena whose first block is on the stack, so a usual request allocates nothing for them.
-  grpc::Status decide_here(grpc::CallbackServerContext& context, const grpc::ByteBuffer& in, grpc::ByteBuffer& out) {
-    alignas(std::max_align_t) char block[kArenaBlock];
-    google::protobuf::Arena arena(block, sizeof block);
-    auto* request = google::protobuf::Arena::CreateMessage<rlsv3::RateLimitRequest>(&arena);
-    if (!parse(in, *request)) return malformed();
-    if (gone(context)) return rls_.abandoned();
-    auto* response = google::protobuf::Arena::CreateMessage<rlsv3::RateLimitResponse>(&arena);
-    grpc::Status s = rls_.should_rate_limit(*request, *response);
-    bool own = false;
-    if (s.ok()) s = grpc::SerializationTraits<rlsv3::RateLimitResponse>::Serialize(*response, &out, &own);
-    return s;
-  }
-
-  // A caller that has gone (cancelled, or past its deadline) is not decided and not charged.
-  static bool gone(grpc::CallbackServerContext& context) {
-    return context.IsCancelled() || context.deadline() <= std::chrono::system_clock::now();
-  }
-
-  static grpc::Status malformed() {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "the request is not a valid RateLimitRequest (malformed bytes, or a string field that is "
-                        "not valid UTF-8)");
-  }
-
-  // From the received bytes in place when they are one slice (the usual case), else from one copy.
-  static bool parse(const grpc::ByteBuffer& in, rlsv3::RateLimitRequest& request) {
-    grpc::Slice bytes;
-    if (!in.TrySingleSlice(&bytes).ok() && !in.DumpToSingleSlice(&bytes).ok()) return false;
-    return request.ParseFromArray(bytes.begin(), static_cast<int>(bytes.size()));
-  }
-
-  static constexpr std::size_t kArenaBlock = 4096;  // a request of a few descriptors and its answer
   RlsService& rls_;
 };
 
@@ -130,13 +91,18 @@ absl::Status GrpcServer::start() {
   // about 0.6 µs per decision in a profile of ShouldRateLimit (1 µs over TLS, which locks more).
   // It is a debugging aid for abseil's users; a server has no use for it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  handler_ = std::make_unique<Handler>(rls_);
   const std::string address = host_.find(':') != std::string::npos ? fmt::format("[{}]:{}", host_, port_)
                                                                     : fmt::format("{}:{}", host_, port_);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(address, credentials(tls_), &bound);
-  builder.RegisterService(handler_.get());
+  if (rls_.limits().batching) {
+    handler_ = std::make_unique<Handler>(rls_);
+    builder.RegisterService(handler_.get());
+  } else {
+    inline_ = std::make_unique<GrpcInlineService>(rls_);
+    inline_->attach(builder);
+  }
   // A request larger than the service's own cap is answered INVALID_ARGUMENT by RlsService; far
   // larger ones are refused by gRPC before they are parsed (RESOURCE_EXHAUSTED).
   const std::size_t cap = rls_.limits().max_message_bytes;
@@ -144,9 +110,11 @@ absl::Status GrpcServer::start() {
   server_ = builder.BuildAndStart();
   if (!server_ || bound == 0) {
     server_.reset();
+    if (inline_) inline_->stop();
     return absl::UnavailableError(fmt::format("cannot listen for gRPC on {}", address));
   }
   port_ = static_cast<std::uint16_t>(bound);
+  if (inline_) inline_->start();
   return absl::OkStatus();
 }
 
@@ -155,6 +123,7 @@ void GrpcServer::shutdown(std::chrono::milliseconds deadline) {
   server_->Shutdown(std::chrono::system_clock::now() + deadline);
   server_->Wait();
   server_.reset();
+  if (inline_) inline_->stop();
 }
 
 }  // namespace floodgate::server
