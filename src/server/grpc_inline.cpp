@@ -100,8 +100,7 @@ void GrpcInlineService::answer(Call& call) {
   alignas(std::max_align_t) char block[kArenaBlock];
   google::protobuf::Arena arena(block, sizeof block);
   auto* request = google::protobuf::Arena::CreateMessage<rlsv3::RateLimitRequest>(&arena);
-  grpc::Status status = rls_parse(call.in, *request)          ? grpc::Status::OK
-                        : rls_malformed();
+  grpc::Status status = rls_parse(call.in, *request) ? grpc::Status::OK : rls_malformed();
   if (status.ok() && rls_caller_gone(call.context)) status = rls_.abandoned();
   grpc::ByteBuffer out;
   if (status.ok()) {
