@@ -15,13 +15,14 @@ class Server;
 
 namespace floodgate::server {
 
+class GrpcInlineService;
 class TlsState;
 
-/// Serves ShouldRateLimit with gRPC's callback API, with no thread per call or per connection.
-/// With the memory store a call is decided on the gRPC thread that read it (microseconds); with a
-/// networked storage (RlsLimits::batching) it is matched there and handed to the service's storage
-/// threads, which decide concurrent calls in one batch (one Redis round trip) and finish them, so
-/// no gRPC thread waits for Redis (docs/envoy.md).
+/// Serves ShouldRateLimit with no thread per call or per connection. With the memory store a call
+/// is decided on the one thread that polls gRPC's completion queue and read it (microseconds;
+/// grpc_inline.hpp); with a networked storage (RlsLimits::batching) gRPC's callback API matches it
+/// and hands it to the service's storage threads, which decide concurrent calls in one batch (one
+/// Redis round trip) and finish them, so no gRPC thread waits for Redis (docs/envoy.md).
 ///
 /// With a TlsState it speaks TLS only (and asks for a client certificate, verified against the
 /// client CA, when one is configured); its certificate provider re-reads the state's private
@@ -48,7 +49,8 @@ class GrpcServer {
   std::string host_;
   std::uint16_t port_;
   const TlsState* tls_;
-  std::unique_ptr<Handler> handler_;
+  std::unique_ptr<Handler> handler_;        // with batching
+  std::unique_ptr<GrpcInlineService> inline_;  // without
   std::unique_ptr<grpc::Server> server_;
 };
 

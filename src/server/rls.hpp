@@ -96,6 +96,11 @@ class RlsService {
   void should_rate_limit_async(const rlsv3::RateLimitRequest& request, rlsv3::RateLimitResponse& response,
                                std::function<void(grpc::Status)> done, std::function<bool()> gone = {});
 
+  /// The answer to a caller that has gone before its call was decided (DEADLINE_EXCEEDED, nothing
+  /// charged); counts it in floodgate_rls_abandoned_total. For a caller that decides with
+  /// `should_rate_limit` itself after asking whether its caller has gone.
+  grpc::Status abandoned();
+
   [[nodiscard]] const RlsLimits& limits() const noexcept { return limits_; }
   [[nodiscard]] RlsMetrics& metrics() noexcept { return metrics_; }
   /// Drops the compiled limit overrides not used since the previous call (serve's Housekeeping
@@ -124,7 +129,6 @@ class RlsService {
   void decide(Prepared& p);
   grpc::Status respond(Prepared& p, rlsv3::RateLimitResponse& response);
   void decide_jobs(std::vector<Job>& jobs);
-  grpc::Status abandoned();
   void forget_removed(const RlsConfig& old);
   std::shared_ptr<const Policy> override_policy(const RlsDomain& domain, const RlsRule* rule,
                                                 std::uint32_t requests_per_unit, RlsUnit unit);
