@@ -55,7 +55,9 @@ struct MemoryStorageOptions {
 /// Thread-safety: all methods are thread-safe. A decision on a known key takes its shard's lock in
 /// shared mode (a per-thread counter) and the key's own lock word, so decisions on different keys
 /// run in parallel without sharing a written cache line; adding or removing a key takes the shard
-/// exclusively. On one key, `apply` is linearizable.
+/// exclusively. A thread deciding again on the key it decided on last (per policy) goes straight to
+/// that key's record under the record's lock, which is also where keys are removed and records
+/// reused. On one key, `apply` is linearizable.
 class MemoryStorage final : public Storage {
  public:
   explicit MemoryStorage(MemoryStorageOptions options = {});
