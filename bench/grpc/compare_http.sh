@@ -18,25 +18,12 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --d
   --dir "$work" --logfile "$work/redis.log"
 for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-mkdir -p "$work/rules"
-cat >"$work/rules/bench.yaml" <<YAML
-domain: bench
-descriptors:
-  - key: remote_address
-    rate_limit: {unit: second, requests_per_unit: 1000000}
-YAML
-cat >"$work/floodgate.yaml" <<YAML
-log_level: warn
-policies:
-  - {name: web, strategy: fixed-window, limit: 1000000/second, key: {header: X-Real-IP}}
-rls:
-  config: $work/rules
-  listen: 127.0.0.1:0
-YAML
+source "$here/bench_config.sh"
+write_bench_config "$work"  # $work/rules, $work/bench.yaml
 
 run() {  # run STORAGE-URL LABEL
   rm -f "$work/port" "$work/grpc.port"
-  "$floodgate" serve --config "$work/floodgate.yaml" --storage "$1" --listen 127.0.0.1:0 --threads 2 \
+  "$floodgate" serve --config "$work/bench.yaml" --storage "$1" --listen 127.0.0.1:0 --threads 2 \
     --port-file "$work/port" --grpc-port-file "$work/grpc.port" 2>"$work/serve.log" &
   echo $! >"$work/floodgate.pid"
   for _ in $(seq 100); do [[ -s "$work/port" ]] && break; sleep 0.05; done

@@ -11,23 +11,10 @@ load="$2"; seconds="${3:-10}"; rounds="${4:-3}"
 binaries=("$1" "${@:5}")
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/../../tests/support/scratch_dir.sh"  # $work, cleaned up on exit
-mkdir -p "$work/rules"
-cat >"$work/rules/bench.yaml" <<YAML
-domain: bench
-descriptors:
-  - key: remote_address
-    rate_limit: {unit: second, requests_per_unit: 1000000}
-YAML
-cat >"$work/serve.yaml" <<YAML
-log_level: warn
-policies:
-  - {name: web, strategy: fixed-window, limit: 1000000/second, key: {header: X-Real-IP}}
-rls:
-  config: $work/rules
-  listen: 127.0.0.1:0
-YAML
+source "$here/bench_config.sh"
+write_bench_config "$work"  # $work/rules, $work/bench.yaml
 for i in "${!binaries[@]}"; do
-  "${binaries[$i]}" serve --config "$work/serve.yaml" --listen 127.0.0.1:0 --threads 2 --port-file "$work/$i.port" \
+  "${binaries[$i]}" serve --config "$work/bench.yaml" --listen 127.0.0.1:0 --threads 2 --port-file "$work/$i.port" \
     --grpc-port-file "$work/$i.grpc" 2>"$work/$i.log" &
   echo $! >"$work/$i.pid"
   for _ in $(seq 100); do [[ -s "$work/$i.port" && -s "$work/$i.grpc" ]] && break; sleep 0.05; done

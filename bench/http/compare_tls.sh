@@ -22,23 +22,10 @@ fi
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/../../tests/support/scratch_dir.sh"  # $work, cleaned up on exit
 "$here/../../tests/support/make_test_certs.sh" "$work/certs" >"$work/certs.log" 2>&1
-mkdir -p "$work/rules"
-cat >"$work/rules/bench.yaml" <<YAML
-domain: bench
-descriptors:
-  - key: remote_address
-    rate_limit: {unit: second, requests_per_unit: 1000000}
-YAML
+source "$here/../grpc/bench_config.sh"
+write_bench_config "$work"  # $work/rules, $work/bench.yaml
 start() {  # NAME serve-args…
-  cat >"$work/$1.yaml" <<YAML
-log_level: warn
-policies:
-  - {name: web, strategy: fixed-window, limit: 1000000/second, key: {header: X-Real-IP}}
-rls:
-  config: $work/rules
-  listen: 127.0.0.1:0
-YAML
-  "${on_server[@]}" "$floodgate" serve --config "$work/$1.yaml" --listen 127.0.0.1:0 --threads "$threads" --port-file "$work/$1.port" \
+  "${on_server[@]}" "$floodgate" serve --config "$work/bench.yaml" --listen 127.0.0.1:0 --threads "$threads" --port-file "$work/$1.port" \
     --grpc-port-file "$work/$1.grpc" "${@:2}" 2>"$work/$1.log" &
   echo $! >"$work/$1.pid"
   for _ in $(seq 100); do [[ -s "$work/$1.port" ]] && break; sleep 0.05; done
