@@ -130,6 +130,8 @@ Decision degraded_decision(const Policy& policy) noexcept {
 }
 
 void Limiter::settle(const Request& r, absl::StatusOr<Decision>& result, Micros now) {
+  // The common case first: nothing to remember for an allowed decision, nor without a cache.
+  if (result.ok() && (result->allowed || r.policy->options().blocked_cache == 0)) return;
   if (result.ok()) {
     remember(r, *result, now);
   } else if (result.status().code() != absl::StatusCode::kInvalidArgument) {
@@ -159,8 +161,7 @@ absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
   }
   if (!latency_ && !lock_singles()) {  // the common case: the storage's result is built in place
     absl::StatusOr<Decision> d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now);
-    // settle() has nothing to do for an allowed decision, nor a denial without a blocked-key cache.
-    if (!d.ok() || (!d->allowed && r.policy->options().blocked_cache != 0)) settle(r, d, now);
+    settle(r, d, now);
     return d;
   }
   absl::StatusOr<Decision> d;
