@@ -51,27 +51,41 @@ NGINX
 nginx -p "$prefix" -c "$prefix/nginx.conf"
 sleep 0.5
 
-# requests/s and p99 latency from `wrk --latency`
-run() {
-  local out
+# CPU ticks (user + system) of a server's processes: floodgate's one, nginx's master and workers
+ticks() {  # PID…
+  local t=0 p
+  for p in "$@"; do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done
+  echo "$t"
+}
+server_pids() {  # floodgate|nginx
+  if [[ "$1" == floodgate ]]; then cat "$prefix/floodgate.pid"; return; fi
+  local master
+  master="$(cat "$prefix/nginx.pid")"
+  echo "$master" $(pgrep -P "$master")
+}
+# requests/s, p99 latency (from `wrk --latency`) and the server's CPU µs per request
+run() {  # URL floodgate|nginx
+  local out before after
+  before="$(ticks $(server_pids "$2"))"
   out="$(wrk -t2 -c64 -d"${seconds}s" --latency -H 'X-Real-IP: 10.1.2.3' "$1")"
-  local rps p99 codes
+  after="$(ticks $(server_pids "$2"))"
+  local rps p99
   rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
   p99="$(awk '$1 == "99%" {print $2}' <<<"$out")"
-  codes="$(grep -c 'Non-2xx' <<<"$out" || true)"
-  echo "$rps $p99 $codes"
+  echo "$rps $p99 $(awk -v a="$before" -v b="$after" -v hz="$(getconf CLK_TCK)" -v r="$rps" -v s="$seconds" \
+    'BEGIN { printf "%.2f", (b - a) / hz * 1e6 / (r * s) }')"
 }
 # warm both
 wrk -t2 -c64 -d1s -H 'X-Real-IP: 10.1.2.3' "http://127.0.0.1:$fport/v1/auth?policy=allow" >/dev/null
 wrk -t2 -c64 -d1s -H 'X-Real-IP: 10.1.2.3' "http://127.0.0.1:$nport/allow" >/dev/null
 
-read -r f_allow f_allow_p99 _ <<<"$(run "http://127.0.0.1:$fport/v1/auth?policy=allow")"
-read -r n_allow n_allow_p99 _ <<<"$(run "http://127.0.0.1:$nport/allow")"
-read -r f_deny f_deny_p99 _ <<<"$(run "http://127.0.0.1:$fport/v1/auth?policy=deny")"
-read -r n_deny n_deny_p99 _ <<<"$(run "http://127.0.0.1:$nport/deny")"
+read -r f_allow f_allow_p99 f_allow_cpu <<<"$(run "http://127.0.0.1:$fport/v1/auth?policy=allow" floodgate)"
+read -r n_allow n_allow_p99 n_allow_cpu <<<"$(run "http://127.0.0.1:$nport/allow" nginx)"
+read -r f_deny f_deny_p99 f_deny_cpu <<<"$(run "http://127.0.0.1:$fport/v1/auth?policy=deny" floodgate)"
+read -r n_deny n_deny_p99 n_deny_cpu <<<"$(run "http://127.0.0.1:$nport/deny" nginx)"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-echo "| case | floodgate GET /v1/auth req/s | p99 | nginx limit_req req/s | p99 | floodgate ÷ nginx |"
-echo "|---|---|---|---|---|---|"
-echo "| mostly allowed | $f_allow | $f_allow_p99 | $n_allow | $n_allow_p99 | $(ratio "$f_allow" "$n_allow") |"
-echo "| mostly denied | $f_deny | $f_deny_p99 | $n_deny | $n_deny_p99 | $(ratio "$f_deny" "$n_deny") |"
+echo "| case | floodgate GET /v1/auth req/s | p99 | server CPU µs/req | nginx limit_req req/s | p99 | server CPU µs/req | floodgate ÷ nginx (rate) |"
+echo "|---|---|---|---|---|---|---|---|"
+echo "| mostly allowed | $f_allow | $f_allow_p99 | $f_allow_cpu | $n_allow | $n_allow_p99 | $n_allow_cpu | $(ratio "$f_allow" "$n_allow") |"
+echo "| mostly denied | $f_deny | $f_deny_p99 | $f_deny_cpu | $n_deny | $n_deny_p99 | $n_deny_cpu | $(ratio "$f_deny" "$n_deny") |"
