@@ -1,5 +1,7 @@
 #include "floodgate/memory_storage.hpp"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "floodgate/limiter.hpp"
@@ -177,6 +179,35 @@ TEST(MemoryStorage, ARememberedTableIsNotUsedAfterItIsFreed) {
   const Policy copy = p;  // a copy is another object: its own serial, the same table
   EXPECT_NE(copy.serial(), p.serial());
   EXPECT_FALSE(storage.apply(copy, "k", 1, Effect::kHit, 3)->allowed);
+}
+
+// A record holds its key inline up to 20 characters and on the heap beyond (record.hpp), and a
+// removed record is reused for the next key whatever its length: every length around those
+// bounds keeps its own state, apart from a key that differs in one middle character only, and
+// across reuse from inline to heap and back.
+TEST(MemoryStorage, KeysOfEveryLengthKeepTheirOwnStateAcrossRecordReuse) {
+  for (const Strategy s : {Strategy::kFixedWindow, Strategy::kGcra}) {
+    MemoryStorage storage;
+    const Policy p = policy(s, "1/hour");
+    for (std::size_t n = 0; n <= 48; ++n) {
+      std::string a(n, 'a');
+      std::string b = a;
+      if (n > 0) b[n / 2] = 'b';
+      SCOPED_TRACE(n);
+      ASSERT_TRUE(storage.apply(p, a, 1, Effect::kHit, 0)->allowed);
+      EXPECT_FALSE(storage.apply(p, a, 1, Effect::kHit, 0)->allowed);
+      if (n == 0) continue;
+      EXPECT_TRUE(storage.apply(p, b, 1, Effect::kHit, 0)->allowed);
+      EXPECT_FALSE(storage.apply(p, b, 1, Effect::kHit, 0)->allowed);
+      ASSERT_TRUE(storage.clear(p, b).ok());  // its record goes to the next, longer key
+      EXPECT_TRUE(storage.apply(p, b, 1, Effect::kTest, 0)->allowed);
+      EXPECT_FALSE(storage.apply(p, a, 1, Effect::kTest, 0)->allowed);
+    }
+    for (std::size_t n = 0; n <= 48; ++n) {  // still counted, after all that reuse
+      EXPECT_FALSE(storage.apply(p, std::string(n, 'a'), 1, Effect::kTest, 0)->allowed) << n;
+    }
+    EXPECT_EQ(storage.size(p), 49u);
+  }
 }
 
 }  // namespace

@@ -26,12 +26,18 @@ inline void backoff(int& spins) noexcept {
   }
 }
 
-/// A lock word inside a record: guards one key's state between readers of its shard.
+/// A lock word inside a record: guards one key's state between readers of its shard. The lock is
+/// the word's top bit; the other 31 bits are the record's own data (the key's length, RecordKey),
+/// which only the lock's holder changes (`set_data`), so that the lock costs the record no word of
+/// its own.
 class RecordLock {
  public:
+  static constexpr std::uint32_t kBit = std::uint32_t{1} << 31;
+
   [[gnu::always_inline]] static void lock(std::atomic<std::uint32_t>& word) noexcept {
-    std::uint32_t expected = 0;
-    if (word.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed)) [[likely]] {
+    std::uint32_t expected = word.load(std::memory_order_relaxed) & ~kBit;
+    if (word.compare_exchange_strong(expected, expected | kBit, std::memory_order_acquire,
+                                     std::memory_order_relaxed)) [[likely]] {
       return;
     }
     lock_contended(word);
@@ -39,16 +45,23 @@ class RecordLock {
   [[gnu::noinline]] static void lock_contended(std::atomic<std::uint32_t>& word) noexcept {
     int spins = 0;
     for (;;) {
-      while (word.load(std::memory_order_relaxed) != 0) backoff(spins);
-      std::uint32_t expected = 0;
-      if (word.compare_exchange_weak(expected, 1, std::memory_order_acquire,
+      std::uint32_t seen = word.load(std::memory_order_relaxed);
+      while ((seen & kBit) != 0) {
+        backoff(spins);
+        seen = word.load(std::memory_order_relaxed);
+      }
+      if (word.compare_exchange_weak(seen, seen | kBit, std::memory_order_acquire,
                                      std::memory_order_relaxed)) {
         return;
       }
     }
   }
   static void unlock(std::atomic<std::uint32_t>& word) noexcept {
-    word.store(0, std::memory_order_release);
+    word.store(word.load(std::memory_order_relaxed) & ~kBit, std::memory_order_release);
+  }
+  /// Replaces the data bits; by the lock's holder only (`data` < kBit).
+  static void set_data(std::atomic<std::uint32_t>& word, std::uint32_t data) noexcept {
+    word.store(data | kBit, std::memory_order_relaxed);
   }
 };
 

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "storage/memory/locks.hpp"
+
 namespace floodgate::detail {
 
 // A key's first and last characters as two words, read with loads of 8, 4 or 1 byte(s) that
@@ -47,24 +49,49 @@ struct KeyWords {
   return std::memcmp(a.data(), b.data(), n) == 0;
 }
 
-// A key as a record holds it: its length, the record's lock word, and its characters inline when
-// they fit in 24 bytes (IPs, user ids, most API keys), else on the heap. 32 bytes.
+// A key as a record holds it: one word with its length and the record's lock bit (RecordLock),
+// then its characters inline when they fit in 20 bytes (IPs, user ids, most API keys), else a
+// pointer to them on the heap. 24 bytes, 4-byte aligned, so that a record of one 24-byte state
+// (sliding window counter, the buckets) is 48 bytes and one of a 16-byte state 40.
 struct RecordKey {
-  static constexpr std::size_t kInline = 24;
-  static constexpr std::uint32_t kDead = ~std::uint32_t{0};  // a removed record's size
-  std::uint32_t size;
-  std::atomic<std::uint32_t> lock;  // RecordLock: guards the record's states between readers
-  union {
-    char inline_chars[kInline];
-    char* heap_chars;
-  };
+  static constexpr std::size_t kInline = 20;
+  static constexpr std::uint32_t kDead = RecordLock::kBit - 1;  // a removed record's length
+  /// Keys up to this length have a record (longer ones are refused: MemoryStorage::apply).
+  static constexpr std::size_t kMaxSize = kDead - 1;
+  std::atomic<std::uint32_t> word;  // the key's length | RecordLock::kBit
+  char chars[kInline];              // the characters, or a char* to them (memcpy'd: unaligned)
 
+  [[nodiscard]] std::uint32_t size() const noexcept {
+    return word.load(std::memory_order_relaxed) & ~RecordLock::kBit;
+  }
+  [[nodiscard]] char* heap() const noexcept {
+    char* p;
+    std::memcpy(&p, chars, sizeof p);
+    return p;
+  }
   [[nodiscard]] std::string_view view() const noexcept {
-    return {size <= kInline ? inline_chars : heap_chars, size};
+    const std::uint32_t n = size();
+    return {n <= kInline ? chars : heap(), n};
   }
   /// Whether the record holds `key` (a removed record holds none). Under the record's lock.
   [[nodiscard]] bool holds(std::string_view key) const noexcept {
-    return size == key.size() && same_key(view(), key);
+    return size() == key.size() && same_key(view(), key);
+  }
+  /// Writes `key` into a removed record. Under the record's lock.
+  void assign(std::string_view key) noexcept {
+    char* to = chars;
+    if (key.size() > kInline) {
+      to = new char[key.size()];
+      std::memcpy(chars, &to, sizeof to);
+    }
+    std::copy(key.begin(), key.end(), to);
+    RecordLock::set_data(word, static_cast<std::uint32_t>(key.size()));
+  }
+  /// Frees the key's characters and marks the record removed. Under the record's lock.
+  void release() noexcept {
+    const std::uint32_t n = size();
+    if (n != kDead && n > kInline) delete[] heap();
+    RecordLock::set_data(word, kDead);
   }
 };
 

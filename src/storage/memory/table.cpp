@@ -3,7 +3,7 @@
 //
 // Why a slab and not absl::flat_hash_map<std::string, State>: the map's 48-byte slots at a load
 // factor that halves on every growth cost 55–110 bytes per key; here a key costs its record (the
-// states, then a 32-byte RecordKey with the characters inline up to 24) plus a 4-byte index slot,
+// states, then a 24-byte RecordKey with the characters inline up to 20) plus a 4-byte index slot,
 // and the slab gives the incremental sweep (reclaiming absent entries) and the eviction sampler a
 // stable position to walk from. Locking: see locks.hpp.
 #include "storage/memory/table.hpp"
@@ -61,7 +61,7 @@ struct HashedKey {
 constexpr std::size_t kRememberedRecords = 4;
 thread_local std::array<Remembered, kRememberedRecords> t_records;
 std::atomic<std::uint64_t> g_table_numbers{1};
-static_assert(sizeof(RecordKey) == 32);
+static_assert(sizeof(RecordKey) == 24);
 
 template <class A>
 class TableImpl final : public MemoryStorage::Table {
@@ -107,7 +107,7 @@ class TableImpl final : public MemoryStorage::Table {
     if (memo.may_hold(number_, key)) {
       // Fastest path: the key this thread decided on last, if its record still holds it.
       RecordKey& rk = key_at(memo.record);
-      detail::RecordGuard guard(rk.lock);
+      detail::RecordGuard guard(rk.word);
       if (rk.holds(key)) return decide(states_at(memo.record));
     }
     const HashedKey hk{key, hash_key(key)};
@@ -118,7 +118,7 @@ class TableImpl final : public MemoryStorage::Table {
       const auto it = sh.index.find(hk);
       if (it != sh.index.end()) {
         memo.remember(number_, key, sh.record(*it));
-        detail::RecordGuard guard(sh.key(*it).lock);
+        detail::RecordGuard guard(sh.key(*it).word);
         return decide(states(sh, *it));
       }
       if (effect != Effect::kHit || cost == 0) {
@@ -126,10 +126,13 @@ class TableImpl final : public MemoryStorage::Table {
         return decide(fresh.data());
       }
     }
+    if (key.size() > RecordKey::kMaxSize) [[unlikely]] {
+      return absl::InvalidArgumentError("the memory storage holds keys of up to 2^31 - 2 bytes");
+    }
     // A new key: exclusive mode, look again (another thread may have added it), then add it.
     std::lock_guard<detail::BigReaderLock> exclusive(sh.lock);
     if (const auto it = sh.index.find(hk); it != sh.index.end()) {
-      detail::RecordGuard guard(sh.key(*it).lock);  // a thread that remembered it may be in it
+      detail::RecordGuard guard(sh.key(*it).word);  // a thread that remembered it may be in it
       return decide(states(sh, *it));
     }
     std::array<S, kMaxLimitsPerPolicy> fresh;
@@ -219,7 +222,7 @@ class TableImpl final : public MemoryStorage::Table {
   // Exclusive mode; under the record's lock, since a thread that remembered the record decides
   // on it without the shard's lock.
   [[nodiscard]] Micros absent_from(const Shard& sh, std::uint32_t r, Limits limits) const {
-    std::atomic<std::uint32_t>& word = sh.key(r).lock;
+    std::atomic<std::uint32_t>& word = sh.key(r).word;
     detail::RecordLock::lock(word);
     const S* st = states(sh, r);
     Micros t = 0;
@@ -288,20 +291,14 @@ class TableImpl final : public MemoryStorage::Table {
       }
       if ((r >> 6) >= sh.live.size()) sh.live.push_back(0);
       ++sh.used;
-      new (sh.record(r) + key_offset_) RecordKey{RecordKey::kDead, {0}, {}};  // nobody knows it yet
+      new (sh.record(r) + key_offset_) RecordKey{{RecordKey::kDead}, {}};  // nobody knows it yet
     }
     RecordKey& k = sh.key(r);
-    detail::RecordLock::lock(k.lock);
+    detail::RecordLock::lock(k.word);
     S* st = states(sh, r);
     for (std::size_t i = 0; i < k_; ++i) new (st + i) S(std::move(fresh[i]));
-    char* chars = k.inline_chars;
-    if (key.size() > RecordKey::kInline) {
-      k.heap_chars = new char[key.size()];
-      chars = k.heap_chars;
-    }
-    std::copy(key.begin(), key.end(), chars);
-    k.size = static_cast<std::uint32_t>(key.size());
-    detail::RecordLock::unlock(k.lock);
+    k.assign(key);
+    detail::RecordLock::unlock(k.word);
     sh.set_live(r, true);
     sh.index.insert(r);
   }
@@ -309,12 +306,11 @@ class TableImpl final : public MemoryStorage::Table {
   // Exclusive mode, or the table's destruction. The record's memory stays (its lock word too).
   void destroy(Shard& sh, std::uint32_t r) {
     RecordKey& k = sh.key(r);
-    detail::RecordLock::lock(k.lock);
+    detail::RecordLock::lock(k.word);
     S* st = states(sh, r);
     for (std::size_t i = 0; i < k_; ++i) st[i].~S();
-    if (k.size != RecordKey::kDead && k.size > RecordKey::kInline) delete[] k.heap_chars;
-    k.size = RecordKey::kDead;
-    detail::RecordLock::unlock(k.lock);
+    k.release();
+    detail::RecordLock::unlock(k.word);
     sh.set_live(r, false);
   }
 

@@ -16,8 +16,8 @@ class MemoryStorage::Table {
   virtual ~Table() = default;
   /// Decides by `policy`'s limits: any policy of the table's state id (Policy::state_id), so a
   /// policy whose amounts changed decides on the same states (the algorithms carry usage over).
-  /// Never an error (the memory store has none); a StatusOr so that the decision is built where
-  /// Storage::apply returns it, not copied there.
+  /// An error only for a new key longer than 2^31 - 2 bytes (InvalidArgument); a StatusOr also so
+  /// that the decision is built where Storage::apply returns it, not copied there.
   virtual absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key, std::int64_t cost,
                                          Effect effect, Micros now) = 0;
   virtual void clear(std::string_view key) = 0;
