@@ -9,7 +9,7 @@ set -euo pipefail
 
 packages=(g++ cmake make ccache pkg-config
           libboost1.81-dev libboost-json1.81-dev libabsl-dev libcli11-dev libfmt-dev
-          libspdlog-dev libyaml-cpp-dev libhiredis-dev libmemcached-dev libssl-dev zlib1g-dev
+          libspdlog-dev libyaml-cpp-dev libhiredis-dev libmemcached-dev libssl-dev libgnutls28-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc)
 if [[ "${1:-}" == "--test" ]]; then

@@ -12,8 +12,6 @@
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
-#include <boost/asio/ssl/context.hpp>
-#include <openssl/ssl.h>
 
 #include "server/coalescer.hpp"
 #include "server/http_server.hpp"
@@ -47,9 +45,9 @@ class Stream {
   using executor_type = asio::any_io_executor;
 
   /// TLS with `ctx`, plain without.
-  Stream(tcp::socket socket, asio::ssl::context* ctx) {
+  Stream(tcp::socket socket, const TlsServerContext* ctx) {
     if (ctx != nullptr) {
-      tls_.emplace(std::move(socket), ctx->native_handle());
+      tls_.emplace(std::move(socket), *ctx);
     } else {
       plain_.emplace(std::move(socket));
     }
@@ -79,12 +77,11 @@ class Stream {
     if (!tls_) return asio::post(get_executor(), [h = std::forward<Handler>(handler)]() mutable { h({}); });
     tls_->async_handshake(std::forward<Handler>(handler));
   }
-  /// TLS: sends close_notify (then `handler`), without waiting for the peer's: OpenSSL is told it
-  /// has arrived already, as RFC 8446 §6.1 allows, so only our own write can take time.
+  /// TLS: sends close_notify (then `handler`), without waiting for the peer's, as RFC 8446 §6.1
+  /// allows, so only our own write can take time.
   template <class Handler>
   void send_close_notify(Handler&& handler) {
-    SSL_set_shutdown(tls_->native_handle(), SSL_RECEIVED_SHUTDOWN);
-    tls_->async_shutdown(std::forward<Handler>(handler));
+    tls_->async_send_close_notify(std::forward<Handler>(handler));
   }
 
  private:

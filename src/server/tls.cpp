@@ -8,7 +8,6 @@
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
-#include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include <cerrno>
@@ -17,14 +16,13 @@
 #include <tuple>
 #include <vector>
 
-#include <boost/asio/ssl/context.hpp>
 #include <fmt/format.h>
+
+#include "server/tls_stream.hpp"
 
 namespace floodgate::server {
 
 namespace {
-
-namespace ssl = boost::asio::ssl;
 
 struct BioFree {
   void operator()(BIO* b) const { BIO_free(b); }
@@ -41,14 +39,6 @@ using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
 
 absl::Status bad(std::string_view field, const std::string& path, std::string_view why) {
   return absl::InvalidArgumentError(fmt::format("tls.{} {}: {}", field, path, why));
-}
-
-// OpenSSL's reason for the last failure (its error queue is emptied).
-std::string openssl_reason() {
-  const unsigned long e = ERR_peek_last_error();
-  ERR_clear_error();
-  const char* r = e == 0 ? nullptr : ERR_reason_error_string(e);
-  return r == nullptr ? "not valid PEM" : r;
 }
 
 absl::StatusOr<std::string> read_pem(std::string_view field, const std::string& path) {
@@ -126,40 +116,19 @@ absl::Status check_identity(const TlsSettings& t, TlsMaterial& m) {
   return absl::OkStatus();
 }
 
-// The HTTPS context. Client certificates, when a CA is given: required, verified against it, and
-// the CA's names sent in the request for one.
+// The HTTPS context (tls_stream.hpp). Client certificates, when a CA is given: required, verified
+// against it, and the CA's names sent in the request for one.
 absl::Status build_http(const TlsSettings& t, TlsMaterial& m) {
-  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
-  boost::system::error_code ec;
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
-  if (ctx->use_certificate_chain(boost::asio::buffer(m.cert_chain), ec); ec) {
-    return bad("cert_file", t.cert_file, ec.message());
+  if (!m.client_ca.empty() && certificates(m.client_ca).empty()) {
+    return bad("client_ca_file", t.client_ca_file, "no PEM certificate in it");
   }
-  if (ctx->use_private_key(boost::asio::buffer(m.key), ssl::context::pem, ec); ec) {
-    return bad("key_file", t.key_file, ec.message());
+  auto ctx = detail::TlsServerContext::create(m.cert_chain, m.key, m.client_ca);
+  if (!ctx.ok()) {
+    return bad("cert_file", t.cert_file, fmt::format("{} (tls.key_file {}, tls.client_ca_file {})",
+                                                     std::string(ctx.status().message()), t.key_file,
+                                                     t.client_ca_file.empty() ? "none" : t.client_ca_file));
   }
-  SSL_CTX* native = ctx->native_handle();
-  // TLS 1.3 suites in the server's order, AES-128-GCM first (the clients' usual first choice,
-  // AES-256-GCM, does 14 AES rounds where it does 10); ChaCha20 still for a client that lists it
-  // first (one without AES instructions). No renegotiation (TLS 1.2): a client could make the
-  // server redo handshakes on one connection.
-  SSL_CTX_set_ciphersuites(native, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256");
-  SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA | SSL_OP_NO_RENEGOTIATION);
-  static constexpr unsigned char kSessionContext[] = "floodgate";
-  SSL_CTX_set_session_id_context(native, kSessionContext, sizeof kSessionContext - 1);
-  if (!m.client_ca.empty()) {
-    const std::vector<Cert> cas = certificates(m.client_ca);
-    if (cas.empty()) return bad("client_ca_file", t.client_ca_file, "no PEM certificate in it");
-    for (const Cert& ca : cas) {
-      if (X509_STORE_add_cert(SSL_CTX_get_cert_store(native), ca.get()) != 1 ||
-          SSL_CTX_add_client_CA(native, ca.get()) != 1) {
-        return bad("client_ca_file", t.client_ca_file, openssl_reason());
-      }
-    }
-    ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
-  }
-  m.http = std::move(ctx);
+  m.http = *std::move(ctx);
   return absl::OkStatus();
 }
 

@@ -10,8 +10,8 @@
 #include "absl/status/statusor.h"
 #include "server/config.hpp"
 
-namespace boost::asio::ssl {
-class context;
+namespace floodgate::server::detail {
+class TlsServerContext;
 }
 
 namespace floodgate::server {
@@ -26,7 +26,7 @@ struct TlsMaterial {
   std::string client_ca;   ///< PEM text; empty: no client certificate is asked for
   /// The HTTPS context built from them (TLS 1.2 or later; with a client CA, a client certificate
   /// is required and verified against it).
-  std::shared_ptr<boost::asio::ssl::context> http;
+  std::shared_ptr<const detail::TlsServerContext> http;
   /// The leaf certificate for the log: "subject …, serial …, expires …".
   std::string summary;
 };

@@ -1,48 +1,80 @@
-// The HTTP server's TLS connection: OpenSSL driven directly on the non-blocking socket.
-// Internal to the HTTP server (http_session.hpp).
+// The HTTP server's TLS: GnuTLS driven directly on the non-blocking socket.
+// Internal to the HTTP server (http_session.hpp, tls.cpp).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core/error.hpp>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
+#include <gnutls/gnutls.h>
+
+#include "absl/status/statusor.h"
 
 namespace floodgate::server::detail {
+
+/// What every HTTPS connection of one certificate shares: the certificate chain and key, the
+/// client CA (mutual TLS: a client certificate is required and must verify against it), the
+/// protocol and cipher priorities, the session ticket key. Immutable; shared by the I/O threads.
+class TlsServerContext {
+ public:
+  /// From PEM texts (`client_ca` empty: no client certificate is asked for). Errors:
+  /// InvalidArgument with GnuTLS's reason, naming which of the three it could not use.
+  static absl::StatusOr<std::shared_ptr<const TlsServerContext>> create(const std::string& cert_chain,
+                                                                       const std::string& key,
+                                                                       const std::string& client_ca);
+  ~TlsServerContext();
+  TlsServerContext(const TlsServerContext&) = delete;
+  TlsServerContext& operator=(const TlsServerContext&) = delete;
+
+  /// Sets up a new server session with all of the above. Errors: GnuTLS's code (< 0).
+  int configure(gnutls_session_t session) const;
+
+ private:
+  TlsServerContext() = default;
+  gnutls_certificate_credentials_t credentials_ = nullptr;
+  gnutls_priority_t priorities_ = nullptr;
+  gnutls_datum_t ticket_key_{nullptr, 0};
+  bool mutual_ = false;
+};
+
+/// GnuTLS's errors as error codes (the value is GnuTLS's code negated).
+const boost::system::error_category& gnutls_category() noexcept;
 
 /// The server side of one TLS connection, an Asio stream (Beast's AsyncReadStream and
 /// AsyncWriteStream), with a deadline like beast::tcp_stream's.
 ///
-/// Why not Asio's ssl::stream: its engine runs every record through a BIO pair (a copy each way),
-/// clears OpenSSL's error queue around every call, and reads the socket through a second stream
-/// layer; per request that was +1.9 µs of server CPU over plain HTTP (docs/benchmarks.md). Here
-/// OpenSSL reads from a buffer this stream fills with one socket read (so Asio's reactor still
+/// Why GnuTLS and not OpenSSL here: a request and its answer are one small record each way, and
+/// OpenSSL 3.0 spends ~0.93 µs per such pair (its record layer looks up cipher parameters through
+/// the provider interface for every record; the AES-GCM itself is a fraction), GnuTLS 3.7 ~0.44 µs
+/// (docs/benchmarks.md) — the difference is most of what TLS added to the server's CPU per request.
+/// Why not Asio's ssl::stream (OpenSSL): besides that, its engine copies every record through a
+/// BIO pair and clears OpenSSL's error queue around every call.
+/// GnuTLS reads from a buffer this stream fills with one socket read (so Asio's reactor still
 /// decides when to read, and no read is tried on a socket known to be empty), and writes with
-/// send(2) straight from its record buffer.
+/// sendmsg(2) straight from its record buffers.
 ///
 /// Errors as Asio's ssl::stream reports them: the peer's close_notify is asio::error::eof, an end
-/// without it ssl::error::stream_truncated, a TLS failure a code of asio::error::get_ssl_category;
-/// after the deadline, beast::error::timeout (for the operation waiting then and every later one).
+/// without it ssl::error::stream_truncated, a TLS failure a code of gnutls_category(); after the
+/// deadline, beast::error::timeout (for the operation waiting then and every later one).
 ///
 /// Thread-safety: none; one strand (here: the session's single-threaded io_context). Not movable
-/// (OpenSSL's BIO points at it). At most one read and one write operation at a time.
+/// (GnuTLS's transport pointer is `this`). At most one read and one write operation at a time.
 class TlsStream {
  public:
   using executor_type = boost::asio::any_io_executor;
   using clock = std::chrono::steady_clock;
 
   /// A server connection with `ctx`'s certificate and verification settings over `socket`.
-  TlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* ctx);
+  TlsStream(boost::asio::ip::tcp::socket socket, const TlsServerContext& ctx);
   ~TlsStream();
   TlsStream(const TlsStream&) = delete;
   TlsStream& operator=(const TlsStream&) = delete;
 
   executor_type get_executor() noexcept { return socket_.get_executor(); }
   boost::asio::ip::tcp::socket& socket() noexcept { return socket_; }
-  SSL* native_handle() noexcept { return ssl_; }
 
   /// The operations from now on must end within `d` (beast::tcp_stream::expires_after): past it
   /// the socket's waits are cancelled and the operations complete with beast::error::timeout.
@@ -51,33 +83,48 @@ class TlsStream {
   template <class Buffers, class Handler>
   void async_read_some(const Buffers& buffers, Handler&& handler) {
     const auto b = first(buffers);
-    start([b](SSL* ssl, std::size_t& n) { return SSL_read_ex(ssl, b.data(), b.size(), &n); }, b.size() == 0,
-          std::forward<Handler>(handler));
+    start(
+        [b](gnutls_session_t s, std::size_t& n) {
+          const ssize_t r = gnutls_record_recv(s, b.data(), b.size());
+          if (r == 0) return kPeerClosed;
+          n = r > 0 ? static_cast<std::size_t>(r) : 0;
+          return r > 0 ? 0 : static_cast<int>(r);
+        },
+        b.size() == 0, std::forward<Handler>(handler));
   }
   template <class Buffers, class Handler>
   void async_write_some(const Buffers& buffers, Handler&& handler) {
     const auto b = first(buffers);
-    start([b](SSL* ssl, std::size_t& n) { return SSL_write_ex(ssl, b.data(), b.size(), &n); }, b.size() == 0,
-          std::forward<Handler>(handler));
+    start(
+        [b](gnutls_session_t s, std::size_t& n) {
+          // After GNUTLS_E_AGAIN GnuTLS wants the same call again: the same buffer comes back,
+          // since an operation retries its own step (and Asio's writers wait for its end).
+          const ssize_t r = gnutls_record_send(s, b.data(), b.size());
+          n = r > 0 ? static_cast<std::size_t>(r) : 0;
+          return r >= 0 ? 0 : static_cast<int>(r);
+        },
+        b.size() == 0, std::forward<Handler>(handler));
   }
   /// The server's handshake; handler(error_code).
   template <class Handler>
   void async_handshake(Handler&& handler) {
-    start([](SSL* ssl, std::size_t&) { return SSL_do_handshake(ssl); }, false,
+    start([](gnutls_session_t s, std::size_t&) { return gnutls_handshake(s); }, false,
           [h = std::forward<Handler>(handler)](boost::beast::error_code ec, std::size_t) mutable { h(ec); });
   }
-  /// Sends close_notify; handler(error_code). Waits for the peer's only if OpenSSL has not been
-  /// told it arrived (SSL_set_shutdown(SSL_RECEIVED_SHUTDOWN)).
+  /// Sends close_notify, without waiting for the peer's (RFC 8446 §6.1 allows it); handler(error_code).
   template <class Handler>
-  void async_shutdown(Handler&& handler) {
-    start([](SSL* ssl, std::size_t&) { const int r = SSL_shutdown(ssl); return r == 0 ? 1 : r; }, false,
+  void async_send_close_notify(Handler&& handler) {
+    start([](gnutls_session_t s, std::size_t&) { return gnutls_bye(s, GNUTLS_SHUT_WR); }, false,
           [h = std::forward<Handler>(handler)](boost::beast::error_code ec, std::size_t) mutable { h(ec); });
   }
 
  private:
-  friend struct TlsBio;
+  friend struct TlsTransport;
   template <class Step>
   class Op;
+
+  // A step's result besides GnuTLS's codes (0: done): the peer's close_notify.
+  static constexpr int kPeerClosed = 1;
 
   template <class Buffers>
   static auto first(const Buffers& buffers) {
@@ -90,13 +137,13 @@ class TlsStream {
   template <class Step, class Handler>
   void start(Step step, bool empty, Handler&& handler);
 
-  /// What comes after a step that returned `r`: done, a socket read, room to send, or failure
-  /// (`ec` set; OpenSSL's error queue emptied).
-  enum class Next { kDone, kRead, kWrite, kFail };
+  /// What comes after a step that returned `r`: done, a socket read, room to send, the step
+  /// again (a warning alert), or failure (`ec` set).
+  enum class Next { kDone, kRead, kWrite, kAgain, kFail };
   Next classify(int r, boost::beast::error_code& ec);
   void arm();
 
-  // The bytes read from the socket that OpenSSL has not taken yet (TlsBio reads from here).
+  // The bytes read from the socket that GnuTLS has not taken yet (TlsTransport reads from here).
   static constexpr std::size_t kInput = 16 * 1024 + 512;  // a whole record of the largest size
   [[nodiscard]] bool input_empty() const noexcept { return in_begin_ == in_end_; }
   boost::asio::mutable_buffer input_room() noexcept {
@@ -105,12 +152,12 @@ class TlsStream {
   }
 
   boost::asio::ip::tcp::socket socket_;
-  SSL* ssl_ = nullptr;
+  gnutls_session_t session_ = nullptr;
   std::unique_ptr<unsigned char[]> in_;
   std::size_t in_begin_ = 0;
   std::size_t in_end_ = 0;
-  bool eof_ = false;       // the socket read ended: TlsBio reports the end to OpenSSL
-  int send_errno_ = 0;     // the last send(2) failure other than EAGAIN
+  bool eof_ = false;       // the socket read ended: TlsTransport reports the end to GnuTLS
+  int send_errno_ = 0;     // the last sendmsg(2) failure other than EAGAIN
   boost::asio::steady_timer timer_;
   clock::time_point deadline_ = clock::time_point::max();
   clock::time_point armed_ = clock::time_point::max();  // when the timer fires; max: not waiting
@@ -118,8 +165,8 @@ class TlsStream {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false once destroyed (the timer's handler)
 };
 
-// One operation: runs `step` (an SSL call) until it succeeds or fails, reading the socket into
-// the input buffer when OpenSSL wants more, waiting for room when send(2) would block. A step
+// One operation: runs `step` (a GnuTLS call) until it succeeds or fails, reading the socket into
+// the input buffer when GnuTLS wants more, waiting for room when sendmsg(2) would block. A step
 // done without waiting completes through a post, never inside the initiating call.
 template <class Step>
 class TlsStream::Op {
@@ -145,11 +192,12 @@ class TlsStream::Op {
     if (ec || s_.timed_out_) return finish(self, s_.timed_out_ ? boost::beast::error::timeout : ec);
     if (empty_) return finish(self, {});
     for (;;) {
-      if (ERR_peek_error() != 0) ERR_clear_error();  // SSL_get_error reads the thread's queue
-      const int r = step_(s_.ssl_, n_);
+      const int r = step_(s_.session_, n_);
       switch (s_.classify(r, ec)) {
         case Next::kDone:
           return finish(self, {});
+        case Next::kAgain:
+          continue;
         case Next::kFail:
           return finish(self, ec);
         case Next::kRead:
