@@ -15,6 +15,7 @@
 
 #include "server/coalescer.hpp"
 #include "server/http_server.hpp"
+#include "server/stream_deadline.hpp"
 #include "server/tls_stream.hpp"
 
 namespace floodgate::server::detail {
@@ -85,7 +86,7 @@ class Stream {
   }
 
  private:
-  std::optional<beast::tcp_stream> plain_;
+  std::optional<PlainStream> plain_;
   std::optional<TlsStream> tls_;
 };
 

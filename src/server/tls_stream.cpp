@@ -139,7 +139,7 @@ struct TlsTransport {
 static_assert(sizeof(giovec_t) == sizeof(iovec) && offsetof(giovec_t, iov_len) == offsetof(iovec, iov_len));
 
 TlsStream::TlsStream(asio::ip::tcp::socket socket, const TlsServerContext& ctx)
-    : socket_(std::move(socket)), in_(new unsigned char[kInput]), timer_(socket_.get_executor()) {
+    : socket_(std::move(socket)), in_(new unsigned char[kInput]), deadline_(socket_) {
   if (gnutls_init(&session_, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0) throw std::bad_alloc();
   if (ctx.configure(session_) < 0) {
     gnutls_deinit(session_);
@@ -154,10 +154,7 @@ TlsStream::TlsStream(asio::ip::tcp::socket socket, const TlsServerContext& ctx)
   socket_.non_blocking(true, ignored);  // sendmsg(2) in TlsTransport::push must not block
 }
 
-TlsStream::~TlsStream() {
-  *alive_ = false;
-  gnutls_deinit(session_);
-}
+TlsStream::~TlsStream() { gnutls_deinit(session_); }
 
 TlsStream::Next TlsStream::classify(int r, beast::error_code& ec) {
   switch (r) {
@@ -185,26 +182,6 @@ TlsStream::Next TlsStream::classify(int r, beast::error_code& ec) {
   }
   ec = beast::error_code(-r, gnutls_category());
   return Next::kFail;
-}
-
-void TlsStream::expires_after(clock::duration d) {
-  deadline_ = clock::now() + d;
-  // The timer, once waiting, fires at the earliest deadline it was set for and then looks at the
-  // current one; it is set again only when a deadline comes earlier than that.
-  if (!timed_out_ && deadline_ < armed_) arm();
-}
-
-void TlsStream::arm() {
-  armed_ = deadline_;
-  timer_.expires_at(deadline_);  // a wait already pending completes with operation_aborted
-  timer_.async_wait([this, alive = alive_](beast::error_code ec) {
-    if (ec || !*alive) return;  // replaced by a nearer deadline, or the stream is gone
-    armed_ = clock::time_point::max();
-    if (clock::now() < deadline_) return arm();
-    timed_out_ = true;
-    beast::error_code ignored;
-    socket_.cancel(ignored);  // the operation waiting completes, with beast::error::timeout
-  });
 }
 
 }  // namespace floodgate::server::detail

@@ -12,6 +12,7 @@
 #include <gnutls/gnutls.h>
 
 #include "absl/status/statusor.h"
+#include "server/stream_deadline.hpp"
 
 namespace floodgate::server::detail {
 
@@ -78,7 +79,7 @@ class TlsStream {
 
   /// The operations from now on must end within `d` (beast::tcp_stream::expires_after): past it
   /// the socket's waits are cancelled and the operations complete with beast::error::timeout.
-  void expires_after(clock::duration d);
+  void expires_after(clock::duration d) { deadline_.expires_after(d); }
 
   template <class Buffers, class Handler>
   void async_read_some(const Buffers& buffers, Handler&& handler) {
@@ -141,7 +142,6 @@ class TlsStream {
   /// again (a warning alert), or failure (`ec` set).
   enum class Next { kDone, kRead, kWrite, kAgain, kFail };
   Next classify(int r, boost::beast::error_code& ec);
-  void arm();
 
   // The bytes read from the socket that GnuTLS has not taken yet (TlsTransport reads from here).
   static constexpr std::size_t kInput = 16 * 1024 + 512;  // a whole record of the largest size
@@ -158,11 +158,7 @@ class TlsStream {
   std::size_t in_end_ = 0;
   bool eof_ = false;       // the socket read ended: TlsTransport reports the end to GnuTLS
   int send_errno_ = 0;     // the last sendmsg(2) failure other than EAGAIN
-  boost::asio::steady_timer timer_;
-  clock::time_point deadline_ = clock::time_point::max();
-  clock::time_point armed_ = clock::time_point::max();  // when the timer fires; max: not waiting
-  bool timed_out_ = false;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false once destroyed (the timer's handler)
+  StreamDeadline deadline_;
 };
 
 // One operation: runs `step` (a GnuTLS call) until it succeeds or fails, reading the socket into
@@ -189,7 +185,7 @@ class TlsStream::Op {
       case State::kWaiting:
         break;
     }
-    if (ec || s_.timed_out_) return finish(self, s_.timed_out_ ? boost::beast::error::timeout : ec);
+    if (ec || s_.deadline_.expired()) return finish(self, s_.deadline_.expired() ? boost::beast::error::timeout : ec);
     if (empty_) return finish(self, {});
     for (;;) {
       const int r = step_(s_.session_, n_);
