@@ -91,7 +91,7 @@ class TlsStream {
           n = r > 0 ? static_cast<std::size_t>(r) : 0;
           return r > 0 ? 0 : static_cast<int>(r);
         },
-        b.size() == 0, std::forward<Handler>(handler));
+        b.size() == 0, std::forward<Handler>(handler), /*read=*/true);
   }
   template <class Buffers, class Handler>
   void async_write_some(const Buffers& buffers, Handler&& handler) {
@@ -109,8 +109,12 @@ class TlsStream {
   /// The server's handshake; handler(error_code).
   template <class Handler>
   void async_handshake(Handler&& handler) {
-    start([](gnutls_session_t s, std::size_t&) { return gnutls_handshake(s); }, false,
-          [h = std::forward<Handler>(handler)](boost::beast::error_code ec, std::size_t) mutable { h(ec); });
+    start([this](gnutls_session_t s, std::size_t&) {
+            const int r = gnutls_handshake(s);
+            handshaken_ = r == 0;
+            return r;
+          },
+          false, [h = std::forward<Handler>(handler)](boost::beast::error_code ec, std::size_t) mutable { h(ec); });
   }
   /// Sends close_notify, without waiting for the peer's (RFC 8446 §6.1 allows it); handler(error_code).
   template <class Handler>
@@ -121,7 +125,7 @@ class TlsStream {
 
  private:
   friend struct TlsTransport;
-  template <class Step>
+  template <class Step, class Handler>
   class Op;
 
   // A step's result besides GnuTLS's codes (0: done): the peer's close_notify.
@@ -136,7 +140,14 @@ class TlsStream {
   }
 
   template <class Step, class Handler>
-  void start(Step step, bool empty, Handler&& handler);
+  void start(Step step, bool empty, Handler&& handler, bool read = false);
+
+  /// Whether a read now could only ask for more bytes: none read and not yet given to GnuTLS,
+  /// none held by it (decrypted or not), the handshake done. Such a gnutls_record_recv would
+  /// allocate its 16 kB record buffer, find nothing and free it.
+  [[nodiscard]] bool nothing_to_read() const noexcept {
+    return input_empty() && !eof_ && handshaken_ && gnutls_record_check_pending(session_) == 0;
+  }
 
   /// What comes after a step that returned `r`: done, a socket read, room to send, the step
   /// again (a warning alert), or failure (`ec` set).
@@ -157,80 +168,85 @@ class TlsStream {
   std::size_t in_begin_ = 0;
   std::size_t in_end_ = 0;
   bool eof_ = false;       // the socket read ended: TlsTransport reports the end to GnuTLS
+  bool handshaken_ = false;  // the handshake completed
   int send_errno_ = 0;     // the last sendmsg(2) failure other than EAGAIN
   StreamDeadline deadline_;
 };
 
 // One operation: runs `step` (a GnuTLS call) until it succeeds or fails, reading the socket into
-// the input buffer when GnuTLS wants more, waiting for room when sendmsg(2) would block. A step
-// done without waiting completes through a post, never inside the initiating call.
-template <class Step>
+// the input buffer when GnuTLS wants more, waiting for room when sendmsg(2) would block. It is its
+// own completion handler for those socket operations (no composed-operation layer: that was most
+// of what TLS added to the program's own time per request). Done within the initiating call, it
+// completes through a post, never inside that call; done later, it calls the handler at once.
+template <class Step, class Handler>
 class TlsStream::Op {
  public:
-  Op(TlsStream& s, Step step, bool empty) : s_(s), step_(std::move(step)), empty_(empty) {}
+  Op(TlsStream& s, Step step, Handler handler) : s_(&s), step_(std::move(step)), handler_(std::move(handler)) {}
 
-  template <class Self>
-  void operator()(Self& self, boost::beast::error_code ec = {}, std::size_t got = 0) {
-    switch (state_) {
-      case State::kDone:
-        return self.complete(ec_, n_);
-      case State::kReading:
-        if (ec == boost::asio::error::eof) {
-          s_.eof_ = true;
-          ec = {};
-        }
-        s_.in_end_ = got;
-        break;
-      case State::kStart:
-      case State::kWaiting:
-        break;
-    }
-    if (ec || s_.deadline_.expired()) return finish(self, s_.deadline_.expired() ? boost::beast::error::timeout : ec);
-    if (empty_) return finish(self, {});
-    for (;;) {
-      const int r = step_(s_.session_, n_);
-      switch (s_.classify(r, ec)) {
-        case Next::kDone:
-          return finish(self, {});
-        case Next::kAgain:
-          continue;
-        case Next::kFail:
-          return finish(self, ec);
-        case Next::kRead:
-          if (!s_.input_empty()) continue;  // wants more, but took a record of another kind first
-          state_ = State::kReading;
-          return s_.socket_.async_read_some(s_.input_room(), std::move(self));
-        case Next::kWrite:
-          state_ = State::kWaiting;
-          return s_.socket_.async_wait(boost::asio::socket_base::wait_write, std::move(self));
+  // From the initiating call.
+  void start(bool empty, bool read) {
+    if (s_->deadline_.expired()) return done(true, boost::beast::error::timeout);
+    if (empty) return done(true, {});
+    if (read && s_->nothing_to_read()) return read_socket();  // between two requests: the usual case
+    run(true);
+  }
+
+  // A socket read (`reading_`) or a wait for room completed.
+  void operator()(boost::beast::error_code ec, std::size_t got = 0) {
+    if (reading_) {
+      if (ec == boost::asio::error::eof) {
+        s_->eof_ = true;
+        ec = {};
       }
+      s_->in_end_ = got;
     }
+    if (s_->deadline_.expired()) return done(false, boost::beast::error::timeout);
+    if (ec) return done(false, ec);
+    run(false);
   }
 
  private:
-  enum class State { kStart, kReading, kWaiting, kDone };
-
-  template <class Self>
-  void finish(Self& self, boost::beast::error_code ec) {
-    if (ec) n_ = 0;
-    if (state_ != State::kStart) return self.complete(ec, n_);
-    state_ = State::kDone;
-    ec_ = ec;
-    boost::asio::post(s_.socket_.get_executor(), std::move(self));
+  void run(bool initiating) {
+    for (;;) {
+      boost::beast::error_code ec;
+      const int r = step_(s_->session_, n_);
+      switch (s_->classify(r, ec)) {
+        case Next::kDone:
+        case Next::kFail:
+          return done(initiating, ec);
+        case Next::kAgain:
+          continue;
+        case Next::kRead:
+          if (!s_->input_empty()) continue;  // wants more, but took a record of another kind first
+          return read_socket();
+        case Next::kWrite:
+          reading_ = false;
+          return s_->socket_.async_wait(boost::asio::socket_base::wait_write, std::move(*this));
+      }
+    }
+  }
+  void read_socket() {
+    reading_ = true;
+    TlsStream& s = *s_;
+    s.socket_.async_read_some(s.input_room(), std::move(*this));
+  }
+  void done(bool initiating, boost::beast::error_code ec) {
+    const std::size_t n = ec ? 0 : n_;
+    if (!initiating) return std::move(handler_)(ec, n);
+    boost::asio::post(s_->socket_.get_executor(),
+                      [h = std::move(handler_), ec, n]() mutable { std::move(h)(ec, n); });
   }
 
-  TlsStream& s_;
+  TlsStream* s_;
   Step step_;
-  bool empty_;
-  State state_ = State::kStart;
+  Handler handler_;
+  bool reading_ = false;
   std::size_t n_ = 0;
-  boost::beast::error_code ec_;
 };
 
 template <class Step, class Handler>
-void TlsStream::start(Step step, bool empty, Handler&& handler) {
-  boost::asio::async_compose<Handler, void(boost::beast::error_code, std::size_t)>(
-      Op<Step>(*this, std::move(step), empty), handler, socket_);
+void TlsStream::start(Step step, bool empty, Handler&& handler, bool read) {
+  Op<Step, std::decay_t<Handler>>(*this, std::move(step), std::forward<Handler>(handler)).start(empty, read);
 }
 
 }  // namespace floodgate::server::detail
