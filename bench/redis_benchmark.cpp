@@ -1,9 +1,9 @@
 // Decisions per second through RedisStorage::apply_batch against a live Redis, per script, beside
 // redis-benchmark running the same FCALL (or EVALSHA) with the same pipeline depth and client count (the
 // ratio is the client's overhead); redis-benchmark running the minimal script of the same
-// algorithm (bench/redis/minimal/*.lua) the same way, whose rate over our script's is the server
-// cost of our script in units of the minimal one (issue 17: goal ≤ 1.5); and the latency of
-// single apply() calls (p50, p99).
+// algorithm (bench/redis/minimal/*.lua, the yardstick named in the last column) the same way,
+// whose rate over our script's is the server cost of our script in units of the minimal one
+// (issue 17: goal ≤ 1.5); and the latency of single apply() calls (p50, p99).
 //
 //   floodgate_redis_benchmark --port 6379 [--host 127.0.0.1] [--clients 4] [--pipeline 16]
 //                             [--seconds 3] [--keys 10000] [--calls 20000] [--no-redis-benchmark]
@@ -136,27 +136,44 @@ std::string our_command(const Policy& policy, bool fcall) {
                      policy.limits().size(), keys, args);
 }
 
-// The minimal script of the policy's algorithm (bench/redis/minimal), loaded into the server,
-// with arguments for the policy's first limit; empty if it cannot be loaded.
-std::string minimal_command(const Policy& policy, const Args& a) {
+// The minimal script (bench/redis/minimal) that is the yardstick of a policy's script: the
+// fixed window aligned to the clock against fixed_window_aligned.lua (TIME, a counter per window),
+// the one anchored at the first hit against fixed_window.lua (INCR, PEXPIRE), a bucket policy of
+// several limits against gcra_limits.lua, each other algorithm against its own. `file` gets its
+// name.
+std::string minimal_args(const Policy& policy, std::string& file) {
   const Limit& l = policy.limits().front();
-  const long long amount = l.amount;
-  const long long period_us = l.period;
-  std::string file;
-  std::string args;
+  const long long ms = l.period / 1000;
   switch (policy.strategy()) {
     case Strategy::kFixedWindow:
-      file = "fixed_window", args = fmt::format("{} {}", amount, period_us / 1000);
-      break;
+      file = policy.anchor() == Anchor::kFirstHit ? "fixed_window" : "fixed_window_aligned";
+      return fmt::format("1 'fgminimal:{}:__rand_int__' {} {}", file, l.amount, ms);
     case Strategy::kSlidingWindowCounter:
-      file = "sliding_window", args = fmt::format("{} {}", amount, period_us / 1000);
-      break;
+      file = "sliding_window";
+      return fmt::format("1 'fgminimal:{}:__rand_int__' {} {}", file, l.amount, ms);
     case Strategy::kMovingWindow:
-      file = "moving_window", args = fmt::format("{} {}", amount, period_us);
+      file = "moving_window";
+      return fmt::format("1 'fgminimal:{}:__rand_int__' {} {}", file, l.amount, l.period);
+    default:  // the bucket family: GCRA's emission interval and burst tolerance per limit
       break;
-    default:  // the bucket family: GCRA's emission interval and burst tolerance
-      file = "gcra", args = fmt::format("{} {}", std::max<long long>(1, period_us / amount), period_us);
   }
+  const auto& limits = policy.limits();
+  file = limits.size() == 1 ? "gcra" : "gcra_limits";
+  std::string keys;
+  std::string args;
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    keys += limits.size() == 1 ? " 'fgminimal:gcra:__rand_int__'"
+                               : fmt::format(" 'fgminimal:gcra:{{__rand_int__}}:{}'", i);
+    args += fmt::format(" {} {}", std::max<long long>(1, limits[i].period / limits[i].amount),
+                        limits[i].period);
+  }
+  return fmt::format("{}{}{}", limits.size(), keys, args);
+}
+
+// The minimal script of the policy's algorithm, loaded into the server, as a redis-benchmark
+// command; empty if it cannot be loaded. `file` gets the yardstick's name.
+std::string minimal_command(const Policy& policy, const Args& a, std::string& file) {
+  const std::string args = minimal_args(policy, file);
   FILE* f = std::fopen((std::string(FLOODGATE_MINIMAL_DIR "/") + file + ".lua").c_str(), "r");
   if (f == nullptr) return {};
   std::string text;
@@ -174,7 +191,7 @@ std::string minimal_command(const Policy& policy, const Args& a) {
   if (r != nullptr) freeReplyObject(r);
   redisFree(c);
   if (sha.empty()) return {};
-  return fmt::format("EVALSHA {} 1 'fgminimal:{}:__rand_int__' {}", sha, file, args);
+  return fmt::format("EVALSHA {} {}", sha, args);
 }
 
 }  // namespace
@@ -223,23 +240,24 @@ int main(int argc, char** argv) {
   };
   std::printf("clients %d, pipeline %d, %d keys, %.1f s per run; single calls: %d\n", a.clients,
               a.pipeline, a.keys, a.seconds, a.calls);
-  std::printf("%-22s %12s %14s %6s %12s %6s %8s %8s\n", "policy", "floodgate/s", "redis-bench/s",
-              "ratio", "minimal/s", "cost", "p50 µs", "p99 µs");
+  std::printf("%-22s %12s %14s %6s %12s %6s %8s %8s  %s\n", "policy", "floodgate/s", "redis-bench/s",
+              "ratio", "minimal/s", "cost", "p50 µs", "p99 µs", "yardstick");
   for (const Policy& p : policies) {
     const auto [p50, p99] = latency(**storage, p, a);  // also loads the script
     const double ours = run_batches(**storage, p, a);
     std::string line;
     std::string minimal_line;
+    std::string yardstick;
     double theirs = 0;
     double minimal = 0;
     if (a.redis_benchmark) {
       theirs = redis_benchmark(a, our_command(p, (*storage)->uses_functions()), line);
-      const std::string m = a.tls_ca.empty() ? minimal_command(p, a) : std::string();
+      const std::string m = a.tls_ca.empty() ? minimal_command(p, a, yardstick) : std::string();
       if (!m.empty()) minimal = redis_benchmark(a, m, minimal_line);
     }
-    std::printf("%-22s %12.0f %14.0f %6.2f %12.0f %6.2f %8.1f %8.1f\n", p.name().c_str(), ours,
+    std::printf("%-22s %12.0f %14.0f %6.2f %12.0f %6.2f %8.1f %8.1f  %s\n", p.name().c_str(), ours,
                 theirs, theirs > 0 ? ours / theirs : 0.0, minimal,
-                theirs > 0 ? minimal / theirs : 0.0, p50, p99);
+                theirs > 0 ? minimal / theirs : 0.0, p50, p99, yardstick.c_str());
     if (!line.empty()) std::printf("  %s\n", line.c_str());
     if (!minimal_line.empty()) std::printf("  %s\n", minimal_line.c_str());
     std::fflush(stdout);
