@@ -225,6 +225,31 @@ std::string minimal_command(const Policy& policy, const Args& a, std::string& fi
   return fmt::format("EVALSHA {} {}", sha, args);
 }
 
+// One row of the table for `p`: our rates, the yardstick's, the server's µs per call, latency.
+void measure(RedisStorage& storage, const Policy& p, const Args& a) {
+  const auto [p50, p99] = latency(storage, p, a);  // also loads the script
+  const double ours = run_batches(storage, p, a);
+  std::string line;
+  std::string minimal_line;
+  std::string yardstick;
+  double theirs = 0;
+  double minimal = 0;
+  double us = 0;
+  double min_us = 0;
+  if (a.redis_benchmark) {
+    theirs = redis_benchmark(a, our_command(p, storage.uses_functions()), line, us);
+    const std::string m = a.tls_ca.empty() ? minimal_command(p, a, yardstick) : std::string();
+    if (!m.empty()) minimal = redis_benchmark(a, m, minimal_line, min_us);
+  }
+  std::printf("%-22s %12.0f %14.0f %6.2f %12.0f %6.2f %7.2f %7.2f %6.2f %8.1f %8.1f  %s\n",
+              p.name().c_str(), ours, theirs, theirs > 0 ? ours / theirs : 0.0, minimal,
+              theirs > 0 ? minimal / theirs : 0.0, us, min_us, min_us > 0 ? us / min_us : 0.0, p50,
+              p99, yardstick.c_str());
+  if (!line.empty()) std::printf("  %s\n", line.c_str());
+  if (!minimal_line.empty()) std::printf("  %s\n", minimal_line.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -274,28 +299,6 @@ int main(int argc, char** argv) {
   std::printf("%-22s %12s %14s %6s %12s %6s %7s %7s %6s %8s %8s  %s\n", "policy", "floodgate/s",
               "redis-bench/s", "ratio", "minimal/s", "cost", "us/call", "min us", "cost", "p50 µs",
               "p99 µs", "yardstick");
-  for (const Policy& p : policies) {
-    const auto [p50, p99] = latency(**storage, p, a);  // also loads the script
-    const double ours = run_batches(**storage, p, a);
-    std::string line;
-    std::string minimal_line;
-    std::string yardstick;
-    double theirs = 0;
-    double minimal = 0;
-    double us = 0;
-    double min_us = 0;
-    if (a.redis_benchmark) {
-      theirs = redis_benchmark(a, our_command(p, (*storage)->uses_functions()), line, us);
-      const std::string m = a.tls_ca.empty() ? minimal_command(p, a, yardstick) : std::string();
-      if (!m.empty()) minimal = redis_benchmark(a, m, minimal_line, min_us);
-    }
-    std::printf("%-22s %12.0f %14.0f %6.2f %12.0f %6.2f %7.2f %7.2f %6.2f %8.1f %8.1f  %s\n",
-                p.name().c_str(), ours, theirs, theirs > 0 ? ours / theirs : 0.0, minimal,
-                theirs > 0 ? minimal / theirs : 0.0, us, min_us, min_us > 0 ? us / min_us : 0.0, p50,
-                p99, yardstick.c_str());
-    if (!line.empty()) std::printf("  %s\n", line.c_str());
-    if (!minimal_line.empty()) std::printf("  %s\n", minimal_line.c_str());
-    std::fflush(stdout);
-  }
+  for (const Policy& p : policies) measure(**storage, p, a);
   return 0;
 }
