@@ -1,9 +1,11 @@
 // Decisions per second through RedisStorage::apply_batch against a live Redis, per script, beside
 // redis-benchmark running the same FCALL (or EVALSHA) with the same pipeline depth and client count (the
 // ratio is the client's overhead); redis-benchmark running the minimal script of the same
-// algorithm (bench/redis/minimal/*.lua) the same way, whose rate over our script's is the server
-// cost of our script in units of the minimal one (issue 17: goal ≤ 1.5); and the latency of
-// single apply() calls (p50, p99).
+// algorithm (bench/redis/minimal/*.lua, the yardstick named in the last column) the same way,
+// whose rate over our script's is the server cost of our script in units of the minimal one
+// (issue 17: goal ≤ 1.5); the server's own µs per call of each (INFO commandstats, usec_per_call:
+// the script's run alone, without request parsing and reply writing; plain connections only) and
+// their ratio (the second "cost"); and the latency of single apply() calls (p50, p99).
 //
 //   floodgate_redis_benchmark --port 6379 [--host 127.0.0.1] [--clients 4] [--pipeline 16]
 //                             [--seconds 3] [--keys 10000] [--calls 20000] [--no-redis-benchmark]
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -98,18 +101,46 @@ std::pair<double, double> latency(RedisStorage& storage, const Policy& policy, c
   return {us[us.size() / 2], us[us.size() * 99 / 100]};
 }
 
+// One command to the server (hiredis, plain connections only); its reply as text ("" on failure).
+std::string server_says(const Args& a, const char* command) {
+  if (!a.tls_ca.empty()) return {};
+  redisContext* c = redisConnect(a.host.c_str(), a.port);
+  std::string text;
+  if (c != nullptr && c->err == 0) {
+    auto* r = static_cast<redisReply*>(redisCommand(c, command));
+    if (r != nullptr && r->type == REDIS_REPLY_STRING) text.assign(r->str, r->len);
+    if (r != nullptr) freeReplyObject(r);
+  }
+  if (c != nullptr) redisFree(c);
+  return text;
+}
+
+// The server's own time per call of `command` (FCALL or EVALSHA) since the last CONFIG RESETSTAT:
+// usec_per_call of INFO commandstats (the script's run, without reading the request or writing
+// the reply); 0 if unknown.
+double usec_per_call(const Args& a, std::string_view command) {
+  const std::string info = server_says(a, "INFO commandstats");
+  const std::string field = fmt::format("cmdstat_{}:", command == "FCALL" ? "fcall" : "evalsha");
+  const std::size_t at = info.find(field);
+  const std::size_t u = at == std::string::npos ? at : info.find("usec_per_call=", at);
+  return u == std::string::npos ? 0 : std::atof(info.c_str() + u + 14);
+}
+
 // Runs redis-benchmark with `command` (the words after its options; "__rand_int__" in a key is
-// replaced by one of a.keys random numbers); returns requests per second, 0 on failure.
-double redis_benchmark(const Args& a, const std::string& command, std::string& line) {
+// replaced by one of a.keys random numbers); returns requests per second, 0 on failure, and sets
+// `usec` to the server's time per call (usec_per_call).
+double redis_benchmark(const Args& a, const std::string& command, std::string& line, double& usec) {
   const long long n = std::max<long long>(100000, static_cast<long long>(a.seconds * 100000));
   line = fmt::format("redis-benchmark -h {} -p {} -c {} -P {} -n {} -r {} -q {}", a.host, a.port,
                      a.clients, a.pipeline, n, a.keys, command);
+  server_says(a, "CONFIG RESETSTAT");
   FILE* p = popen((line + " 2>&1").c_str(), "r");
   if (p == nullptr) return 0;
   std::string out;
   char buf[4096];
   for (std::size_t r; (r = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, r);
   pclose(p);
+  usec = usec_per_call(a, command.substr(0, command.find(' ')));
   // "...: 12345.67 requests per second, p50=..." (the last report line)
   const std::size_t at = out.rfind(" requests per second");
   if (at == std::string::npos) {
@@ -136,27 +167,44 @@ std::string our_command(const Policy& policy, bool fcall) {
                      policy.limits().size(), keys, args);
 }
 
-// The minimal script of the policy's algorithm (bench/redis/minimal), loaded into the server,
-// with arguments for the policy's first limit; empty if it cannot be loaded.
-std::string minimal_command(const Policy& policy, const Args& a) {
+// The minimal script (bench/redis/minimal) that is the yardstick of a policy's script: the
+// fixed window aligned to the clock against fixed_window_aligned.lua (TIME, a counter per window),
+// the one anchored at the first hit against fixed_window.lua (INCR, PEXPIRE), a bucket policy of
+// several limits against gcra_limits.lua, each other algorithm against its own. `file` gets its
+// name.
+std::string minimal_args(const Policy& policy, std::string& file) {
   const Limit& l = policy.limits().front();
-  const long long amount = l.amount;
-  const long long period_us = l.period;
-  std::string file;
-  std::string args;
+  const long long ms = l.period / 1000;
   switch (policy.strategy()) {
     case Strategy::kFixedWindow:
-      file = "fixed_window", args = fmt::format("{} {}", amount, period_us / 1000);
-      break;
+      file = policy.anchor() == Anchor::kFirstHit ? "fixed_window" : "fixed_window_aligned";
+      return fmt::format("1 'fgminimal:{}:__rand_int__' {} {}", file, l.amount, ms);
     case Strategy::kSlidingWindowCounter:
-      file = "sliding_window", args = fmt::format("{} {}", amount, period_us / 1000);
-      break;
+      file = "sliding_window";
+      return fmt::format("1 'fgminimal:{}:__rand_int__' {} {}", file, l.amount, ms);
     case Strategy::kMovingWindow:
-      file = "moving_window", args = fmt::format("{} {}", amount, period_us);
+      file = "moving_window";
+      return fmt::format("1 'fgminimal:{}:__rand_int__' {} {}", file, l.amount, l.period);
+    default:  // the bucket family: GCRA's emission interval and burst tolerance per limit
       break;
-    default:  // the bucket family: GCRA's emission interval and burst tolerance
-      file = "gcra", args = fmt::format("{} {}", std::max<long long>(1, period_us / amount), period_us);
   }
+  const auto& limits = policy.limits();
+  file = limits.size() == 1 ? "gcra" : "gcra_limits";
+  std::string keys;
+  std::string args;
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    keys += limits.size() == 1 ? " 'fgminimal:gcra:__rand_int__'"
+                               : fmt::format(" 'fgminimal:gcra:{{__rand_int__}}:{}'", i);
+    args += fmt::format(" {} {}", std::max<long long>(1, limits[i].period / limits[i].amount),
+                        limits[i].period);
+  }
+  return fmt::format("{}{}{}", limits.size(), keys, args);
+}
+
+// The minimal script of the policy's algorithm, loaded into the server, as a redis-benchmark
+// command; empty if it cannot be loaded. `file` gets the yardstick's name.
+std::string minimal_command(const Policy& policy, const Args& a, std::string& file) {
+  const std::string args = minimal_args(policy, file);
   FILE* f = std::fopen((std::string(FLOODGATE_MINIMAL_DIR "/") + file + ".lua").c_str(), "r");
   if (f == nullptr) return {};
   std::string text;
@@ -174,7 +222,32 @@ std::string minimal_command(const Policy& policy, const Args& a) {
   if (r != nullptr) freeReplyObject(r);
   redisFree(c);
   if (sha.empty()) return {};
-  return fmt::format("EVALSHA {} 1 'fgminimal:{}:__rand_int__' {}", sha, file, args);
+  return fmt::format("EVALSHA {} {}", sha, args);
+}
+
+// One row of the table for `p`: our rates, the yardstick's, the server's µs per call, latency.
+void measure(RedisStorage& storage, const Policy& p, const Args& a) {
+  const auto [p50, p99] = latency(storage, p, a);  // also loads the script
+  const double ours = run_batches(storage, p, a);
+  std::string line;
+  std::string minimal_line;
+  std::string yardstick;
+  double theirs = 0;
+  double minimal = 0;
+  double us = 0;
+  double min_us = 0;
+  if (a.redis_benchmark) {
+    theirs = redis_benchmark(a, our_command(p, storage.uses_functions()), line, us);
+    const std::string m = a.tls_ca.empty() ? minimal_command(p, a, yardstick) : std::string();
+    if (!m.empty()) minimal = redis_benchmark(a, m, minimal_line, min_us);
+  }
+  std::printf("%-22s %12.0f %14.0f %6.2f %12.0f %6.2f %7.2f %7.2f %6.2f %8.1f %8.1f  %s\n",
+              p.name().c_str(), ours, theirs, theirs > 0 ? ours / theirs : 0.0, minimal,
+              theirs > 0 ? minimal / theirs : 0.0, us, min_us, min_us > 0 ? us / min_us : 0.0, p50,
+              p99, yardstick.c_str());
+  if (!line.empty()) std::printf("  %s\n", line.c_str());
+  if (!minimal_line.empty()) std::printf("  %s\n", minimal_line.c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -223,26 +296,9 @@ int main(int argc, char** argv) {
   };
   std::printf("clients %d, pipeline %d, %d keys, %.1f s per run; single calls: %d\n", a.clients,
               a.pipeline, a.keys, a.seconds, a.calls);
-  std::printf("%-22s %12s %14s %6s %12s %6s %8s %8s\n", "policy", "floodgate/s", "redis-bench/s",
-              "ratio", "minimal/s", "cost", "p50 µs", "p99 µs");
-  for (const Policy& p : policies) {
-    const auto [p50, p99] = latency(**storage, p, a);  // also loads the script
-    const double ours = run_batches(**storage, p, a);
-    std::string line;
-    std::string minimal_line;
-    double theirs = 0;
-    double minimal = 0;
-    if (a.redis_benchmark) {
-      theirs = redis_benchmark(a, our_command(p, (*storage)->uses_functions()), line);
-      const std::string m = a.tls_ca.empty() ? minimal_command(p, a) : std::string();
-      if (!m.empty()) minimal = redis_benchmark(a, m, minimal_line);
-    }
-    std::printf("%-22s %12.0f %14.0f %6.2f %12.0f %6.2f %8.1f %8.1f\n", p.name().c_str(), ours,
-                theirs, theirs > 0 ? ours / theirs : 0.0, minimal,
-                theirs > 0 ? minimal / theirs : 0.0, p50, p99);
-    if (!line.empty()) std::printf("  %s\n", line.c_str());
-    if (!minimal_line.empty()) std::printf("  %s\n", minimal_line.c_str());
-    std::fflush(stdout);
-  }
+  std::printf("%-22s %12s %14s %6s %12s %6s %7s %7s %6s %8s %8s  %s\n", "policy", "floodgate/s",
+              "redis-bench/s", "ratio", "minimal/s", "cost", "us/call", "min us", "cost", "p50 µs",
+              "p99 µs", "yardstick");
+  for (const Policy& p : policies) measure(**storage, p, a);
   return 0;
 }

@@ -1,6 +1,6 @@
 -- The least a multi-limit GCRA limiter on Redis can do (a yardstick for "GCRA, two limits" of
 -- src/storage/redis/scripts/bucket.lua): gcra.lua over every key given; all must allow, then all
--- are written. Not run by floodgate_redis_benchmark; see docs/benchmarks.md for the command.
+-- are written. floodgate_redis_benchmark runs it against a GCRA policy of several limits.
 -- KEYS[i] limit i; ARGV[2i-1], ARGV[2i] its emission interval and burst tolerance in µs.
 -- Returns 1 allowed, 0 denied.
 local t = redis.call('TIME')

@@ -136,14 +136,67 @@ TEST(RedisClusterSlots, RejectsMalformedReplies) {
 
 TEST(RedisDecisionReply, ParsesSevenIntegersAndNever) {
   redisReply* r = read_resp("*7\r\n:0\r\n:10\r\n:60000000\r\n:0\r\n:5\r\n:-1\r\n:0\r\n");
-  auto d = parse_decision(r);
+  auto d = parse_decision(r, nullptr);
   freeReplyObject(r);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->allowed);
   EXPECT_EQ(d->limit, 10);
   EXPECT_EQ(d->retry_after, kNever);
   r = read_resp("*2\r\n:0\r\n:1\r\n");
-  EXPECT_FALSE(parse_decision(r).ok());
+  EXPECT_FALSE(parse_decision(r, nullptr).ok());
+  freeReplyObject(r);
+}
+
+// decide.lua's short reply: the limit's position gives its amount and period, the sign the
+// verdict, the fourth value the delay (allowed) or retry_after (denied, -1 = never).
+TEST(RedisDecisionReply, ParsesTheShortFormAgainstThePolicy) {
+  const Policy p = Policy::make("two", Strategy::kGcra, "10/second; 100/minute").value();
+  redisReply* r = read_resp("*3\r\n:2\r\n:99\r\n:600000\r\n");
+  auto d = parse_decision(r, &p);
+  freeReplyObject(r);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->limit, 100);
+  EXPECT_EQ(d->period, 60'000'000);
+  EXPECT_EQ(d->remaining, 99);
+  EXPECT_EQ(d->reset_after, 600000);
+  EXPECT_EQ(d->retry_after, 0);
+  EXPECT_EQ(d->delay, 0);
+  r = read_resp("*4\r\n:1\r\n:3\r\n:100000\r\n:250\r\n");
+  d = parse_decision(r, &p);
+  freeReplyObject(r);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->limit, 10);
+  EXPECT_EQ(d->delay, 250);
+  EXPECT_EQ(d->retry_after, 0);
+  r = read_resp("*4\r\n:-1\r\n:0\r\n:1000000\r\n:-1\r\n");
+  d = parse_decision(r, &p);
+  freeReplyObject(r);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->limit, 10);
+  EXPECT_EQ(d->retry_after, kNever);
+  EXPECT_EQ(d->delay, 0);
+  r = read_resp("*4\r\n:-2\r\n:0\r\n:5\r\n:7\r\n");
+  d = parse_decision(r, &p);
+  freeReplyObject(r);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->retry_after, 7);
+}
+
+TEST(RedisDecisionReply, RejectsAShortFormThatDoesNotFitThePolicy) {
+  const Policy p = Policy::make("one", Strategy::kFixedWindow, "10/second").value();
+  for (const char* resp : {"*3\r\n:2\r\n:1\r\n:1\r\n",       // no limit 2
+                           "*3\r\n:0\r\n:1\r\n:1\r\n",       // no limit 0
+                           "*3\r\n:1\r\n$1\r\n1\r\n:1\r\n",  // not an integer
+                           "*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n"}) {
+    redisReply* r = read_resp(resp);
+    EXPECT_FALSE(parse_decision(r, &p).ok()) << resp;
+    freeReplyObject(r);
+  }
+  redisReply* r = read_resp("*3\r\n:1\r\n:1\r\n:1\r\n");
+  EXPECT_FALSE(parse_decision(r, nullptr).ok());  // no policy to read it with
   freeReplyObject(r);
 }
 

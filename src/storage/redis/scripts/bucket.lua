@@ -58,8 +58,18 @@ local function evaluate(s, l, now, cost, shape)
   if d.allowed then aw, ar = nw, nr end
   d.remaining = 0
   if less(aw, ar, l.cap_w, l.cap_r) then
+    -- ⌊(capacity − used_after) / P⌋, with capacity = B·P: B − ⌈used_after / P⌉, the same integer.
+    -- Formed from whichever of used_after and capacity − used_after is the smaller, so that the
+    -- product in muldiv stays below 2^53 (its fast path) for a nearly empty bucket of a limit whose
+    -- N·P is large (100000000/hour) as well as for a nearly full one.
     local xw, xr = sub(l.cap_w, l.cap_r, aw, ar, l.n)
-    d.remaining = muldiv(xw, l.n, xr, l.p)  -- ⌊(capacity − used_after) / P⌋
+    if aw < xw then
+      local q, r = muldiv(aw, l.n, ar, l.p)
+      if r > 0 then q = q + 1 end
+      d.remaining = l.b - q
+    else
+      d.remaining = muldiv(xw, l.n, xr, l.p)
+    end
   end
   d.reset_after = ceil_pair(aw, ar)
   if d.allowed then

@@ -8,7 +8,7 @@
 -- ARGV[5]  ms added to every TTL: 0 with the server clock (TTLs are then exact); with a client
 --          clock, a margin for a caller whose clock runs slower than Redis's (replay).
 -- ARGV[6…] F arguments per limit (the algorithm's read_limit says which).
--- Reply: {allowed 1/0, limit, period, remaining, reset_after, retry_after (-1 = never), delay}.
+-- Reply: decide.lua's `brief` (combine.lua): {±i, remaining, reset_after[, delay or retry_after]}.
 --
 -- Numbers: Lua numbers are doubles, exact for integers up to 2^53. Every value here is an integer
 -- kept below 2^53; a product that may not be is formed with muldiv (exact, 53 × 53 bits); the
@@ -42,10 +42,11 @@ local function fields(v, n, key)
   return tonumber(a), tonumber(b), tonumber(c)
 end
 
--- A decision with every field present (a table that is never rehashed as its fields are set).
+-- A decision with every field present (a table that is never rehashed as its fields are set);
+-- `index` is the limit's position in a multi-limit policy (decide.lua sets it).
 local function decision(limit, period)
   return {allowed = false, limit = limit, period = period, remaining = 0, reset_after = 0,
-          retry_after = 0, delay = 0}
+          retry_after = 0, delay = 0, index = 1}
 end
 
 local function now_micros()

@@ -11,17 +11,17 @@ local function single(now, cost, hit, shape)
       commit(s, l, now, cost)
       save(key, s, l, now)
     end
-    return reply(d)
+    return brief(d)
   end
   if not d.allowed then
     d.delay = 0
-    return reply(d)
+    return brief(d)
   end
   local as_is = evaluate(s, l, now, 0, false)
   as_is.allowed = true
   as_is.retry_after = d.retry_after
   as_is.delay = d.delay
-  return reply(as_is)
+  return brief(as_is)
 end
 
 local function main()
@@ -37,7 +37,11 @@ local function main()
     states[i] = load(KEYS[i], limits[i], now)
   end
   local out
-  for i = 1, k do out = combine(out, evaluate(states[i], limits[i], now, cost, shape)) end
+  for i = 1, k do
+    local d = evaluate(states[i], limits[i], now, cost, shape)
+    d.index = i
+    out = combine(out, d)
+  end
   if out.allowed and hit then
     if cost > 0 then
       for i = 1, k do
@@ -45,15 +49,19 @@ local function main()
         save(KEYS[i], states[i], limits[i], now)
       end
     end
-    return reply(out)
+    return brief(out)
   end
   if not out.allowed then out.delay = 0 end
-  if not out.allowed and k == 1 then return reply(out) end
+  if not out.allowed and k == 1 then return brief(out) end
   -- Nothing was consumed: report the state as it is, with the verdict for `cost`.
   local as_is
-  for i = 1, k do as_is = combine(as_is, evaluate(states[i], limits[i], now, 0, false)) end
+  for i = 1, k do
+    local d = evaluate(states[i], limits[i], now, 0, false)
+    d.index = i
+    as_is = combine(as_is, d)
+  end
   as_is.allowed = out.allowed
   as_is.retry_after = out.retry_after
   as_is.delay = out.delay
-  return reply(as_is)
+  return brief(as_is)
 end
