@@ -56,6 +56,10 @@ void GrpcInlineService::start() {
 
 void GrpcInlineService::stop() {
   if (!cq_) return;
+  {
+    const std::lock_guard lock(mu_);
+    requesting_ = false;
+  }
   cq_->Shutdown();
   if (thread_.joinable()) {
     thread_.join();
@@ -69,6 +73,8 @@ void GrpcInlineService::stop() {
 }
 
 void GrpcInlineService::request() {
+  const std::lock_guard lock(mu_);
+  if (!requesting_) return;
   auto* call = new Call;
   call->context.AsyncNotifyWhenDone(&call->done);
   service_.RequestShouldRateLimit(&call->context, &call->in, &call->writer, cq_.get(), cq_.get(), &call->started);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -29,7 +30,8 @@ bool rls_caller_gone(grpc::ServerContextBase& context);
 /// the callback API and its storage threads instead (grpc_server.cpp).
 ///
 /// Thread-safety: `attach` before the server is built, `start` after, `stop` after the server's
-/// Shutdown; one controlling thread.
+/// Shutdown and before the server is destroyed (the thread's last events still go through the
+/// server's request objects); one controlling thread.
 class GrpcInlineService {
  public:
   explicit GrpcInlineService(RlsService& rls) : rls_(rls) {}
@@ -41,14 +43,15 @@ class GrpcInlineService {
   void attach(grpc::ServerBuilder& builder);
   /// Starts the thread (the server is built and started).
   void start();
-  /// Shuts the queue down, lets the thread drain it, joins it (the server is shut down).
+  /// Offers no more call slots, shuts the queue down, lets the thread drain it, joins it (the
+  /// server is shut down, not yet destroyed).
   void stop();
 
  private:
   using Service = rlsv3::RateLimitService::WithRawMethod_ShouldRateLimit<rlsv3::RateLimitService::Service>;
   struct Call;
 
-  void request();  // offers one more call slot to gRPC
+  void request();  // offers one more call slot to gRPC, unless `stop` began
   void run();
   void answer(Call& call);
 
@@ -56,6 +59,9 @@ class GrpcInlineService {
   Service service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread thread_;
+  // Nothing may be started on a queue once it is shut down: `request` and `stop` agree here.
+  std::mutex mu_;
+  bool requesting_ = true;
 };
 
 }  // namespace floodgate::server

@@ -109,8 +109,8 @@ absl::Status GrpcServer::start() {
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<std::size_t>(cap * 4, 64u << 20)));
   server_ = builder.BuildAndStart();
   if (!server_ || bound == 0) {
-    server_.reset();
     if (inline_) inline_->stop();
+    server_.reset();
     return absl::UnavailableError(fmt::format("cannot listen for gRPC on {}", address));
   }
   port_ = static_cast<std::uint16_t>(bound);
@@ -122,8 +122,11 @@ void GrpcServer::shutdown(std::chrono::milliseconds deadline) {
   if (!server_) return;
   server_->Shutdown(std::chrono::system_clock::now() + deadline);
   server_->Wait();
-  server_.reset();
+  // The inline service's queue is drained while the server still exists: its last events (call
+  // slots gRPC gives back unused) finish through the server's request objects; destroying the
+  // server first crashed there, now and then, at exit.
   if (inline_) inline_->stop();
+  server_.reset();
 }
 
 }  // namespace floodgate::server
