@@ -62,6 +62,7 @@ constexpr std::size_t kRememberedRecords = 4;
 thread_local std::array<Remembered, kRememberedRecords> t_records;
 std::atomic<std::uint64_t> g_table_numbers{1};
 static_assert(sizeof(RecordKey) == 24);
+static_assert(alignof(RecordKey) == 8 && (offsetof(RecordKey, chars) + RecordKey::kPointerAt) % alignof(char*) == 0);
 
 template <class A>
 class TableImpl final : public MemoryStorage::Table {
