@@ -147,13 +147,19 @@ TEST(RedisDecisionReply, ParsesSevenIntegersAndNever) {
   freeReplyObject(r);
 }
 
+// A decision reply as the parser reads it, against `policy` (may be null).
+absl::StatusOr<Decision> decision_from(const std::string& resp, const Policy* policy) {
+  redisReply* r = read_resp(resp);
+  auto d = parse_decision(r, policy);
+  freeReplyObject(r);
+  return d;
+}
+
 // decide.lua's short reply: the limit's position gives its amount and period, the sign the
 // verdict, the fourth value the delay (allowed) or retry_after (denied, -1 = never).
 TEST(RedisDecisionReply, ParsesTheShortFormAgainstThePolicy) {
   const Policy p = Policy::make("two", Strategy::kGcra, "10/second; 100/minute").value();
-  redisReply* r = read_resp("*3\r\n:2\r\n:99\r\n:600000\r\n");
-  auto d = parse_decision(r, &p);
-  freeReplyObject(r);
+  auto d = decision_from("*3\r\n:2\r\n:99\r\n:600000\r\n", &p);
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->allowed);
   EXPECT_EQ(d->limit, 100);
@@ -162,25 +168,19 @@ TEST(RedisDecisionReply, ParsesTheShortFormAgainstThePolicy) {
   EXPECT_EQ(d->reset_after, 600000);
   EXPECT_EQ(d->retry_after, 0);
   EXPECT_EQ(d->delay, 0);
-  r = read_resp("*4\r\n:1\r\n:3\r\n:100000\r\n:250\r\n");
-  d = parse_decision(r, &p);
-  freeReplyObject(r);
+  d = decision_from("*4\r\n:1\r\n:3\r\n:100000\r\n:250\r\n", &p);
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->allowed);
   EXPECT_EQ(d->limit, 10);
   EXPECT_EQ(d->delay, 250);
   EXPECT_EQ(d->retry_after, 0);
-  r = read_resp("*4\r\n:-1\r\n:0\r\n:1000000\r\n:-1\r\n");
-  d = parse_decision(r, &p);
-  freeReplyObject(r);
+  d = decision_from("*4\r\n:-1\r\n:0\r\n:1000000\r\n:-1\r\n", &p);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->allowed);
   EXPECT_EQ(d->limit, 10);
   EXPECT_EQ(d->retry_after, kNever);
   EXPECT_EQ(d->delay, 0);
-  r = read_resp("*4\r\n:-2\r\n:0\r\n:5\r\n:7\r\n");
-  d = parse_decision(r, &p);
-  freeReplyObject(r);
+  d = decision_from("*4\r\n:-2\r\n:0\r\n:5\r\n:7\r\n", &p);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->retry_after, 7);
 }
@@ -191,13 +191,9 @@ TEST(RedisDecisionReply, RejectsAShortFormThatDoesNotFitThePolicy) {
                            "*3\r\n:0\r\n:1\r\n:1\r\n",       // no limit 0
                            "*3\r\n:1\r\n$1\r\n1\r\n:1\r\n",  // not an integer
                            "*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n"}) {
-    redisReply* r = read_resp(resp);
-    EXPECT_FALSE(parse_decision(r, &p).ok()) << resp;
-    freeReplyObject(r);
+    EXPECT_FALSE(decision_from(resp, &p).ok()) << resp;
   }
-  redisReply* r = read_resp("*3\r\n:1\r\n:1\r\n:1\r\n");
-  EXPECT_FALSE(parse_decision(r, nullptr).ok());  // no policy to read it with
-  freeReplyObject(r);
+  EXPECT_FALSE(decision_from("*3\r\n:1\r\n:1\r\n:1\r\n", nullptr).ok());  // no policy to read it with
 }
 
 absl::StatusOr<RedisOptions> parse(const std::string& url) {
