@@ -51,14 +51,14 @@ struct KeyWords {
 
 // A key as a record holds it: one word with its length and the record's lock bit (RecordLock),
 // then its characters inline when they fit in 20 bytes (IPs, user ids, most API keys), else a
-// pointer to them on the heap. 24 bytes, 4-byte aligned, so that a record of one 24-byte state
-// (sliding window counter, the buckets) is 48 bytes and one of a 16-byte state 40.
+// pointer to them on the heap. 24 bytes, 8-byte aligned (kPointerAt), so that a record of one
+// 24-byte state (sliding window counter, the buckets) is 48 bytes and one of a 16-byte state 40.
 struct alignas(8) RecordKey {
   static constexpr std::size_t kInline = 20;
   // Where a heap key's pointer sits in `chars`: at an 8-byte boundary of the record (RecordKey is
   // 8-aligned, `chars` starts at 4), so that LeakSanitizer, which looks for pointers at aligned
-  // words only, sees the characters as reachable (at offset 0 it reported every long key live in
-  // a storage as leaked).
+  // words only, sees the characters as reachable (at `chars` itself, byte 4 of the record, it
+  // reported every long key live in a storage as leaked).
   static constexpr std::size_t kPointerAt = 4;
   static constexpr std::uint32_t kDead = RecordLock::kBit - 1;  // a removed record's length
   /// Keys up to this length have a record (longer ones are refused: MemoryStorage::apply).
