@@ -138,6 +138,10 @@ State rescaled(const State& s, const Limit& l, Micros now) noexcept;
 /// `shape` fills Decision::delay (leaky bucket as a shaper).
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost,
                   bool shape = false) noexcept;
+/// `evaluate` in 128-bit arithmetic throughout: `evaluate` takes a 64-bit path when every
+/// quantity fits, and must agree with this one on every input (tests compare the two).
+Decision evaluate_exact(const State& s, const Limit& l, Micros now, std::int64_t cost,
+                        bool shape = false) noexcept;
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 Micros expires_at(const State& s, const Limit& l) noexcept;
 }  // namespace bucket

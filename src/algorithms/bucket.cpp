@@ -23,8 +23,47 @@ State rescaled(const State& s, const Limit& l, Micros now) noexcept {
   return State{static_cast<i128>(now) * l.amount + used, l.amount};
 }
 
-Decision evaluate(const State& state, const Limit& l, Micros now, std::int64_t cost,
-                  bool shape) noexcept {
+namespace {
+
+/// ⌈a / b⌉ for a ≥ 0, b > 0, in 64 bits (one division: the quotient and remainder together).
+constexpr std::int64_t ceil_div64(std::int64_t a, std::int64_t b) noexcept {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
+
+/// The decision in 64-bit integers when every quantity but `now`·N fits (the usual case: a
+/// capacity·P and cost·P below 2^63, a state in N's units, a level below 2^63); false, `d`
+/// untouched, otherwise. The same formula as `evaluate_wide`, step for step.
+[[gnu::always_inline]] inline bool evaluate_narrow(const State& s, const Limit& l, Micros now,
+                                                    std::int64_t cost, bool shape, Decision& d) noexcept {
+  std::int64_t capacity = 0;
+  std::int64_t step = 0;
+  if (cost < 0 || (s.amount != 0 && s.amount != l.amount) ||
+      __builtin_mul_overflow(l.capacity(), l.period, &capacity) || __builtin_mul_overflow(cost, l.period, &step)) {
+    return false;
+  }
+  const i128 ahead = static_cast<i128>(s.tat) - static_cast<i128>(now) * l.amount;
+  if (ahead > static_cast<i128>(INT64_MAX)) return false;
+  const std::int64_t used = ahead > 0 ? static_cast<std::int64_t>(ahead) : 0;  // level·T
+  std::int64_t needed = 0;
+  if (__builtin_add_overflow(used, step, &needed)) return false;
+  d.limit = l.amount;
+  d.period = l.period;
+  d.allowed = cost == 0 || needed <= capacity;
+  const std::int64_t used_after = d.allowed ? needed : used;
+  d.remaining = std::max<std::int64_t>(0, capacity - used_after) / l.period;
+  d.reset_after = std::min(ceil_div64(used_after, l.amount), kNever - 1);
+  if (d.allowed) {
+    d.retry_after = 0;
+    d.delay = shape ? std::min(ceil_div64(used, l.amount), kNever - 1) : 0;
+  } else {
+    d.retry_after = cost > l.capacity() ? kNever : std::min(ceil_div64(needed - capacity, l.amount), kNever - 1);
+  }
+  return true;
+}
+
+/// The decision in exact 128-bit arithmetic, for any state and limit.
+void evaluate_wide(const State& state, const Limit& l, Micros now, std::int64_t cost, bool shape,
+                   Decision& d) noexcept {
   const State s = rescaled(state, l, now);
   const i128 n = l.amount;
   const i128 p = l.period;
@@ -33,7 +72,6 @@ Decision evaluate(const State& state, const Limit& l, Micros now, std::int64_t c
   const i128 used = std::max<i128>(s.tat, now_s) - now_s;  // level·T before this request
   const i128 needed = used + static_cast<i128>(cost) * p;
 
-  Decision d;
   d.limit = l.amount;
   d.period = l.period;
   d.allowed = cost == 0 || needed <= capacity;  // cost 0: even after a clock step back
@@ -46,12 +84,27 @@ Decision evaluate(const State& state, const Limit& l, Micros now, std::int64_t c
   } else {
     d.retry_after = cost > l.capacity() ? kNever : clamp_micros(ceil_div(needed - capacity, n));
   }
+}
+
+}  // namespace
+
+Decision evaluate(const State& state, const Limit& l, Micros now, std::int64_t cost,
+                  bool shape) noexcept {
+  Decision d;
+  if (!evaluate_narrow(state, l, now, cost, shape, d)) evaluate_wide(state, l, now, cost, shape, d);
+  return d;
+}
+
+Decision evaluate_exact(const State& state, const Limit& l, Micros now, std::int64_t cost,
+                        bool shape) noexcept {
+  Decision d;
+  evaluate_wide(state, l, now, cost, shape, d);
   return d;
 }
 
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return;
-  s = rescaled(s, l, now);
+  if (s.amount != 0 && s.amount != l.amount) s = rescaled(s, l, now);
   const i128 now_s = static_cast<i128>(now) * l.amount;
   s.tat = std::max<i128>(s.tat, now_s) + static_cast<i128>(cost) * l.period;
   s.amount = l.amount;

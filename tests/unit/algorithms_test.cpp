@@ -285,5 +285,75 @@ TEST(Properties, ClockSteppingBackDoesNotAdmitMore) {
   }
 }
 
+// ---- the buckets' 64-bit path against the 128-bit one -----------------------------------------
+// bucket::evaluate decides in 64-bit integers when every quantity fits and in 128 bits otherwise;
+// both must give the same decision, field for field, on any state, limit, time and cost — near
+// the point where the 64-bit path gives way (a level or capacity·P around 2^63) above all.
+void expect_same_as_exact(const bucket::State& s, const Limit& l, Micros now, std::int64_t cost, bool shape) {
+  const Decision a = bucket::evaluate(s, l, now, cost, shape);
+  const Decision b = bucket::evaluate_exact(s, l, now, cost, shape);
+  const auto shown = [&] {
+    return "amount " + std::to_string(l.amount) + " period " + std::to_string(l.period) + " burst " +
+           std::to_string(l.burst) + " now " + std::to_string(now) + " cost " + std::to_string(cost) +
+           " tat.hi " + std::to_string(s.tat.hi) + " tat.lo " + std::to_string(s.tat.lo) + " state amount " +
+           std::to_string(s.amount);
+  };
+  ASSERT_EQ(a.allowed, b.allowed) << shown();
+  ASSERT_EQ(a.limit, b.limit) << shown();
+  ASSERT_EQ(a.period, b.period) << shown();
+  ASSERT_EQ(a.remaining, b.remaining) << shown();
+  ASSERT_EQ(a.reset_after, b.reset_after) << shown();
+  ASSERT_EQ(a.retry_after, b.retry_after) << shown();
+  ASSERT_EQ(a.delay, b.delay) << shown();
+}
+
+TEST(Bucket, SixtyFourBitPathAgreesWithTheExactOneNearItsBounds) {
+  const Limit limits[] = {limit(1, kSec), limit(1000000000, 3600 * kSec), limit(7, 3 * kSec, 5),
+                          limit(3, 1, 1000000), limit(1, Micros{1} << 52, 2048),
+                          limit(1, Micros{1} << 52, 2049), limit(1, Micros{1} << 52, 2047)};
+  const Micros now = 1'800'000'000'000'000;
+  for (const Limit& l : limits) {
+    const int128 now_s = static_cast<int128>(now) * l.amount;
+    const int128 capacity = static_cast<int128>(l.capacity()) * l.period;
+    for (const int128 level : {int128{0}, int128{1}, capacity - 1, capacity, capacity + 1,
+                               static_cast<int128>(INT64_MAX) - 1, static_cast<int128>(INT64_MAX),
+                               static_cast<int128>(INT64_MAX) + 1, int128{1} << 70}) {
+      for (const int128 tat : {now_s + level, now_s - level}) {
+        for (const std::int64_t amount : {std::int64_t{0}, l.amount, l.amount + 1}) {
+          const std::int64_t most = INT64_MAX / l.period;  // cost·P fits up to here
+          for (const int128 cost : {int128{0}, int128{1}, int128{l.capacity()}, int128{l.capacity()} + 1,
+                                    int128{most}, int128{most} + 1}) {
+            if (cost > INT64_MAX) continue;
+            for (const bool shape : {false, true}) {
+              expect_same_as_exact(bucket::State{tat, amount}, l, now, static_cast<std::int64_t>(cost), shape);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Bucket, SixtyFourBitPathAgreesWithTheExactOneOnRandomSequences) {
+  std::mt19937_64 rng(17);
+  const std::int64_t amounts[] = {1, 3, 1000, 1000000000, std::int64_t{1} << 40};
+  const Micros periods[] = {1, 1000, kSec, 3600 * kSec, Micros{1} << 45};
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::int64_t amount = amounts[rng() % std::size(amounts)];
+    const Micros period = periods[rng() % std::size(periods)];
+    const auto made = Limit::make(amount, period, static_cast<std::int64_t>(rng() % 3) * amount);
+    if (!made.ok()) continue;
+    const Limit l = *made;
+    bucket::State s;
+    Micros now = 1'700'000'000'000'000 + static_cast<Micros>(rng() % 1000000);
+    for (int step = 0; step < 200; ++step) {
+      now += static_cast<Micros>(rng() % (2 * static_cast<std::uint64_t>(std::min<Micros>(period, kSec))));
+      const std::int64_t cost = static_cast<std::int64_t>(rng() % 3);
+      expect_same_as_exact(s, l, now, cost, step % 2 == 0);
+      if (bucket::evaluate(s, l, now, cost).allowed) bucket::commit(s, l, now, cost);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace floodgate
