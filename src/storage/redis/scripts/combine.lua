@@ -27,16 +27,11 @@ local function reply(d)
           d.delay}
 end
 
--- The short reply of decide.lua, to a caller that knows the policy's limits (parse_decision,
--- src/storage/redis/replies.cpp): {±i, remaining, reset_after} and, when not 0, a fourth value,
--- the delay if allowed or else retry_after (-1 = never). i is the most constraining limit's
--- position (its amount and period are the decision's limit and period), + allowed / - denied.
--- Three or four integers instead of seven: a smaller reply is less of the server's time.
+-- The short reply of decide.lua (common.lua's `answer`): three or four integers instead of seven.
 local function brief(d)
   local code = d.index
   if not d.allowed then code = -code end
   local wait = d.retry_after
   if d.allowed then wait = d.delay end
-  if wait == 0 then return {code, d.remaining, d.reset_after} end
-  return {code, d.remaining, d.reset_after, wait}
+  return answer(code, d.remaining, d.reset_after, wait)
 end

@@ -49,6 +49,15 @@ local function decision(limit, period)
           retry_after = 0, delay = 0, index = 1}
 end
 
+-- The short decision reply (both paths: combine.lua's `brief` and the algorithms' one-limit
+-- `fast`; parse_decision in src/storage/redis/replies.cpp): {±i, remaining, reset_after} and,
+-- when not 0, `wait`: the delay if allowed, else retry_after (-1 = never). i is the most
+-- constraining limit's position, + allowed / - denied.
+local function answer(code, remaining, reset_after, wait)
+  if wait == 0 then return {code, remaining, reset_after} end
+  return {code, remaining, reset_after, wait}
+end
+
 local function now_micros()
   if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
   local t = redis.call('TIME')

@@ -30,7 +30,10 @@ local function main()
   local hit = ARGV[3] == '1'
   local shape = ARGV[4] == '1'
   local k = #KEYS
-  if k == 1 then return single(now, cost, hit, shape) end
+  if k == 1 then
+    if fast then return fast(KEYS[1], now, cost, hit, shape) end
+    return single(now, cost, hit, shape)
+  end
   local limits, states = {}, {}
   for i = 1, k do
     limits[i] = read_limit(5 + (i - 1) * F)
