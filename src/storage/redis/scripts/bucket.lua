@@ -126,14 +126,14 @@ local function fast(key, now, cost, hit, shape)
   if cost > 0 and less(l.cap_w, l.cap_r, nw, nr) then
     local wait = NEVER
     if cost <= l.b then wait = ceil_pair(sub(nw, nr, l.cap_w, l.cap_r, l.n)) end
-    return answer(-1, left(uw, ur, l), ceil_pair(uw, ur), wait)
+    return answer(false, l.n, l.p, left(uw, ur, l), ceil_pair(uw, ur), wait, 0)
   end
   local wait = 0
   if shape then wait = ceil_pair(uw, ur) end
-  if not hit then return answer(1, left(uw, ur, l), ceil_pair(uw, ur), wait) end
+  if not hit then return answer(true, l.n, l.p, left(uw, ur, l), ceil_pair(uw, ur), 0, wait) end
   if cost > 0 then
     local tw, tr = advanced(w, r, l, now)
     write(key, tw, tr, l, now)
   end
-  return answer(1, left(nw, nr, l), ceil_pair(nw, nr), wait)
+  return answer(true, l.n, l.p, left(nw, nr, l), ceil_pair(nw, nr), 0, wait)
 end

@@ -99,6 +99,5 @@ local function fast(key, now, cost, hit)
   local remaining, reset_after = amount - count, 0
   if remaining < 0 then remaining = 0 end
   if count > 0 then reset_after = finish - now end
-  if allowed then return answer(1, remaining, reset_after, 0) end
-  return answer(-1, remaining, reset_after, wait)
+  return answer(allowed, amount, period, remaining, reset_after, wait, 0)
 end
