@@ -20,7 +20,6 @@ struct RedisStorage::Call {
   std::vector<std::string> argv;  // EVALSHA sha numkeys keys… args… (words 0 and 1 chosen when sent), or DEL keys…
   int slot = 0;
   const scripts::Script* script = nullptr;  // null: a plain command (DEL)
-  const Policy* policy = nullptr;           // the script's policy: it reads the short reply (parse_decision)
   Node* ask_target = nullptr;               // the next attempt goes there, after ASKING
   /// How a script call is sent: kAuto is FCALL while the storage uses its function library, else
   /// EVALSHA; kEvalsha after the library could not be used; kEval after NOSCRIPT (the text).

@@ -189,13 +189,9 @@ void script_args(const Policy& policy, std::int64_t cost, bool hit, std::optiona
 /// The limits' arguments alone (the tail of script_args; the group script takes them per item).
 void limit_args(const Policy& policy, std::int64_t cost, std::vector<std::string>& out);
 
-/// The decision in a script's reply: decide.lua's short form {±i, remaining, reset_after[, wait]}
-/// (combine.lua's `brief`; i is the 1-based position of the limit in `policy` whose amount and
-/// period the decision reports, + allowed / - denied; wait is the delay when allowed, else
-/// retry_after with -1 for never, 0 when absent), or the full form of 7 integers {allowed 1/0,
-/// limit, period, remaining, reset_after, retry_after, delay} (envoyproxy_window.lua). The short
-/// form needs `policy`, the one the call was made for. Errors: Internal.
-absl::StatusOr<Decision> parse_decision(const redisReply* reply, const Policy* policy);
+/// The decision in a script's reply (common.lua's `answer`): 7 integers {allowed 1/0, limit,
+/// period, remaining, reset_after, retry_after (-1 = never), delay}. Errors: Internal.
+absl::StatusOr<Decision> parse_decision(const redisReply* reply);
 
 /// The group script's reply: {committed, then 7 integers per item}. Errors: Internal.
 absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector<Decision>& out,

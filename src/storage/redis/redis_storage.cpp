@@ -204,7 +204,6 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
   if (detail::envoyproxy_call(o, policy, key, cost, effect, now, c)) return absl::OkStatus();
   const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];
   c.script = &script;
-  c.policy = &policy;
   const std::size_t k = policy.limits().size();
   c.argv.reserve(3 + k + 4 + k * 7);
   c.argv.emplace_back("EVALSHA");

@@ -100,40 +100,12 @@ std::optional<Decision> decision_at(const redisReply* reply, std::size_t at) {
   return d;
 }
 
-// decide.lua's short reply {±i, remaining, reset_after[, wait]} for `policy`; nullopt if it is not one.
-std::optional<Decision> brief_decision(const redisReply* reply, const Policy& policy) {
-  const std::size_t n = reply->elements;
-  if (n != 3 && n != 4) return std::nullopt;
-  long long v[4] = {0, 0, 0, 0};
-  for (std::size_t i = 0; i < n; ++i) {
-    if (reply->element[i]->type != REDIS_REPLY_INTEGER) return std::nullopt;
-    v[i] = reply->element[i]->integer;
-  }
-  const auto& limits = policy.limits();
-  const long long index = v[0] < 0 ? -v[0] : v[0];
-  if (index < 1 || static_cast<std::size_t>(index) > limits.size()) return std::nullopt;
-  const Limit& l = limits[static_cast<std::size_t>(index - 1)];
-  Decision d;
-  d.allowed = v[0] > 0;
-  d.limit = l.amount;
-  d.period = l.period;
-  d.remaining = v[1];
-  d.reset_after = v[2];
-  if (d.allowed) {
-    d.delay = v[3];
-  } else {
-    d.retry_after = v[3] < 0 ? kNever : v[3];
-  }
-  return d;
-}
 }  // namespace
 
-absl::StatusOr<Decision> parse_decision(const redisReply* reply, const Policy* policy) {
+absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
   const auto bad = [] { return absl::InternalError("unexpected reply from the floodgate script"); };
-  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) return bad();
-  auto d = reply->elements == 7 ? decision_at(reply, 0)
-           : policy != nullptr  ? brief_decision(reply, *policy)
-                                : std::nullopt;
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) return bad();
+  auto d = decision_at(reply, 0);
   if (!d) return bad();
   return *d;
 }

@@ -136,64 +136,26 @@ TEST(RedisClusterSlots, RejectsMalformedReplies) {
 
 TEST(RedisDecisionReply, ParsesSevenIntegersAndNever) {
   redisReply* r = read_resp("*7\r\n:0\r\n:10\r\n:60000000\r\n:0\r\n:5\r\n:-1\r\n:0\r\n");
-  auto d = parse_decision(r, nullptr);
+  auto d = parse_decision(r);
   freeReplyObject(r);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->allowed);
   EXPECT_EQ(d->limit, 10);
   EXPECT_EQ(d->retry_after, kNever);
   r = read_resp("*2\r\n:0\r\n:1\r\n");
-  EXPECT_FALSE(parse_decision(r, nullptr).ok());
+  EXPECT_FALSE(parse_decision(r).ok());
   freeReplyObject(r);
 }
 
-// A decision reply as the parser reads it, against `policy` (may be null).
-absl::StatusOr<Decision> decision_from(const std::string& resp, const Policy* policy) {
-  redisReply* r = read_resp(resp);
-  auto d = parse_decision(r, policy);
-  freeReplyObject(r);
-  return d;
-}
-
-// decide.lua's short reply: the limit's position gives its amount and period, the sign the
-// verdict, the fourth value the delay (allowed) or retry_after (denied, -1 = never).
-TEST(RedisDecisionReply, ParsesTheShortFormAgainstThePolicy) {
-  const Policy p = Policy::make("two", Strategy::kGcra, "10/second; 100/minute").value();
-  auto d = decision_from("*3\r\n:2\r\n:99\r\n:600000\r\n", &p);
-  ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->allowed);
-  EXPECT_EQ(d->limit, 100);
-  EXPECT_EQ(d->period, 60'000'000);
-  EXPECT_EQ(d->remaining, 99);
-  EXPECT_EQ(d->reset_after, 600000);
-  EXPECT_EQ(d->retry_after, 0);
-  EXPECT_EQ(d->delay, 0);
-  d = decision_from("*4\r\n:1\r\n:3\r\n:100000\r\n:250\r\n", &p);
-  ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->allowed);
-  EXPECT_EQ(d->limit, 10);
-  EXPECT_EQ(d->delay, 250);
-  EXPECT_EQ(d->retry_after, 0);
-  d = decision_from("*4\r\n:-1\r\n:0\r\n:1000000\r\n:-1\r\n", &p);
-  ASSERT_TRUE(d.ok());
-  EXPECT_FALSE(d->allowed);
-  EXPECT_EQ(d->limit, 10);
-  EXPECT_EQ(d->retry_after, kNever);
-  EXPECT_EQ(d->delay, 0);
-  d = decision_from("*4\r\n:-2\r\n:0\r\n:5\r\n:7\r\n", &p);
-  ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d->retry_after, 7);
-}
-
-TEST(RedisDecisionReply, RejectsAShortFormThatDoesNotFitThePolicy) {
-  const Policy p = Policy::make("one", Strategy::kFixedWindow, "10/second").value();
-  for (const char* resp : {"*3\r\n:2\r\n:1\r\n:1\r\n",       // no limit 2
-                           "*3\r\n:0\r\n:1\r\n:1\r\n",       // no limit 0
-                           "*3\r\n:1\r\n$1\r\n1\r\n:1\r\n",  // not an integer
-                           "*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n"}) {
-    EXPECT_FALSE(decision_from(resp, &p).ok()) << resp;
+// The one reply form: 7 integers; the short form of the previous stop is refused.
+TEST(RedisDecisionReply, RejectsAnythingButSevenIntegers) {
+  for (const char* resp : {"*3\r\n:1\r\n:1\r\n:1\r\n", "*4\r\n:-1\r\n:0\r\n:1000000\r\n:-1\r\n",
+                           "*7\r\n:1\r\n:1\r\n:1\r\n$1\r\n1\r\n:1\r\n:1\r\n:1\r\n",
+                           "*8\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n"}) {
+    redisReply* r = read_resp(resp);
+    EXPECT_FALSE(parse_decision(r).ok()) << resp;
+    freeReplyObject(r);
   }
-  EXPECT_FALSE(decision_from("*3\r\n:1\r\n:1\r\n:1\r\n", nullptr).ok());  // no policy to read it with
 }
 
 absl::StatusOr<RedisOptions> parse(const std::string& url) {

@@ -1,4 +1,4 @@
-// The scripts' arithmetic and short reply against the memory store, field for field, on a client
+// The scripts' arithmetic and reply against the memory store, field for field, on a client
 // clock (redis_single fixture): the cases where the Lua takes another route to the C++'s integer.
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -16,18 +16,24 @@ end
 
 -- bucket::rescaled: the used level (tat − now·a, in base a) carried over into base N.
 local function rescaled(w, r, a, l, now)
-  if a == l.n then return {w = w, r = r} end
-  if w < now then return {w = now, r = 0} end
+  if a == l.n then return w, r end
+  if w < now then return now, 0 end
   local q, rr = muldiv(w - now, a, r, l.n)
-  return {w = now + q, r = rr}
+  return now + q, rr
 end
 
-local function load(key, l, now)
+-- The stored tat in base N (both paths): absent = 0, 0.
+local function tat(key, l, now)
   local v = redis.call('GET', key)
-  if not v then return {w = 0, r = 0} end
+  if not v then return 0, 0 end
   local w, r, a = fields(v, 3, key)
   if a < 1 or r < 0 or r >= a then fail('key ' .. key .. ' holds a value floodgate did not write') end
   return rescaled(w, r, a, l, now)
+end
+
+local function load(key, l, now)
+  local w, r = tat(key, l, now)
+  return {w = w, r = r}
 end
 
 -- Pairs (w, r) in base n.
@@ -45,6 +51,21 @@ local function ceil_pair(w, r)  -- ⌈x / N⌉ in µs
   return w
 end
 
+-- ⌊(capacity − used_after) / P⌋ (both paths), with capacity = B·P: B − ⌈used_after / P⌉, the
+-- same integer. Formed from whichever of used_after and capacity − used_after is the smaller, so
+-- that the product in muldiv stays below 2^53 (its fast path) for a nearly empty bucket of a limit
+-- whose N·P is large (100000000/hour) as well as for a nearly full one.
+local function left(aw, ar, l)
+  if not less(aw, ar, l.cap_w, l.cap_r) then return 0 end
+  local xw, xr = sub(l.cap_w, l.cap_r, aw, ar, l.n)
+  if aw < xw then
+    local q, r = muldiv(aw, l.n, ar, l.p)
+    if r > 0 then q = q + 1 end
+    return l.b - q
+  end
+  return (muldiv(xw, l.n, xr, l.p))
+end
+
 local function evaluate(s, l, now, cost, shape)
   -- now_s = (now, 0); used = max(tat, now_s) − now_s: level·T before this request
   local uw, ur = 0, 0
@@ -56,21 +77,7 @@ local function evaluate(s, l, now, cost, shape)
   d.allowed = cost == 0 or not less(l.cap_w, l.cap_r, nw, nr)  -- cost 0: even after a step back
   local aw, ar = uw, ur  -- used_after
   if d.allowed then aw, ar = nw, nr end
-  d.remaining = 0
-  if less(aw, ar, l.cap_w, l.cap_r) then
-    -- ⌊(capacity − used_after) / P⌋, with capacity = B·P: B − ⌈used_after / P⌉, the same integer.
-    -- Formed from whichever of used_after and capacity − used_after is the smaller, so that the
-    -- product in muldiv stays below 2^53 (its fast path) for a nearly empty bucket of a limit whose
-    -- N·P is large (100000000/hour) as well as for a nearly full one.
-    local xw, xr = sub(l.cap_w, l.cap_r, aw, ar, l.n)
-    if aw < xw then
-      local q, r = muldiv(aw, l.n, ar, l.p)
-      if r > 0 then q = q + 1 end
-      d.remaining = l.b - q
-    else
-      d.remaining = muldiv(xw, l.n, xr, l.p)
-    end
-  end
+  d.remaining = left(aw, ar, l)
   d.reset_after = ceil_pair(aw, ar)
   if d.allowed then
     d.retry_after = 0
@@ -84,18 +91,49 @@ local function evaluate(s, l, now, cost, shape)
   return d
 end
 
-local function commit(s, l, now, cost)
-  if cost == 0 then return end
+-- The new tat after admitting cost·P at `now` (both paths).
+local function advanced(w, r, l, now)
   local bw, br = now, 0
-  if less(now, 0, s.w, s.r) then bw, br = s.w, s.r end
-  s.w, s.r = add(bw, br, l.cost_w, l.cost_r, l.n)
-  if s.w >= TWO53 then fail('arithmetic overflow') end
+  if less(now, 0, w, r) then bw, br = w, r end
+  w, r = add(bw, br, l.cost_w, l.cost_r, l.n)
+  if w >= TWO53 then fail('arithmetic overflow') end
+  return w, r
 end
 
-local function expires_at(s, l)
-  return ceil_pair(s.w, s.r)
+local function commit(s, l, now, cost)
+  if cost == 0 then return end
+  s.w, s.r = advanced(s.w, s.r, l, now)
+end
+
+-- The state "w r N" written (both paths).
+local function write(key, w, r, l, now)
+  redis.call('SET', key, string.format('%d %d %d', w, r, l.n), 'PX', ttl_ms(ceil_pair(w, r), now))
 end
 
 local function save(key, s, l, now)
-  redis.call('SET', key, string.format('%d %d %d', s.w, s.r, l.n), 'PX', ttl_ms(expires_at(s, l), now))
+  write(key, s.w, s.r, l, now)
+end
+
+-- One limit (decide.lua's `main`): evaluate, commit and save above without the state and decision
+-- tables, on the same key and state (tests/integration/redis/redis_paths_test.cpp).
+local function fast(key, now, cost, hit, shape)
+  local l = read_limit(5)
+  local w, r = tat(key, l, now)
+  local uw, ur = 0, 0  -- used
+  if less(now, 0, w, r) then uw, ur = w - now, r end
+  local nw, nr = uw, ur  -- needed
+  if cost > 0 then nw, nr = add(uw, ur, l.cost_w, l.cost_r, l.n) end
+  if cost > 0 and less(l.cap_w, l.cap_r, nw, nr) then
+    local wait = NEVER
+    if cost <= l.b then wait = ceil_pair(sub(nw, nr, l.cap_w, l.cap_r, l.n)) end
+    return answer(false, l.n, l.p, left(uw, ur, l), ceil_pair(uw, ur), wait, 0)
+  end
+  local wait = 0
+  if shape then wait = ceil_pair(uw, ur) end
+  if not hit then return answer(true, l.n, l.p, left(uw, ur, l), ceil_pair(uw, ur), 0, wait) end
+  if cost > 0 then
+    local tw, tr = advanced(w, r, l, now)
+    write(key, tw, tr, l, now)
+  end
+  return answer(true, l.n, l.p, left(nw, nr, l), ceil_pair(nw, nr), 0, wait)
 end

@@ -6,7 +6,6 @@ local function combine(into, one)
   if one.remaining < into.remaining then
     into.limit = one.limit
     into.period = one.period
-    into.index = one.index
     into.remaining = one.remaining
   end
   -- retry_after: the maximum over the limits that deny (0 for the ones that allow); never wins.
@@ -21,22 +20,7 @@ local function combine(into, one)
   return into
 end
 
--- The full reply, 7 integers (group.lua, envoyproxy_window.lua).
+-- The reply of a decision (common.lua's `answer`).
 local function reply(d)
-  return {d.allowed and 1 or 0, d.limit, d.period, d.remaining, d.reset_after, d.retry_after,
-          d.delay}
-end
-
--- The short reply of decide.lua, to a caller that knows the policy's limits (parse_decision,
--- src/storage/redis/replies.cpp): {±i, remaining, reset_after} and, when not 0, a fourth value,
--- the delay if allowed or else retry_after (-1 = never). i is the most constraining limit's
--- position (its amount and period are the decision's limit and period), + allowed / - denied.
--- Three or four integers instead of seven: a smaller reply is less of the server's time.
-local function brief(d)
-  local code = d.index
-  if not d.allowed then code = -code end
-  local wait = d.retry_after
-  if d.allowed then wait = d.delay end
-  if wait == 0 then return {code, d.remaining, d.reset_after} end
-  return {code, d.remaining, d.reset_after, wait}
+  return answer(d.allowed, d.limit, d.period, d.remaining, d.reset_after, d.retry_after, d.delay)
 end

@@ -8,7 +8,7 @@
 -- ARGV[5]  ms added to every TTL: 0 with the server clock (TTLs are then exact); with a client
 --          clock, a margin for a caller whose clock runs slower than Redis's (replay).
 -- ARGV[6…] F arguments per limit (the algorithm's read_limit says which).
--- Reply: decide.lua's `brief` (combine.lua): {±i, remaining, reset_after[, delay or retry_after]}.
+-- Reply: `answer` (7 integers).
 --
 -- Numbers: Lua numbers are doubles, exact for integers up to 2^53. Every value here is an integer
 -- kept below 2^53; a product that may not be is formed with muldiv (exact, 53 × 53 bits); the
@@ -42,11 +42,17 @@ local function fields(v, n, key)
   return tonumber(a), tonumber(b), tonumber(c)
 end
 
--- A decision with every field present (a table that is never rehashed as its fields are set);
--- `index` is the limit's position in a multi-limit policy (decide.lua sets it).
+-- A decision with every field present (a table that is never rehashed as its fields are set).
 local function decision(limit, period)
   return {allowed = false, limit = limit, period = period, remaining = 0, reset_after = 0,
-          retry_after = 0, delay = 0, index = 1}
+          retry_after = 0, delay = 0}
+end
+
+-- The decision reply of every script (combine.lua's `reply`, the algorithms' one-limit `fast`;
+-- parse_decision in src/storage/redis/replies.cpp): 7 integers {allowed 1/0, limit, period,
+-- remaining, reset_after, retry_after (-1 = never), delay}.
+local function answer(allowed, limit, period, remaining, reset_after, retry_after, delay)
+  return {allowed and 1 or 0, limit, period, remaining, reset_after, retry_after, delay}
 end
 
 local function now_micros()

@@ -11,17 +11,17 @@ local function single(now, cost, hit, shape)
       commit(s, l, now, cost)
       save(key, s, l, now)
     end
-    return brief(d)
+    return reply(d)
   end
   if not d.allowed then
     d.delay = 0
-    return brief(d)
+    return reply(d)
   end
   local as_is = evaluate(s, l, now, 0, false)
   as_is.allowed = true
   as_is.retry_after = d.retry_after
   as_is.delay = d.delay
-  return brief(as_is)
+  return reply(as_is)
 end
 
 local function main()
@@ -30,7 +30,10 @@ local function main()
   local hit = ARGV[3] == '1'
   local shape = ARGV[4] == '1'
   local k = #KEYS
-  if k == 1 then return single(now, cost, hit, shape) end
+  if k == 1 then
+    if fast then return fast(KEYS[1], now, cost, hit, shape) end
+    return single(now, cost, hit, shape)
+  end
   local limits, states = {}, {}
   for i = 1, k do
     limits[i] = read_limit(5 + (i - 1) * F)
@@ -39,7 +42,6 @@ local function main()
   local out
   for i = 1, k do
     local d = evaluate(states[i], limits[i], now, cost, shape)
-    d.index = i
     out = combine(out, d)
   end
   if out.allowed and hit then
@@ -49,19 +51,18 @@ local function main()
         save(KEYS[i], states[i], limits[i], now)
       end
     end
-    return brief(out)
+    return reply(out)
   end
   if not out.allowed then out.delay = 0 end
-  if not out.allowed and k == 1 then return brief(out) end
+  if not out.allowed and k == 1 then return reply(out) end
   -- Nothing was consumed: report the state as it is, with the verdict for `cost`.
   local as_is
   for i = 1, k do
     local d = evaluate(states[i], limits[i], now, 0, false)
-    d.index = i
     as_is = combine(as_is, d)
   end
   as_is.allowed = out.allowed
   as_is.retry_after = out.retry_after
   as_is.delay = out.delay
-  return brief(as_is)
+  return reply(as_is)
 end

@@ -5,6 +5,7 @@
 -- to CHUNK entries costs one LRANGE to read and LSET, RPUSH (or LSET), PEXPIRE to write.
 -- Per limit ARGV: amount, period.
 local F = 2
+local fast = nil  -- one limit goes through decide.lua's `single`
 local CHUNK = 128
 
 local function read_limit(b)

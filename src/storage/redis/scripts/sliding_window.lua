@@ -2,6 +2,7 @@
 -- State: "start current previous" (a string); absent = all 0.
 -- Per limit ARGV: amount, period.
 local F = 2
+local fast = nil  -- one limit goes through decide.lua's `single`
 
 local function read_limit(b)
   return {amount = tonumber(ARGV[b + 1]), period = tonumber(ARGV[b + 2])}
