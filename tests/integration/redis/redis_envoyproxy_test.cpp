@@ -61,7 +61,12 @@ class RedisEnvoyproxy : public ::testing::Test {
 
   const std::string prefix_ = testing::unique_prefix("erl");
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kNow);
-  testing::Raw raw_{testing::single_port()};
+  // The single server, connected on first use: the cluster's tests run with only the cluster up.
+  testing::Raw& raw() {
+    if (!raw_) raw_ = std::make_unique<testing::Raw>(testing::single_port());
+    return *raw_;
+  }
+  std::unique_ptr<testing::Raw> raw_;
 };
 
 // envoyproxy's pods have counted 7 of 10 this hour: floodgate admits the 3 left, and envoyproxy's
@@ -69,12 +74,12 @@ class RedisEnvoyproxy : public ::testing::Test {
 // limit this option exists to prevent).
 TEST_F(RedisEnvoyproxy, EnvoyproxysCountsAreEnforcedByFloodgate) {
   const std::string key = prefix_ + "d_k_v_" + kHour;
-  EXPECT_EQ(raw_.cmd({"INCRBY", key, "7"}), "7");
-  EXPECT_EQ(raw_.cmd({"EXPIRE", key, "3600"}), "1");
+  EXPECT_EQ(raw().cmd({"INCRBY", key, "7"}), "7");
+  EXPECT_EQ(raw().cmd({"EXPIRE", key, "3600"}), "1");
   auto shared = service(true);
   EXPECT_EQ(admitted(*shared, {{"k", "v"}}), 3);
-  EXPECT_EQ(raw_.cmd({"GET", key}), "10");  // a refused request is not counted
-  EXPECT_EQ(raw_.cmd({"INCRBY", key, "1"}), "11");  // envoyproxy: 11 > 10, over limit
+  EXPECT_EQ(raw().cmd({"GET", key}), "10");  // a refused request is not counted
+  EXPECT_EQ(raw().cmd({"INCRBY", key, "1"}), "11");  // envoyproxy: 11 > 10, over limit
   auto separate = service(false);
   EXPECT_EQ(admitted(*separate, {{"k", "v"}}), 10);
 }
@@ -103,20 +108,20 @@ TEST_F(RedisEnvoyproxy, FloodgatesHitsAreVisibleAtEnvoyproxysKey) {
   ASSERT_TRUE(s->should_rate_limit(floodgate::testing::rls_request("d", {{{"k", "v"}}}, 4), r).ok());
   EXPECT_EQ(r.overall_code(), Response::OK);
   const std::string key = prefix_ + "d_k_v_" + kHour;
-  EXPECT_EQ(raw_.cmd({"GET", key}), "4");
-  const int ttl = std::stoi(raw_.cmd({"TTL", key}));
+  EXPECT_EQ(raw().cmd({"GET", key}), "4");
+  const int ttl = std::stoi(raw().cmd({"TTL", key}));
   EXPECT_TRUE(ttl > 3590 && ttl <= 3600) << ttl;
 
   EXPECT_EQ(admitted(*s, {{"path", "/api/a"}}, 3), 3);
   EXPECT_EQ(admitted(*s, {{"path", "/api/b"}}), 2);  // 5 a minute, shared by every /api/ path
   const std::string shared = prefix_ + "d_path_/api/*_" + kMinute;
-  EXPECT_EQ(raw_.cmd({"GET", shared}), "5");
-  const int minute_ttl = std::stoi(raw_.cmd({"TTL", shared}));
+  EXPECT_EQ(raw().cmd({"GET", shared}), "5");
+  const int minute_ttl = std::stoi(raw().cmd({"TTL", shared}));
   EXPECT_TRUE(minute_ttl > 50 && minute_ttl <= 60) << minute_ttl;
 
   // Another algorithm keeps floodgate's keys: nothing in envoyproxy's.
   EXPECT_EQ(admitted(*s, {{"tb", "x"}}, 2), 2);
-  EXPECT_EQ(raw_.cmd({"EXISTS", prefix_ + "d_tb_x_" + kHour}), "0");
+  EXPECT_EQ(raw().cmd({"EXISTS", prefix_ + "d_tb_x_" + kHour}), "0");
 }
 
 }  // namespace
