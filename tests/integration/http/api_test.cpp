@@ -442,6 +442,52 @@ bool readable_within(boost::asio::ip::tcp::socket& s, std::chrono::milliseconds 
   return ::poll(&fd, 1, static_cast<int>(timeout.count())) == 1;
 }
 
+// On one keep-alive connection: a request sent in pieces with pauses between them (each read takes
+// less than the server asks for), then the next request only after a pause, then two requests in
+// one write, then a request of exactly the server's first read with another behind it: each answered.
+TEST(Serve, KeepAliveRequestsInPiecesAndAfterPausesAreAnswered) {
+  // first-hit: a window that starts with the first request, so no clock boundary resets the count.
+  ServerProcess server(
+      "policies:\n  - {name: p, strategy: fixed-window, limit: 100/hour, anchor: first-hit, key: {query: k}}\n");
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket s(ioc);
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  s.set_option(boost::asio::ip::tcp::no_delay(true));
+  boost::beast::flat_buffer buffer;
+  auto answer = [&] {
+    Response r;
+    http::read(s, buffer, r);
+    return std::make_pair(r.result_int(), std::string(r["RateLimit"]));
+  };
+  const std::string request = "GET /v1/auth?policy=p&k=pieces HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::size_t cut : {std::size_t{1}, std::size_t{20}, request.size() - 1}) {
+    boost::asio::write(s, boost::asio::buffer(request.data(), cut));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    boost::asio::write(s, boost::asio::buffer(request.data() + cut, request.size() - cut));
+    EXPECT_EQ(answer().first, 204u) << "cut at " << cut;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  boost::asio::write(s, boost::asio::buffer(request));
+  const auto fourth = answer();
+  EXPECT_EQ(fourth.first, 204u);
+  EXPECT_TRUE(fourth.second.starts_with("\"p\";r=96;")) << fourth.second;
+  boost::asio::write(s, boost::asio::buffer(request + request));
+  EXPECT_TRUE(answer().second.starts_with("\"p\";r=95;"));
+  EXPECT_TRUE(answer().second.starts_with("\"p\";r=94;"));
+  // A request of exactly the server's first read (1 KB) with the next one behind it in the same
+  // write: the read that took the first one did not empty the socket, and the second is answered
+  // without the client sending anything more.
+  std::string padded = "GET /v1/auth?policy=p&k=pieces HTTP/1.1\r\nHost: x\r\nX-Pad: ";
+  padded += std::string(1024 - padded.size() - 4, 'x') + "\r\n\r\n";
+  ASSERT_EQ(padded.size(), 1024u);
+  boost::asio::write(s, boost::asio::buffer(padded + request));
+  EXPECT_TRUE(answer().second.starts_with("\"p\";r=93;"));
+  // (Its answer may already be in `buffer`, read with the first one.)
+  ASSERT_TRUE(buffer.size() > 0 || readable_within(s, std::chrono::milliseconds(3000)))
+      << "the second request was not answered";
+  EXPECT_TRUE(answer().second.starts_with("\"p\";r=92;"));
+}
+
 TEST(Serve, ExpectContinueIsAnsweredBeforeTheBody) {
   ServerProcess server("policies:\n  - {name: p, strategy: fixed-window, limit: 2/minute}\n");
   boost::asio::io_context ioc;
