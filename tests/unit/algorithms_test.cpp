@@ -2,8 +2,11 @@
 // request sequences against independent reference models.
 #include "floodgate/algorithms.hpp"
 
+#include <algorithm>
 #include <deque>
+#include <limits>
 #include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -225,6 +228,47 @@ TEST(Properties, MovingWindowMatchesNaiveLog) {
     while (!naive.empty() && naive.front() < t - l.period) naive.pop_front();
   }
   EXPECT_LE(s.log.size(), static_cast<std::size_t>(l.amount));  // memory bounded by the amount
+}
+
+// A long log (up to 300 entries), a clock that also stands still and steps back, costs 0–3: the
+// decision, remaining and reset_after against a list of single units (a unit admitted after the
+// clock stepped back is logged at the newest time already logged: docs/algorithms.md).
+TEST(Properties, MovingWindowLongLogWithClockStepsMatchesNaiveLog) {
+  std::mt19937_64 rng(2026);
+  const Limit l = limit(300, 2 * kSec);
+  moving_window::State s;
+  std::vector<Micros> naive;  // every admitted unit's time, in admission order
+  Micros t = 10 * kSec;
+  for (int i = 0; i < 20000; ++i) {
+    const std::uint64_t r = rng() % 100;
+    t += r < 5 ? -static_cast<Micros>(rng() % 5000) : r < 15 ? 0 : static_cast<Micros>(rng() % 14000);
+    const std::int64_t cost = static_cast<std::int64_t>(rng() % 4);
+    std::int64_t in_window = 0;
+    Micros newest = std::numeric_limits<Micros>::min();
+    for (Micros at : naive) {
+      if (at >= t - l.period) ++in_window;
+      newest = std::max(newest, at);
+    }
+    const bool want = cost == 0 || in_window + cost <= l.amount;
+    const Decision d = moving_window::evaluate(s, l, t, cost);
+    ASSERT_EQ(d.allowed, want) << i;
+    ASSERT_EQ(d.remaining, std::max<std::int64_t>(0, l.amount - in_window - (want ? cost : 0))) << i;
+    if (want && cost > 0) {
+      ASSERT_EQ(d.reset_after, std::max(t, naive.empty() ? t : newest) + l.period + 1 - t) << i;
+    } else {
+      ASSERT_EQ(d.reset_after, in_window > 0 ? newest + l.period + 1 - t : 0) << i;
+    }
+    if (want) {
+      moving_window::commit(s, l, t, cost);
+      // A commit of cost 0 changes nothing; one of cost > 0 also drops what has left the window
+      // (what a later step back of the clock would otherwise count again).
+      if (cost > 0) std::erase_if(naive, [&](Micros at) { return at < t - l.period; });
+      // After a step back of the clock, units are admitted at the newest time already logged.
+      const Micros at = naive.empty() ? t : std::max(t, newest);
+      for (std::int64_t k = 0; k < cost; ++k) naive.push_back(at);
+    }
+  }
+  EXPECT_GT(naive.size(), 100u);  // the log did grow long
 }
 
 // The bucket against a token bucket kept as an exact fraction tokens = num / P (refill N per P).
