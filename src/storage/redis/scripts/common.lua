@@ -109,3 +109,39 @@ local function ttl_ms(expires_at, now)
   if ms < 1 then ms = 1 end
   return ms + tonumber(ARGV[5])
 end
+
+-- The two fixed windows (fixed_window.lua, fixed_window_first_hit.lua) share their state, "start
+-- count" (absent = 0, 0), and what follows once the window at `now` is known.
+local function read_window(key)
+  local v = redis.call('GET', key)
+  if not v then return 0, 0 end
+  return fields(v, 2, key)
+end
+
+-- The state written (both paths): a new window (`moved`) with its expiry; the same window keeps
+-- the one it has (the key's name holds the period), and SET's KEEPTTL is half the server's cost
+-- of its PX.
+local function write_window(key, start, count, moved, period, now)
+  if not moved then return redis.call('SET', key, pair(start, count), 'KEEPTTL') end
+  redis.call('SET', key, pair(start, count), 'PX', ttl_ms(start + period, now))
+end
+
+-- A fixed window's one-limit decision (its `fast`), the window [start, start + period) holding
+-- `count` at `now` (0: a window that opens with this request). The same as its evaluate, commit
+-- and save without their tables (tests/integration/redis/redis_paths_test.cpp).
+local function window_answer(key, start, count, amount, period, now, cost, hit)
+  local finish = start + period
+  local allowed = cost == 0 or cost <= amount - count  -- count > amount after a lowered limit
+  local wait = 0
+  if not allowed then
+    wait = finish - now
+    if cost > amount then wait = NEVER end
+  elseif hit and cost > 0 then
+    write_window(key, start, count + cost, count == 0, period, now)
+    count = count + cost
+  end
+  local remaining, reset_after = amount - count, 0
+  if remaining < 0 then remaining = 0 end
+  if count > 0 then reset_after = finish - now end
+  return answer(allowed, amount, period, remaining, reset_after, wait, 0)
+end

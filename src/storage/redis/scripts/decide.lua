@@ -54,7 +54,6 @@ local function main()
     return reply(out)
   end
   if not out.allowed then out.delay = 0 end
-  if not out.allowed and k == 1 then return reply(out) end
   -- Nothing was consumed: report the state as it is, with the verdict for `cost`.
   local as_is
   for i = 1, k do

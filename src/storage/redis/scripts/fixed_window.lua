@@ -8,9 +8,7 @@ local function read_limit(b)
 end
 
 local function load(key, l)
-  local v = redis.call('GET', key)
-  if not v then return {start = 0, count = 0} end
-  local start, count = fields(v, 2, key)
+  local start, count = read_window(key)
   return {start = start, count = count}
 end
 
@@ -59,20 +57,8 @@ local function commit(s, l, now, cost)
   s.count = s.count + cost
 end
 
-local function expires_at(s, l)
-  if s.count == 0 then return 0 end
-  return s.start + l.period
-end
-
--- The state "start count" written (both paths): the same window keeps its expiry (the key's
--- name holds the period), and SET's KEEPTTL is half the server's cost of its PX.
-local function write(key, start, count, moved, period, now)
-  if not moved then return redis.call('SET', key, pair(start, count), 'KEEPTTL') end
-  redis.call('SET', key, pair(start, count), 'PX', ttl_ms(start + period, now))
-end
-
 local function save(key, s, l, now)
-  write(key, s.start, s.count, s.moved, l.period, now)
+  write_window(key, s.start, s.count, s.moved, l.period, now)
 end
 
 -- One limit (decide.lua's `main`): load, evaluate, commit and save above without their tables,
@@ -80,24 +66,9 @@ end
 -- to the same decisions and state.
 local function fast(key, now, cost, hit)
   local amount, period = tonumber(ARGV[6]), tonumber(ARGV[7])
-  local start, count = 0, 0
-  local v = redis.call('GET', key)
-  if v then start, count = fields(v, 2, key) end
+  local start, count = read_window(key)
   local cur = window_start(now, period)
   if count > 0 and start > cur then cur = start end  -- current_start
-  if count == 0 or start ~= cur then count = 0 end
-  local finish = cur + period
-  local allowed = cost == 0 or cost <= amount - count
-  local wait = 0
-  if not allowed then
-    wait = finish - now
-    if cost > amount then wait = NEVER end
-  elseif hit and cost > 0 then
-    write(key, cur, count + cost, count == 0 or start ~= cur, period, now)
-    count = count + cost
-  end
-  local remaining, reset_after = amount - count, 0
-  if remaining < 0 then remaining = 0 end
-  if count > 0 then reset_after = finish - now end
-  return answer(allowed, amount, period, remaining, reset_after, wait, 0)
+  if start ~= cur then count = 0 end
+  return window_answer(key, cur, count, amount, period, now, cost, hit)
 end

@@ -9,9 +9,7 @@ local function read_limit(b)
 end
 
 local function load(key, l)
-  local v = redis.call('GET', key)
-  if not v then return {start = 0, count = 0} end
-  local start, count = fields(v, 2, key)
+  local start, count = read_window(key)
   return {start = start, count = count}
 end
 
@@ -54,43 +52,15 @@ local function commit(s, l, now, cost)
   s.count = s.count + cost
 end
 
-local function expires_at(s, l)
-  if s.count == 0 then return 0 end
-  return s.start + l.period
-end
-
--- The state "start count" written (both paths); the same window keeps its expiry (as
--- fixed_window.lua's write).
-local function write(key, start, count, moved, period, now)
-  if not moved then return redis.call('SET', key, pair(start, count), 'KEEPTTL') end
-  redis.call('SET', key, pair(start, count), 'PX', ttl_ms(start + period, now))
-end
-
 local function save(key, s, l, now)
-  write(key, s.start, s.count, s.moved, l.period, now)
+  write_window(key, s.start, s.count, s.moved, l.period, now)
 end
 
 -- One limit (decide.lua's `main`): load, evaluate, commit and save above without their tables,
 -- on the same key and state (tests/integration/redis/redis_paths_test.cpp).
 local function fast(key, now, cost, hit)
   local amount, period = tonumber(ARGV[6]), tonumber(ARGV[7])
-  local start, count = 0, 0
-  local v = redis.call('GET', key)
-  if v then start, count = fields(v, 2, key) end
-  local open = count > 0 and now < start + period  -- open_at
-  if not open then start, count = now, 0 end
-  local finish = start + period
-  local allowed = cost == 0 or cost <= amount - count
-  local wait = 0
-  if not allowed then
-    wait = finish - now
-    if cost > amount then wait = NEVER end
-  elseif hit and cost > 0 then
-    write(key, start, count + cost, not open, period, now)
-    count = count + cost
-  end
-  local remaining, reset_after = amount - count, 0
-  if remaining < 0 then remaining = 0 end
-  if count > 0 then reset_after = finish - now end
-  return answer(allowed, amount, period, remaining, reset_after, wait, 0)
+  local start, count = read_window(key)
+  if not (count > 0 and now < start + period) then start, count = now, 0 end  -- open_at
+  return window_answer(key, start, count, amount, period, now, cost, hit)
 end
