@@ -454,7 +454,12 @@ TEST(Serve, KeepAliveRequestsInPiecesAndAfterPausesAreAnswered) {
   s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
   s.set_option(boost::asio::ip::tcp::no_delay(true));
   boost::beast::flat_buffer buffer;
+  // The next answer; {0, ""} when none starts arriving within 3 s (a request left unanswered
+  // fails the test instead of blocking it).
   auto answer = [&] {
+    if (buffer.size() == 0 && !readable_within(s, std::chrono::milliseconds(3000))) {
+      return std::make_pair(0u, std::string());
+    }
     Response r;
     http::read(s, buffer, r);
     return std::make_pair(r.result_int(), std::string(r["RateLimit"]));
@@ -482,9 +487,6 @@ TEST(Serve, KeepAliveRequestsInPiecesAndAfterPausesAreAnswered) {
   ASSERT_EQ(padded.size(), 1024u);
   boost::asio::write(s, boost::asio::buffer(padded + request));
   EXPECT_TRUE(answer().second.starts_with("\"p\";r=93;"));
-  // (Its answer may already be in `buffer`, read with the first one.)
-  ASSERT_TRUE(buffer.size() > 0 || readable_within(s, std::chrono::milliseconds(3000)))
-      << "the second request was not answered";
   EXPECT_TRUE(answer().second.starts_with("\"p\";r=92;"));
 }
 
