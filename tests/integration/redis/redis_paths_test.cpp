@@ -6,9 +6,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "floodgate/memory_storage.hpp"
+#include "storage/redis/protocol.hpp"
 #include "test_support.hpp"
 
 namespace floodgate::redis {
@@ -117,6 +120,113 @@ TEST(RedisPaths, OneLimitAndMultiLimitPathsGiveTheSameDecisionsAndState) {
       expect_same_state(raw, one, two, what);
     }
   }
+}
+
+// The clock-aligned fixed window on the server's clock keeps its state packed in one integer,
+// slot·2^26 + count with slot = (window start / period mod 2^26) + 1, which the one-limit path
+// raises with INCRBY (common.lua, `packs`). Here: both paths write it alike; the text form of
+// an earlier version is read and rewritten packed with its expiry kept; a later window's slot
+// (the server's clock stepped back) is the window the key stays in; an earlier one's is over;
+// an integer floodgate did not write is an error and stays as it was; an amount of 2^25 or more
+// and the client's clock keep the text form. A window of 1000 hours: the test cannot cross its
+// end unless it starts in its last minute, which it waits out.
+TEST(RedisPaths, PackedFixedWindowOnTheServerClock) {
+  constexpr long long kPack = 1LL << 26;
+  constexpr Micros kPeriod = 1000LL * 3600 * 1'000'000;
+  Raw raw(single_port());
+  auto server_now = [&] {
+    const std::string t = raw.cmd({"TIME"});
+    const auto nl = t.find('\n');
+    return std::stoll(t.substr(0, nl)) * 1'000'000 + std::stoll(t.substr(nl + 1));
+  };
+  while (kPeriod - server_now() % kPeriod < 60'000'000) std::this_thread::sleep_for(std::chrono::seconds(1));
+  const Micros at = server_now();
+  const Micros start = at - at % kPeriod;
+  auto packed = [&](Micros window, long long count) {
+    return std::to_string(((window / kPeriod) % kPack + 1) * kPack + count);
+  };
+  const Policy one = Policy::make("packed-1", Strategy::kFixedWindow, "10 per 1000 hours").value();
+  const Policy two = Policy::make("packed-2", Strategy::kFixedWindow, "10 per 1000 hours; 1000000/second").value();
+  const std::string p1 = unique_prefix("packed1"), p2 = unique_prefix("packed2");
+  auto r1 = open_url(single_url("timeout_ms=2000&prefix=" + p1));
+  auto r2 = open_url(single_url("timeout_ms=2000&prefix=" + p2));
+  ASSERT_NE(r1, nullptr);
+  ASSERT_NE(r2, nullptr);
+  const std::string k1 = state_key(p1, "k", one, 0), k2 = state_key(p2, "k", two, 0);
+  auto hit = [&](Storage& s, const Policy& p, std::int64_t cost = 1, Effect e = Effect::kHit) {
+    const auto d = s.apply(p, "k", cost, e, 0);
+    EXPECT_TRUE(d.ok()) << d.status();
+    return d.ok() ? *d : Decision{};
+  };
+
+  // Both paths write the same packed state; a refused hit leaves it; a test and cost 0 read it.
+  for (int i = 1; i <= 12; ++i) {
+    const std::int64_t cost = i == 5 ? 3 : 1;
+    const Decision a = hit(*r1, one, cost), b = hit(*r2, two, cost);
+    EXPECT_EQ(a.allowed, b.allowed) << i;
+    EXPECT_EQ(a.remaining, b.remaining) << i;
+    EXPECT_EQ(raw.cmd({"GET", k1}), raw.cmd({"GET", k2})) << i;
+  }
+  EXPECT_EQ(raw.cmd({"GET", k1}), packed(start, 10));
+  const Decision refused = hit(*r1, one);
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.remaining, 0);
+  EXPECT_GT(refused.retry_after, kPeriod - (server_now() - start) - 10'000'000);
+  EXPECT_LE(refused.retry_after, kPeriod - (server_now() - start) + 10'000'000);
+  EXPECT_EQ(hit(*r1, one, 11).retry_after, kNever);
+  EXPECT_EQ(hit(*r1, one, 0).remaining, 0);
+  EXPECT_EQ(raw.cmd({"GET", k1}), packed(start, 10));
+  const long long ttl = std::stoll(raw.cmd({"PTTL", k1}));
+  EXPECT_GT(ttl, (kPeriod - (server_now() - start)) / 1000 - 10'000);
+  EXPECT_LE(ttl, (kPeriod - (server_now() - start)) / 1000 + 1);
+
+  // An earlier version's text form, this window: read, then written packed, its expiry kept.
+  raw.cmd({"SET", k1, fmt::format("{} 4", start), "PX", "5000000"});
+  Decision d = hit(*r1, one);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 5);
+  EXPECT_EQ(raw.cmd({"GET", k1}), packed(start, 5));
+  EXPECT_LE(std::stoll(raw.cmd({"PTTL", k1})), 5'000'000);
+  // The text form of a window that is over: a new window.
+  raw.cmd({"SET", k1, fmt::format("{} 10", start - kPeriod), "PX", "5000000"});
+  EXPECT_EQ(hit(*r1, one).remaining, 9);
+  EXPECT_EQ(raw.cmd({"GET", k1}), packed(start, 1));
+
+  // A later window's slot (the server's clock stepped back): the key stays in that window.
+  raw.cmd({"SET", k1, packed(start + kPeriod, 7), "PX", "5000000"});
+  d = hit(*r1, one);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 2);
+  EXPECT_GT(d.reset_after, kPeriod);
+  EXPECT_EQ(raw.cmd({"GET", k1}), packed(start + kPeriod, 8));
+  d = hit(*r1, one, 3);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_GT(d.retry_after, kPeriod);
+  EXPECT_EQ(raw.cmd({"GET", k1}), packed(start + kPeriod, 8));
+  // An earlier window's: over, whatever it holds.
+  raw.cmd({"SET", k1, packed(start - kPeriod, 10), "PX", "5000000"});
+  EXPECT_EQ(hit(*r1, one).remaining, 9);
+  EXPECT_EQ(raw.cmd({"GET", k1}), packed(start, 1));
+  EXPECT_GT(std::stoll(raw.cmd({"PTTL", k1})), 5'000'000);
+
+  // Integers floodgate did not write: an error, never a decision, and the value as it was.
+  for (const std::string& foreign :
+       std::vector<std::string>{"5", "-3", std::to_string(kPack - 1), std::to_string(kPack * (kPack + 2)),
+                                "99999999999999999999"}) {
+    raw.cmd({"SET", k1, foreign});
+    const auto bad = r1->apply(one, "k", 1, Effect::kHit, 0);
+    EXPECT_FALSE(bad.ok()) << foreign;
+    EXPECT_EQ(raw.cmd({"GET", k1}), foreign);
+    EXPECT_FALSE(r1->apply(one, "k", 0, Effect::kTest, 0).ok()) << foreign;
+  }
+  // Packed where exact only: an amount of 2^25 and the client's clock keep the text form.
+  const Policy big = Policy::make("packed-big", Strategy::kFixedWindow, "33554432 per 1000 hours").value();
+  hit(*r1, big);
+  EXPECT_NE(raw.cmd({"GET", state_key(p1, "k", big, 0)}).find(' '), std::string::npos);
+  auto client = open_url(single_url("timeout_ms=2000&clock=client&prefix=" + p1 + "c"));
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->apply(one, "k", 1, Effect::kHit, server_now()).ok());
+  EXPECT_EQ(raw.cmd({"GET", state_key(p1 + "c", "k", one, 0)}), fmt::format("{} 1", start));
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ local function tat(key, l, now)
   local v = redis.call('GET', key)
   if not v then return 0, 0 end
   local w, r, a = fields(v, 3, key)
-  if a < 1 or r < 0 or r >= a then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  if a < 1 or r < 0 or r >= a then foreign(key) end
   return rescaled(w, r, a, l, now)
 end
 

@@ -18,6 +18,7 @@ local TWO53 = 9007199254740992
 local NEVER = -1
 
 local function fail(msg) error('floodgate: ' .. msg, 0) end
+local function foreign(key) fail('key ' .. key .. ' holds a value floodgate did not write') end
 
 -- Runs a script's body (`main`, `group`): its reply, or an error reply with the message alone.
 local function run(body)
@@ -38,7 +39,7 @@ local function pair(a, b) return string.format('%d %d', a, b) end
 local FIELDS = {'^(%-?%d+)$', '^(%-?%d+) (%-?%d+)$', '^(%-?%d+) (%-?%d+) (%-?%d+)$'}
 local function fields(v, n, key)
   local a, b, c = string.match(v, FIELDS[n])
-  if not a then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  if not a then foreign(key) end
   return tonumber(a), tonumber(b), tonumber(c)
 end
 
@@ -110,26 +111,62 @@ local function ttl_ms(expires_at, now)
   return ms + tonumber(ARGV[5])
 end
 
+-- window_start(t, P) for t ≥ 0: the start of the clock-aligned window that holds t.
+local function window_start(t, period) return t - math.fmod(t, period) end
+
 -- The two fixed windows (fixed_window.lua, fixed_window_first_hit.lua) share their state, "start
 -- count" (absent = 0, 0), and what follows once the window at `now` is known.
-local function read_window(key)
+--
+-- The clock-aligned window may keep the same state packed into one integer, slot·2^26 + count,
+-- with slot = (start / period mod 2^26) + 1: INCRBY then raises it in place (fixed_window.lua's
+-- `fast`), one command where the text needs GET, a parse, a format and SET. It is written only
+-- where it is exact (`packs`): on the server's clock, whose windows a key cannot outlive (its
+-- expiry is on the same clock), so a slot names one window, the clock's or, after the server's
+-- clock stepped back by less than 2^25 windows, a later one; for amounts below 2^25, so that a
+-- count and a cost never carry into the slot; and for periods of 1 ms or more. Both forms are
+-- read wherever the aligned window is.
+local PACK = 67108864  -- 2^26
+local function packs(amount, period)
+  return ARGV[1] == '' and amount < PACK / 2 and period >= 1000
+end
+local function slot_of(start, period) return math.fmod(start / period, PACK) + 1 end
+local function packed(start, count, period) return int(slot_of(start, period) * PACK + count) end
+-- The start of the window a packed state's slot names, beside the clock's window `cur`: `cur`
+-- itself, a later one (the clock stepped back), or one before it (a state that is over).
+local function slot_start(slot, cur, period)
+  local d = math.fmod(slot - slot_of(cur, period) + PACK, PACK)
+  if d < PACK / 2 then return cur + d * period end
+  return cur - (PACK - d) * period
+end
+
+-- `period` and `now`: the aligned window's, which may find its state packed.
+local function read_window(key, period, now)
   local v = redis.call('GET', key)
   if not v then return 0, 0 end
+  if period and string.match(v, '^%d+$') then
+    local n = tonumber(v)
+    local count = math.fmod(n, PACK)
+    local slot = (n - count) / PACK
+    if slot < 1 or slot > PACK then foreign(key) end
+    return slot_start(slot, window_start(now, period), period), count
+  end
   return fields(v, 2, key)
 end
 
 -- The state written (both paths): a new window (`moved`) with its expiry; the same window keeps
 -- the one it has (the key's name holds the period), and SET's KEEPTTL is half the server's cost
--- of its PX.
-local function write_window(key, start, count, moved, period, now)
-  if not moved then return redis.call('SET', key, pair(start, count), 'KEEPTTL') end
-  redis.call('SET', key, pair(start, count), 'PX', ttl_ms(start + period, now))
+-- of its PX. `pack`: in the packed form.
+local function write_window(key, start, count, moved, period, now, pack)
+  local v
+  if pack then v = packed(start, count, period) else v = pair(start, count) end
+  if not moved then return redis.call('SET', key, v, 'KEEPTTL') end
+  redis.call('SET', key, v, 'PX', ttl_ms(start + period, now))
 end
 
 -- A fixed window's one-limit decision (its `fast`), the window [start, start + period) holding
 -- `count` at `now` (0: a window that opens with this request). The same as its evaluate, commit
 -- and save without their tables (tests/integration/redis/redis_paths_test.cpp).
-local function window_answer(key, start, count, amount, period, now, cost, hit)
+local function window_answer(key, start, count, amount, period, now, cost, hit, pack)
   local finish = start + period
   local allowed = cost == 0 or cost <= amount - count  -- count > amount after a lowered limit
   local wait = 0
@@ -137,7 +174,7 @@ local function window_answer(key, start, count, amount, period, now, cost, hit)
     wait = finish - now
     if cost > amount then wait = NEVER end
   elseif hit and cost > 0 then
-    write_window(key, start, count + cost, count == 0, period, now)
+    write_window(key, start, count + cost, count == 0, period, now, pack)
     count = count + cost
   end
   local remaining, reset_after = amount - count, 0

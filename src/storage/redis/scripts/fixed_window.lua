@@ -1,5 +1,6 @@
 -- Fixed window, clock-aligned: mirrors src/algorithms/fixed_window.cpp (namespace fixed_window).
--- State: "start count" (a string); absent = {start = 0, count = 0}.
+-- State: "start count" (a string), or packed into one integer (common.lua, `packs`); absent =
+-- {start = 0, count = 0}.
 -- Per limit ARGV: amount, period.
 local F = 2
 
@@ -7,13 +8,10 @@ local function read_limit(b)
   return {amount = tonumber(ARGV[b + 1]), period = tonumber(ARGV[b + 2])}
 end
 
-local function load(key, l)
-  local start, count = read_window(key)
+local function load(key, l, now)
+  local start, count = read_window(key, l.period, now)
   return {start = start, count = count}
 end
-
--- window_start(t, P) for t ≥ 0
-local function window_start(t, period) return t - math.fmod(t, period) end
 
 -- The window the key is in at `now`: the clock's, or the stored one if the clock stepped back
 -- into an earlier window (no time is taken to have passed).
@@ -58,17 +56,50 @@ local function commit(s, l, now, cost)
 end
 
 local function save(key, s, l, now)
-  write_window(key, s.start, s.count, s.moved, l.period, now)
+  write_window(key, s.start, s.count, s.moved, l.period, now, packs(l.amount, l.period))
+end
+
+-- A hit of `cost` (1 ≤ cost ≤ amount) that INCRBY has added to a packed state, giving `n`: the
+-- decision `fast` would take on the state before it, and the state it would write. A refused hit
+-- is taken back; a state of an earlier window (or none: INCRBY made the key) is replaced by the
+-- clock's window holding this hit.
+local function raised(key, n, cur, amount, period, now, cost)
+  local after = math.fmod(n, PACK)
+  local slot = (n - after) / PACK
+  if n ~= cost and (slot < 1 or slot > PACK or after < cost) then  -- not a packed state + cost
+    redis.call('INCRBY', key, -cost)
+    foreign(key)
+  end
+  local start = cur - period
+  if slot > 0 then start = slot_start(slot, cur, period) end
+  if start < cur then
+    redis.call('SET', key, packed(cur, cost, period), 'PX', ttl_ms(cur + period, now))
+    return answer(true, amount, period, amount - cost, cur + period - now, 0, 0)
+  end
+  local finish = start + period  -- the clock's window, or a later one after a step back
+  if after <= amount then return answer(true, amount, period, amount - after, finish - now, 0, 0) end
+  redis.call('INCRBY', key, -cost)
+  local remaining = amount - (after - cost)  -- below 0 after a lowered limit
+  if remaining < 0 then remaining = 0 end
+  return answer(false, amount, period, remaining, finish - now, finish - now, 0)
 end
 
 -- One limit (decide.lua's `main`): load, evaluate, commit and save above without their tables,
 -- on the same key and state; tests/integration/redis/redis_paths_test.cpp holds the two paths
--- to the same decisions and state.
+-- to the same decisions and state. A hit on a packed state is one INCRBY (`raised`); a key still
+-- holding the text form (written by an earlier version or on a client's clock) refuses INCRBY
+-- and takes the text path, which writes it packed.
 local function fast(key, now, cost, hit)
   local amount, period = tonumber(ARGV[6]), tonumber(ARGV[7])
-  local start, count = read_window(key)
+  local pack = packs(amount, period)
   local cur = window_start(now, period)
+  if pack and hit and cost > 0 and cost <= amount then
+    local n = redis.pcall('INCRBY', key, ARGV[2])
+    if type(n) == 'number' then return raised(key, n, cur, amount, period, now, cost) end
+    if not string.find(n.err, 'not an integer', 1, true) then return n end
+  end
+  local start, count = read_window(key, period, now)
   if count > 0 and start > cur then cur = start end  -- current_start
   if start ~= cur then count = 0 end
-  return window_answer(key, cur, count, amount, period, now, cost, hit)
+  return window_answer(key, cur, count, amount, period, now, cost, hit, pack)
 end

@@ -14,7 +14,7 @@ end
 
 local function entry(key, v)
   local at, count = fields(v, 2, key)
-  if count < 1 then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  if count < 1 then foreign(key) end
   return at, count
 end
 
@@ -31,7 +31,7 @@ local function load(key, l)
     s.size = redis.call('LLEN', key) - 1
     back = redis.call('LINDEX', key, -1)
   end
-  if s.size < 1 then fail('key ' .. key .. ' holds a value floodgate did not write') end
+  if s.size < 1 then foreign(key) end
   s.back_at, s.back_count = entry(key, back)
   return s
 end

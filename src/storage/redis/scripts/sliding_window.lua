@@ -15,8 +15,6 @@ local function load(key, l)
   return {start = start, current = current, previous = previous}
 end
 
-local function window_start(t, period) return t - math.fmod(t, period) end
-
 local function counts_at(s, l, now)
   local start = window_start(now, l.period)
   if s.current == 0 and s.previous == 0 then return start, 0, 0 end
