@@ -123,15 +123,16 @@ TEST(RedisPaths, OneLimitAndMultiLimitPathsGiveTheSameDecisionsAndState) {
 }
 
 // The clock-aligned fixed window on the server's clock keeps its state packed in one integer,
-// slot·2^26 + count with slot = (window start / period mod 2^26) + 1, which the one-limit path
+// slot·2^32 + count with slot = (window start / period mod (2^21 − 1)) + 1, which the one-limit path
 // raises with INCRBY (common.lua, `packs`). Here: both paths write it alike; the text form of
 // an earlier version is read and rewritten packed with its expiry kept; a later window's slot
 // (the server's clock stepped back) is the window the key stays in; an earlier one's is over;
-// an integer floodgate did not write is an error and stays as it was; an amount of 2^25 or more
-// and the client's clock keep the text form. A window of 1000 hours: the test cannot cross its
+// an integer floodgate did not write is an error and stays as it was; an amount of 2^31 or more,
+// a period under 1 s and the client's clock keep the text form. A window of 1000 hours: the test cannot cross its
 // end unless it starts in its last minute, which it waits out.
 TEST(RedisPaths, PackedFixedWindowOnTheServerClock) {
-  constexpr long long kPack = 1LL << 26;
+  constexpr long long kCount = 1LL << 32;
+  constexpr long long kSlots = (1LL << 21) - 1;
   constexpr Micros kPeriod = 1000LL * 3600 * 1'000'000;
   Raw raw(single_port());
   auto server_now = [&] {
@@ -143,7 +144,7 @@ TEST(RedisPaths, PackedFixedWindowOnTheServerClock) {
   const Micros at = server_now();
   const Micros start = at - at % kPeriod;
   auto packed = [&](Micros window, long long count) {
-    return std::to_string(((window / kPeriod) % kPack + 1) * kPack + count);
+    return std::to_string(((window / kPeriod) % kSlots + 1) * kCount + count);
   };
   const Policy one = Policy::make("packed-1", Strategy::kFixedWindow, "10 per 1000 hours").value();
   const Policy two = Policy::make("packed-2", Strategy::kFixedWindow, "10 per 1000 hours; 1000000/second").value();
@@ -211,7 +212,7 @@ TEST(RedisPaths, PackedFixedWindowOnTheServerClock) {
 
   // Integers floodgate did not write: an error, never a decision, and the value as it was.
   for (const std::string& foreign :
-       std::vector<std::string>{"5", "-3", std::to_string(kPack - 1), std::to_string(kPack * (kPack + 2)),
+       std::vector<std::string>{"5", "-3", std::to_string(kCount - 1), std::to_string(kCount * (kSlots + 1)),
                                 "99999999999999999999"}) {
     raw.cmd({"SET", k1, foreign});
     const auto bad = r1->apply(one, "k", 1, Effect::kHit, 0);
@@ -219,10 +220,13 @@ TEST(RedisPaths, PackedFixedWindowOnTheServerClock) {
     EXPECT_EQ(raw.cmd({"GET", k1}), foreign);
     EXPECT_FALSE(r1->apply(one, "k", 0, Effect::kTest, 0).ok()) << foreign;
   }
-  // Packed where exact only: an amount of 2^25 and the client's clock keep the text form.
-  const Policy big = Policy::make("packed-big", Strategy::kFixedWindow, "33554432 per 1000 hours").value();
-  hit(*r1, big);
-  EXPECT_NE(raw.cmd({"GET", state_key(p1, "k", big, 0)}).find(' '), std::string::npos);
+  // Packed where exact only: an amount of 2^31, a period under 1 s and the client's clock keep
+  // the text form.
+  for (const char* rate : {"2147483648 per 1000 hours", "5 per 250 ms"}) {
+    const Policy text = Policy::make("packed-text", Strategy::kFixedWindow, rate).value();
+    hit(*r1, text);
+    EXPECT_NE(raw.cmd({"GET", state_key(p1, "k", text, 0)}).find(' '), std::string::npos) << rate;
+  }
   auto client = open_url(single_url("timeout_ms=2000&clock=client&prefix=" + p1 + "c"));
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->apply(one, "k", 1, Effect::kHit, server_now()).ok());

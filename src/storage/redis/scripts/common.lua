@@ -117,26 +117,27 @@ local function window_start(t, period) return t - math.fmod(t, period) end
 -- The two fixed windows (fixed_window.lua, fixed_window_first_hit.lua) share their state, "start
 -- count" (absent = 0, 0), and what follows once the window at `now` is known.
 --
--- The clock-aligned window may keep the same state packed into one integer, slot·2^26 + count,
--- with slot = (start / period mod 2^26) + 1: INCRBY then raises it in place (fixed_window.lua's
--- `fast`), one command where the text needs GET, a parse, a format and SET. It is written only
--- where it is exact (`packs`): on the server's clock, whose windows a key cannot outlive (its
--- expiry is on the same clock), so a slot names one window, the clock's or, after the server's
--- clock stepped back by less than 2^25 windows, a later one; for amounts below 2^25, so that a
--- count and a cost never carry into the slot; and for periods of 1 ms or more. Both forms are
--- read wherever the aligned window is.
-local PACK = 67108864  -- 2^26
+-- The clock-aligned window may keep the same state packed into one integer, slot·2^32 + count,
+-- with slot = (start / period mod (2^21 − 1)) + 1 (below 2^53: exact in Lua): INCRBY then raises
+-- it in place (fixed_window.lua's `fast`), one command where the text needs GET, a parse, a
+-- format and SET. It is written only where it is exact (`packs`): on the server's clock, whose
+-- windows a key cannot outlive (its expiry is on the same clock), so a slot names one window, the
+-- clock's or, after the server's clock stepped back by less than 2^20 windows (12 days of 1 s
+-- windows), a later one; for periods of 1 s or more; and for amounts below 2^31, so that a count
+-- and a cost never carry into the slot. Both forms are read wherever the aligned window is.
+local COUNT = 4294967296  -- 2^32
+local SLOTS = 2097151     -- 2^21 − 1
 local function packs(amount, period)
-  return ARGV[1] == '' and amount < PACK / 2 and period >= 1000
+  return ARGV[1] == '' and amount < COUNT / 2 and period >= 1000000
 end
-local function slot_of(start, period) return math.fmod(start / period, PACK) + 1 end
-local function packed(start, count, period) return int(slot_of(start, period) * PACK + count) end
+local function slot_of(start, period) return math.fmod(start / period, SLOTS) + 1 end
+local function packed(start, count, period) return int(slot_of(start, period) * COUNT + count) end
 -- The start of the window a packed state's slot names, beside the clock's window `cur`: `cur`
 -- itself, a later one (the clock stepped back), or one before it (a state that is over).
 local function slot_start(slot, cur, period)
-  local d = math.fmod(slot - slot_of(cur, period) + PACK, PACK)
-  if d < PACK / 2 then return cur + d * period end
-  return cur - (PACK - d) * period
+  local d = math.fmod(slot - slot_of(cur, period) + SLOTS, SLOTS)
+  if d < SLOTS / 2 then return cur + d * period end
+  return cur - (SLOTS - d) * period
 end
 
 -- `period` and `now`: the aligned window's, which may find its state packed.
@@ -145,9 +146,9 @@ local function read_window(key, period, now)
   if not v then return 0, 0 end
   if period and string.match(v, '^%d+$') then
     local n = tonumber(v)
-    local count = math.fmod(n, PACK)
-    local slot = (n - count) / PACK
-    if slot < 1 or slot > PACK then foreign(key) end
+    local count = math.fmod(n, COUNT)
+    local slot = (n - count) / COUNT
+    if slot < 1 or slot > SLOTS then foreign(key) end
     return slot_start(slot, window_start(now, period), period), count
   end
   return fields(v, 2, key)

@@ -64,9 +64,9 @@ end
 -- is taken back; a state of an earlier window (or none: INCRBY made the key) is replaced by the
 -- clock's window holding this hit.
 local function raised(key, n, cur, amount, period, now, cost)
-  local after = math.fmod(n, PACK)
-  local slot = (n - after) / PACK
-  if n ~= cost and (slot < 1 or slot > PACK or after < cost) then  -- not a packed state + cost
+  local after = math.fmod(n, COUNT)
+  local slot = (n - after) / COUNT
+  if n ~= cost and (slot < 1 or slot > SLOTS or after < cost) then  -- not a packed state + cost
     redis.call('INCRBY', key, -cost)
     foreign(key)
   end
