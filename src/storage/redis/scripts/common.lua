@@ -166,8 +166,9 @@ end
 
 -- A fixed window's one-limit decision (its `fast`), the window [start, start + period) holding
 -- `count` at `now` (0: a window that opens with this request). The same as its evaluate, commit
--- and save without their tables (tests/integration/redis/redis_paths_test.cpp).
-local function window_answer(key, start, count, amount, period, now, cost, hit, pack)
+-- and save without their tables (tests/integration/redis/redis_paths_test.cpp). `counted`: an
+-- allowed hit is already in the stored state (INCRBY, fixed_window.lua's `raised`).
+local function window_answer(key, start, count, amount, period, now, cost, hit, pack, counted)
   local finish = start + period
   local allowed = cost == 0 or cost <= amount - count  -- count > amount after a lowered limit
   local wait = 0
@@ -175,7 +176,7 @@ local function window_answer(key, start, count, amount, period, now, cost, hit, 
     wait = finish - now
     if cost > amount then wait = NEVER end
   elseif hit and cost > 0 then
-    write_window(key, start, count + cost, count == 0, period, now, pack)
+    if not counted then write_window(key, start, count + cost, count == 0, period, now, pack) end
     count = count + cost
   end
   local remaining, reset_after = amount - count, 0

@@ -15,14 +15,14 @@ end
 
 -- The window the key is in at `now`: the clock's, or the stored one if the clock stepped back
 -- into an earlier window (no time is taken to have passed).
-local function current_start(s, l, now)
-  local start = window_start(now, l.period)
-  if s.count > 0 and s.start > start then return s.start end
-  return start
+local function current_start(start, count, period, now)
+  local cur = window_start(now, period)
+  if count > 0 and start > cur then return start end
+  return cur
 end
 
 local function evaluate(s, l, now, cost, shape)
-  local start = current_start(s, l, now)
+  local start = current_start(s.start, s.count, l.period, now)
   local finish = start + l.period
   local count = 0
   if s.count > 0 and s.start == start then count = s.count end
@@ -46,7 +46,7 @@ end
 
 local function commit(s, l, now, cost)
   if cost == 0 then return end
-  local start = current_start(s, l, now)
+  local start = current_start(s.start, s.count, l.period, now)
   if s.count == 0 or s.start ~= start then
     s.start = start
     s.count = 0
@@ -70,18 +70,12 @@ local function raised(key, n, cur, amount, period, now, cost)
     redis.call('INCRBY', key, -cost)
     foreign(key)
   end
-  local start = cur - period
+  local start = cur - period  -- slot 0: INCRBY made the key
   if slot > 0 then start = slot_start(slot, cur, period) end
-  if start < cur then
-    redis.call('SET', key, packed(cur, cost, period), 'PX', ttl_ms(cur + period, now))
-    return answer(true, amount, period, amount - cost, cur + period - now, 0, 0)
-  end
-  local finish = start + period  -- the clock's window, or a later one after a step back
-  if after <= amount then return answer(true, amount, period, amount - after, finish - now, 0, 0) end
-  redis.call('INCRBY', key, -cost)
-  local remaining = amount - (after - cost)  -- below 0 after a lowered limit
-  if remaining < 0 then remaining = 0 end
-  return answer(false, amount, period, remaining, finish - now, finish - now, 0)
+  if start < cur then return window_answer(key, cur, 0, amount, period, now, cost, true, true) end
+  -- The clock's window, or a later one after a step back: the hit is in it unless refused.
+  if after > amount then redis.call('INCRBY', key, -cost) end
+  return window_answer(key, start, after - cost, amount, period, now, cost, true, true, true)
 end
 
 -- One limit (decide.lua's `main`): load, evaluate, commit and save above without their tables,
@@ -92,14 +86,13 @@ end
 local function fast(key, now, cost, hit)
   local amount, period = tonumber(ARGV[6]), tonumber(ARGV[7])
   local pack = packs(amount, period)
-  local cur = window_start(now, period)
   if pack and hit and cost > 0 and cost <= amount then
     local n = redis.pcall('INCRBY', key, ARGV[2])
-    if type(n) == 'number' then return raised(key, n, cur, amount, period, now, cost) end
+    if type(n) == 'number' then return raised(key, n, window_start(now, period), amount, period, now, cost) end
     if not string.find(n.err, 'not an integer', 1, true) then return n end
   end
   local start, count = read_window(key, period, now)
-  if count > 0 and start > cur then cur = start end  -- current_start
+  local cur = current_start(start, count, period, now)
   if start ~= cur then count = 0 end
   return window_answer(key, cur, count, amount, period, now, cost, hit, pack)
 end

@@ -13,12 +13,12 @@ local function load(key, l)
   return {start = start, count = count}
 end
 
-local function open_at(s, l, now)
-  return s.count > 0 and now < s.start + l.period
+local function open_at(start, count, period, now)
+  return count > 0 and now < start + period
 end
 
 local function evaluate(s, l, now, cost, shape)
-  local open = open_at(s, l, now)
+  local open = open_at(s.start, s.count, l.period, now)
   local count = 0
   if open then count = s.count end
   local d = decision(l.amount, l.period)
@@ -44,7 +44,7 @@ end
 
 local function commit(s, l, now, cost)
   if cost == 0 then return end
-  if not open_at(s, l, now) then
+  if not open_at(s.start, s.count, l.period, now) then
     s.start = now
     s.count = 0
     s.moved = true  -- a new window: a new expiry (save)
@@ -61,6 +61,6 @@ end
 local function fast(key, now, cost, hit)
   local amount, period = tonumber(ARGV[6]), tonumber(ARGV[7])
   local start, count = read_window(key)
-  if not (count > 0 and now < start + period) then start, count = now, 0 end  -- open_at
+  if not open_at(start, count, period, now) then start, count = now, 0 end
   return window_answer(key, start, count, amount, period, now, cost, hit)
 end
