@@ -79,6 +79,16 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(eol == std::string_view::npos
                             ? std::max(shared_->limits.max_body_bytes, shared_->limits.max_simulate_body_bytes)
                             : body_limit_for(head.substr(0, eol)));
+    // A whole header already in the buffer (nearly always: a request arrives in one segment) is
+    // parsed here, not through async_read_header, whose completion would be one more trip through
+    // the thread's queue. Anything else (a partial header, a header over the limit) goes the
+    // asynchronous way, which reads on from where this left off.
+    if (buffer_.size() > 0) {
+      beast::error_code ec;
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec ? ec != http::error::need_more : parser_->is_header_done()) return on_header(ec);
+    }
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
   }
@@ -218,12 +228,24 @@ class Session : public std::enable_shared_from_this<Session> {
     out_ += res_.body();
     keep_alive_ = res_.keep_alive();
     stream_.expires_after(shared_->limits.write_timeout);
-    asio::async_write(stream_, asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
-      if (ec) return self->close();
-      if (!self->keep_alive_) return self->close(kOrderly);
-      self->next_request();
-    });
+    // A plain connection's socket nearly always takes the whole answer at once: written here,
+    // without an asynchronous write's operation and its trip through the reactor. What the socket
+    // does not take (and a TLS connection's answer) is written asynchronously. The next request is
+    // read from the thread's queue, not at once: by then the client has usually sent it, and the
+    // one read finds it (read at once, it would nearly always find nothing and read twice).
+    const std::size_t sent = stream_.try_write_some(asio::buffer(out_));
+    if (sent == out_.size()) {
+      return asio::post(stream_.get_executor(), [self = shared_from_this()] { self->written({}); });
+    }
+    asio::async_write(stream_, asio::buffer(out_) + sent,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->written(ec); });
+  }
+
+  void written(beast::error_code ec) {
+    shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+    if (ec) return close();
+    if (!keep_alive_) return close(kOrderly);
+    next_request();
   }
 
   // Ends the connection. After an orderly end (an answer without keep-alive, the client's own

@@ -73,6 +73,11 @@ class Stream {
     if (tls_) return tls_->async_write_some(buffers, std::forward<Handler>(handler));
     plain_->async_write_some(buffers, std::forward<Handler>(handler));
   }
+  /// Writes what the socket takes now without waiting (plain connections; 0 on TLS ones and on
+  /// any error, which the asynchronous write that follows then reports).
+  std::size_t try_write_some(asio::const_buffer buffer) noexcept {
+    return tls_ ? 0 : plain_->try_write_some(buffer);
+  }
   template <class Handler>
   void handshake(Handler&& handler) {
     if (!tls_) return asio::post(get_executor(), [h = std::forward<Handler>(handler)]() mutable { h({}); });

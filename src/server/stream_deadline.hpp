@@ -74,6 +74,15 @@ class PlainStream {
     if (deadline_.expired()) return late(std::forward<Handler>(handler));
     socket_.async_read_some(buffers, Checked<std::decay_t<Handler>>{&deadline_, std::forward<Handler>(handler)});
   }
+  /// Writes what the socket takes now without waiting; 0 past the deadline or on any error (the
+  /// asynchronous write that follows reports it).
+  std::size_t try_write_some(boost::asio::const_buffer buffer) noexcept {
+    if (deadline_.expired()) return 0;
+    boost::beast::error_code ec;
+    if (!socket_.non_blocking()) socket_.non_blocking(true, ec);
+    const std::size_t n = ec ? 0 : socket_.write_some(buffer, ec);
+    return ec ? 0 : n;
+  }
   template <class Buffers, class Handler>
   void async_write_some(const Buffers& buffers, Handler&& handler) {
     if (deadline_.expired()) return late(std::forward<Handler>(handler));
