@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # wrk against floodgate's GET /v1/auth (memory store) and against nginx's limit_req doing the same
 # decision in-process, one after the other in one run on this machine, both when most requests are
-# allowed and when most are denied. Prints a Markdown table.
-#   bench/http/compare_nginx.sh build/release/floodgate [seconds]
+# allowed and when most are denied, ROUNDS times alternating (default 3). Prints a Markdown table
+# of the medians, then each round's figures.
+#   [ROUNDS=3] bench/http/compare_nginx.sh build/release/floodgate [seconds per measurement]
 set -euo pipefail
 floodgate="$1"
 seconds="${2:-10}"
@@ -79,13 +80,30 @@ run() {  # URL floodgate|nginx
 wrk -t2 -c64 -d1s -H 'X-Real-IP: 10.1.2.3' "http://127.0.0.1:$fport/v1/auth?policy=allow" >/dev/null
 wrk -t2 -c64 -d1s -H 'X-Real-IP: 10.1.2.3' "http://127.0.0.1:$nport/allow" >/dev/null
 
-read -r f_allow f_allow_p99 f_allow_cpu <<<"$(run "http://127.0.0.1:$fport/v1/auth?policy=allow" floodgate)"
-read -r n_allow n_allow_p99 n_allow_cpu <<<"$(run "http://127.0.0.1:$nport/allow" nginx)"
-read -r f_deny f_deny_p99 f_deny_cpu <<<"$(run "http://127.0.0.1:$fport/v1/auth?policy=deny" floodgate)"
-read -r n_deny n_deny_p99 n_deny_cpu <<<"$(run "http://127.0.0.1:$nport/deny" nginx)"
-
+# ROUNDS rounds (default 3), the four measurements alternating within each, and the medians of
+# the rounds: this machine is shared, and one run of either server can be off by a tenth.
+rounds="${ROUNDS:-3}"
+declare -A got
+for ((i = 0; i < rounds; i++)); do
+  got[f_allow]+="$(run "http://127.0.0.1:$fport/v1/auth?policy=allow" floodgate);"
+  got[n_allow]+="$(run "http://127.0.0.1:$nport/allow" nginx);"
+  got[f_deny]+="$(run "http://127.0.0.1:$fport/v1/auth?policy=deny" floodgate);"
+  got[n_deny]+="$(run "http://127.0.0.1:$nport/deny" nginx);"
+done
+# median FIELD of a case's rounds ("rps p99 cpu;" each; p99 as wrk prints it, in us, ms or s).
+median() {
+  tr ';' '\n' <<<"${got[$1]}" | awk -v f="$2" 'NF {
+      v = $f
+      if (f == 2) { u = v; gsub(/[0-9.]/, "", u); sub(/[a-z]+$/, "", v); v = (u == "us") ? v / 1000 : (u == "s") ? v * 1000 : v }
+      print v }' | sort -g | awk '{ a[NR] = $1 } END { printf "%.2f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-echo "| case | floodgate GET /v1/auth req/s | p99 | server CPU µs/req | nginx limit_req req/s | p99 | server CPU µs/req | floodgate ÷ nginx (rate) |"
+echo "| case (medians of $rounds rounds) | floodgate GET /v1/auth req/s | p99 ms | server CPU µs/req | nginx limit_req req/s | p99 ms | server CPU µs/req | floodgate ÷ nginx (rate) |"
 echo "|---|---|---|---|---|---|---|---|"
-echo "| mostly allowed | $f_allow | $f_allow_p99 | $f_allow_cpu | $n_allow | $n_allow_p99 | $n_allow_cpu | $(ratio "$f_allow" "$n_allow") |"
-echo "| mostly denied | $f_deny | $f_deny_p99 | $f_deny_cpu | $n_deny | $n_deny_p99 | $n_deny_cpu | $(ratio "$f_deny" "$n_deny") |"
+for c in allow deny; do
+  label="mostly allowed"; [[ "$c" == deny ]] && label="mostly denied"
+  echo "| $label | $(median "f_$c" 1) | $(median "f_$c" 2) | $(median "f_$c" 3) | $(median "n_$c" 1) | $(median "n_$c" 2) | $(median "n_$c" 3) | $(ratio "$(median "f_$c" 1)" "$(median "n_$c" 1)") |"
+done
+echo
+echo "Rounds (req/s, p99, µs/req): floodgate allowed ${got[f_allow]} nginx allowed ${got[n_allow]}"
+echo "floodgate denied ${got[f_deny]} nginx denied ${got[n_deny]}"
