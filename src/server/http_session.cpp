@@ -244,21 +244,25 @@ class Session : public std::enable_shared_from_this<Session> {
                       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->written(ec); });
   }
 
-  // Once per round of its queue in which it answered something, the I/O thread offers its CPU to
-  // the threads waiting for it (sched_yield), as a server whose threads sleep when they find
-  // nothing to do gives it up between rounds. A thread that always finds the next request ready
-  // (the clients' next ones arrive while it answers) would otherwise run until the scheduler's
-  // tick takes it off, and the answers it sent wait that long for their clients to run: on two
-  // cores shared with the load generator, a tenth of the answers took 4-8 ms and the p99 was
-  // 7.9 ms; with this, 0.7 ms (docs/benchmarks.md, "GET /v1/auth's latency beside nginx"). The
-  // cost is the switches: about 5 % of the rate in that benchmark. With nothing else waiting for
-  // the CPU the call returns at once.
+  // At the end of a round of its queue in which it answered something, the I/O thread offers its
+  // CPU to the threads waiting for it (sched_yield), at most once per kGiveWayEvery, as a server
+  // whose threads sleep when they find nothing to do gives it up between bursts. A thread that
+  // always finds the next request ready (the clients' next ones arrive while it answers) would
+  // otherwise run until the scheduler's tick takes it off, and the answers it sent wait that long
+  // for their clients to run: on two cores shared with the load generator, a tenth of the answers
+  // took 4-8 ms and the p99 was 7.9 ms; with this, about 1 ms (docs/benchmarks.md, "GET /v1/auth's
+  // latency beside nginx"). The cost is the switches, a few percent of the rate there; with nothing
+  // else waiting for the CPU the call returns at once.
+  static constexpr std::chrono::microseconds kGiveWayEvery{250};
   void give_way() {
     if (batcher_.yield_due) return;
     batcher_.yield_due = true;
     asio::post(stream_.get_executor(), [&batcher = batcher_] {
       batcher.yield_due = false;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - batcher.gave_way < kGiveWayEvery) return;
       sched_yield();
+      batcher.gave_way = now;
     });
   }
 

@@ -34,6 +34,7 @@ struct Batcher {
   static constexpr std::size_t kMax = 256;
   asio::io_context* io = nullptr;
   bool yield_due = false;  // I/O thread only: Session::give_way's yield is queued
+  std::chrono::steady_clock::time_point gave_way{};  // I/O thread only: its last yield
   std::vector<std::shared_ptr<Session>> waiting;  // I/O thread only
   bool scheduled = false;                         // I/O thread only
   std::unique_ptr<Coalescer<std::shared_ptr<Session>>> coalescer;
