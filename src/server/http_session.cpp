@@ -83,8 +83,8 @@ class Session : public std::enable_shared_from_this<Session> {
                             : body_limit_for(head.substr(0, eol)));
     // A whole header already in the buffer (nearly always: a request arrives in one segment) is
     // parsed here, not through async_read_header, whose completion would be one more trip through
-    // the thread's queue. Anything else (a partial header, a header over the limit) goes the
-    // asynchronous way, which reads on from where this left off.
+    // the thread's queue; so is a header the parser refuses (over the limit, malformed), with the
+    // same error. Only a partial header goes the asynchronous way, which reads on from there.
     if (buffer_.size() > 0) {
       beast::error_code ec;
       const std::size_t used = parser_->put(buffer_.data(), ec);

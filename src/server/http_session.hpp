@@ -30,6 +30,7 @@ class Session;
 // thread handles the events that are ready, then handed to its coalescer (coalescer.hpp), whose
 // storage thread decides everything handed over since its last batch with one round trip, so the
 // I/O thread goes on reading requests (and filling the next batch) while a batch is on the wire.
+// Also the I/O thread's own state for Session::give_way (its yield between rounds).
 struct Batcher {
   static constexpr std::size_t kMax = 256;
   asio::io_context* io = nullptr;
