@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
-#include "absl/strings/str_cat.h"
+#include <fmt/format.h>
 
 namespace floodgate {
 
@@ -14,22 +15,27 @@ std::int64_t ceil_seconds(Micros d) noexcept {
 
 namespace {
 
-// The policy name as a structured-field string: printable ASCII with '"' and '\' escaped.
-std::string sf_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
+using Buffer = fmt::memory_buffer;  // on the stack up to 500 bytes: no allocation per decision
+
+// The name of a limit as a structured-field string: printable ASCII with '"' and '\' escaped,
+// other bytes as '_'; `<name>-<index>` for a limit of a multi-limit policy (index ≥ 0).
+void append_sf_name(Buffer& out, std::string_view name, std::ptrdiff_t index) {
+  out.push_back('"');
+  for (char c : name) {
     if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
+      out.push_back('\\');
+      out.push_back(c);
     } else if (c >= 0x20 && c < 0x7f) {
-      out += c;
+      out.push_back(c);
     } else {
-      out += '_';
+      out.push_back('_');
     }
   }
-  out += '"';
-  return out;
+  if (index >= 0) fmt::format_to(fmt::appender(out), "-{}", index);
+  out.push_back('"');
 }
+
+std::string_view view(const Buffer& b) noexcept { return {b.data(), b.size()}; }
 
 // An RFC 8941 integer has at most 15 digits: larger figures (amounts and burst go up to 2^53)
 // are reported as the largest one, which a client reads as "more than it will ever use".
@@ -52,34 +58,49 @@ std::int64_t decision_quota(const Policy& policy, const Decision& d) noexcept {
   return d.limit;
 }
 
-std::vector<Header> rate_limit_headers(const Policy& policy, const Decision& d) {
-  std::vector<Header> out;
+void for_each_rate_limit_header(const Policy& policy, const Decision& d,
+                                absl::FunctionRef<void(std::string_view, std::string_view)> emit) {
   const auto& limits = policy.limits();
-  std::string policy_field;
-  std::string current_name = policy.name();
+  const auto index_of = [&](std::size_t i) { return limits.size() == 1 ? std::ptrdiff_t{-1} : std::ptrdiff_t(i); };
+  Buffer field;
+  std::ptrdiff_t current = -1;  // the constraining limit's name: the policy's when none matches
   std::int64_t current_quota = d.limit;
   for (std::size_t i = 0; i < limits.size(); ++i) {
-    const std::string item_name =
-        limits.size() == 1 ? policy.name() : absl::StrCat(policy.name(), "-", i);
     const Quota q = quota_of(policy, limits[i]);
     if (limits[i].amount == d.limit && limits[i].period == d.period) {
-      current_name = item_name;
+      current = index_of(i);
       current_quota = q.quota;
     }
-    if (i > 0) policy_field += ", ";
-    absl::StrAppend(&policy_field, sf_string(item_name), ";q=", sf_int(q.quota), ";w=", sf_int(q.window));
+    if (i > 0) fmt::format_to(fmt::appender(field), ", ");
+    append_sf_name(field, policy.name(), index_of(i));
+    fmt::format_to(fmt::appender(field), ";q={};w={}", sf_int(q.quota), sf_int(q.window));
   }
-  out.emplace_back("RateLimit-Policy", std::move(policy_field));
+  emit("RateLimit-Policy", view(field));
   const std::int64_t remaining = sf_int(std::min(d.remaining, current_quota));
   const bool retry = !d.allowed && d.can_retry();
   const std::int64_t retry_after = retry ? std::max<std::int64_t>(1, ceil_seconds(d.retry_after)) : 0;
   // Retry-After takes precedence over t; t never says "sooner" than it.
   const std::int64_t reset = sf_int(std::max(ceil_seconds(d.reset_after), retry_after));
-  out.emplace_back("RateLimit", absl::StrCat(sf_string(current_name), ";r=", remaining, ";t=", reset));
-  out.emplace_back("X-RateLimit-Limit", absl::StrCat(sf_int(current_quota)));
-  out.emplace_back("X-RateLimit-Remaining", absl::StrCat(remaining));
-  out.emplace_back("X-RateLimit-Reset", absl::StrCat(reset));
-  if (retry) out.emplace_back("Retry-After", absl::StrCat(sf_int(retry_after)));
+  field.clear();
+  append_sf_name(field, policy.name(), current);
+  fmt::format_to(fmt::appender(field), ";r={};t={}", remaining, reset);
+  emit("RateLimit", view(field));
+  const auto integer = [&](std::string_view name, std::int64_t v) {
+    const fmt::format_int text(v);
+    emit(name, std::string_view(text.data(), text.size()));
+  };
+  integer("X-RateLimit-Limit", sf_int(current_quota));
+  integer("X-RateLimit-Remaining", remaining);
+  integer("X-RateLimit-Reset", reset);
+  if (retry) integer("Retry-After", sf_int(retry_after));
+}
+
+std::vector<Header> rate_limit_headers(const Policy& policy, const Decision& d) {
+  std::vector<Header> out;
+  out.reserve(6);
+  for_each_rate_limit_header(policy, d, [&](std::string_view name, std::string_view value) {
+    out.emplace_back(std::string(name), std::string(value));
+  });
   return out;
 }
 

@@ -3,8 +3,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
 
 #include "floodgate/decision.hpp"
 #include "floodgate/policy.hpp"
@@ -51,6 +54,12 @@ std::int64_t decision_quota(const Policy& policy, const Decision& decision) noex
 /// All durations are rounded up: a client that waits what the headers say is never early. Every
 /// integer is clamped to kMaxHeaderInteger, so each field is a valid structured field.
 std::vector<Header> rate_limit_headers(const Policy& policy, const Decision& decision);
+
+/// The same headers in the same order, each handed to `emit(name, value)` without allocating:
+/// for a server that writes them straight into its response. The views are valid during the
+/// call only.
+void for_each_rate_limit_header(const Policy& policy, const Decision& decision,
+                                absl::FunctionRef<void(std::string_view name, std::string_view value)> emit);
 
 /// Whole seconds, rounded up, of a non-negative duration.
 std::int64_t ceil_seconds(Micros d) noexcept;

@@ -39,10 +39,9 @@ std::string decision_json(const Policy& policy, const Decision& d, bool shadow_d
 }
 
 void set_rate_limit_headers(Response& res, const Policy& policy, const Decision& d, bool shadow) {
-  for (auto& [name, value] : rate_limit_headers(policy, d)) {
-    if (shadow && name == "Retry-After") continue;
-    res.set(name, value);
-  }
+  for_each_rate_limit_header(policy, d, [&](std::string_view name, std::string_view value) {
+    if (!(shadow && name == "Retry-After")) res.set(name, value);
+  });
 }
 
 }  // namespace floodgate::server

@@ -110,5 +110,35 @@ TEST(Headers, ResetIsNeverSoonerThanRetryAfter) {
   EXPECT_EQ(header(hs, "RateLimit"), "\"r\";r=0;t=30");
 }
 
+// The visitor that servers write from hands over the same fields, in this order (a response's
+// field order is what clients and tests see); a decision that names none of a multi-limit
+// policy's limits is reported under the policy's own name.
+TEST(Headers, TheFieldsComeInOrderAndADecisionOfNoLimitNamesThePolicy) {
+  const Policy p = Policy::make("t\tab", Strategy::kFixedWindow, "2/second; 10/minute").value();
+  Decision d;
+  d.allowed = false;
+  d.limit = 7;  // not one of the policy's limits
+  d.period = 5 * kMicrosPerSecond;
+  d.remaining = 3;
+  d.reset_after = 2'500'000;
+  d.retry_after = 1'000'001;
+  std::vector<std::string> seen;
+  for_each_rate_limit_header(p, d, [&](std::string_view name, std::string_view value) {
+    seen.push_back(std::string(name) + ": " + std::string(value));
+  });
+  const std::vector<std::string> expected = {
+      "RateLimit-Policy: \"t_ab-0\";q=2;w=1, \"t_ab-1\";q=10;w=60",
+      "RateLimit: \"t_ab\";r=3;t=3",
+      "X-RateLimit-Limit: 7",
+      "X-RateLimit-Remaining: 3",
+      "X-RateLimit-Reset: 3",
+      "Retry-After: 2",
+  };
+  EXPECT_EQ(seen, expected);
+  std::vector<std::string> from_vector;
+  for (const auto& [name, value] : rate_limit_headers(p, d)) from_vector.push_back(name + ": " + value);
+  EXPECT_EQ(from_vector, expected);
+}
+
 }  // namespace
 }  // namespace floodgate
