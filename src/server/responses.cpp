@@ -15,6 +15,17 @@ void respond(Response& res, http::status status, std::string body, std::string_v
   res.prepare_payload();
 }
 
+void respond_empty(Response& res, http::status status) {
+  res.result(status);
+  res.body().clear();
+  if (status == http::status::no_content || http::to_status_class(status) == http::status_class::informational) {
+    res.content_length(boost::none);
+    res.chunked(false);
+  } else {
+    res.content_length(0);
+  }
+}
+
 void respond_error(Response& res, http::status status, std::string_view message) {
   JsonOut j;
   j.begin_object().key("error").str(message).end();

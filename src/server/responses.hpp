@@ -19,6 +19,10 @@ using Response = http::response<http::string_body>;
 /// Sets status, Content-Type and body (and Content-Length).
 void respond(Response& res, http::status status, std::string body,
              std::string_view content_type = "application/json");
+/// A response without a body: Content-Length: 0, except for a status that never has a body (1xx,
+/// 204), which carries no Content-Length (RFC 9110 §8.6: a server must not send one) and no
+/// Transfer-Encoding. (Beast's prepare_payload sets Content-Length: 0 on a 204.)
+void respond_empty(Response& res, http::status status);
 /// A JSON error body: {"error": "<message>"}.
 void respond_error(Response& res, http::status status, std::string_view message);
 /// The same with an error's message.

@@ -232,10 +232,8 @@ void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Respon
     const bool shadow_denied = p.configured != nullptr && p.configured->shadow && !d->allowed;
     const bool pass = d->allowed || shadow_denied;
     if (p.kind == Pending::Kind::kAuth) {
-      res.result(pass ? http::status::no_content : static_cast<http::status>(p.denied_status));
-      res.body().clear();
       set_rate_limit_headers(res, *p.policy, *d, shadow_denied);
-      res.prepare_payload();
+      respond_empty(res, pass ? http::status::no_content : static_cast<http::status>(p.denied_status));
     } else {
       const bool ok = p.kind == Pending::Kind::kTest || pass;
       respond(res, ok ? http::status::ok : http::status::too_many_requests,
@@ -341,8 +339,7 @@ bool Service::route_clear(const Request& req, Response& res, Pending&, const Ins
   if (auto st = limiter_.clear(*policy, key); !st.ok()) {
     return fail(res, http::status::service_unavailable, fmt::format("storage error: {}", std::string(st.message())));
   }
-  res.result(http::status::no_content);
-  res.prepare_payload();
+  respond_empty(res, http::status::no_content);
   return false;
 }
 

@@ -87,6 +87,28 @@ TEST_F(ServiceTest, HeadAnswersNeverHaveABody) {
   EXPECT_TRUE(again.body().empty());
 }
 
+// RFC 9110 §8.6: a server must not send Content-Length in a 204 (Beast's prepare_payload adds
+// "Content-Length: 0" there). A 429 without a body says Content-Length: 0.
+TEST_F(ServiceTest, NoContentAnswersCarryNoContentLength) {
+  const auto no_length = [](const Response& r) {
+    return r.find(http::field::content_length) == r.end() && r.find(http::field::transfer_encoding) == r.end();
+  };
+  const Response allowed = call(http::verb::get, "/v1/auth?policy=web&user=v");
+  EXPECT_EQ(allowed.result_int(), 204);
+  EXPECT_TRUE(no_length(allowed));
+  EXPECT_TRUE(std::string(allowed["RateLimit"]).starts_with("\"web\";r=0;t=")) << allowed["RateLimit"];
+  const Response denied = call(http::verb::get, "/v1/auth?policy=web&user=v");
+  EXPECT_EQ(denied.result_int(), 429);
+  EXPECT_EQ(denied[http::field::content_length], "0");
+  const Response head = call(http::verb::head, "/v1/auth?policy=web&user=w");
+  EXPECT_EQ(head.result_int(), 204);
+  EXPECT_TRUE(no_length(head));
+  const Response cleared = call(http::verb::delete_, "/v1/keys?policy=web&key=v");
+  EXPECT_EQ(cleared.result_int(), 204);
+  EXPECT_TRUE(no_length(cleared));
+  EXPECT_EQ(call(http::verb::get, "/v1/auth?policy=web&user=v").result_int(), 204);  // cleared
+}
+
 TEST_F(ServiceTest, HitAnswersJsonAndHeadersThenTooManyRequests) {
   for (int i = 0; i < 2; ++i) EXPECT_EQ(hit("api", "u").result_int(), 200);
   const Response denied = hit("api", "u");

@@ -490,6 +490,33 @@ TEST(Serve, ThousandsOfPipelinedRequestsAreAnsweredInOrder) {
   EXPECT_FALSE(readable_within(s, std::chrono::milliseconds(300))) << "an answer more than requests";
 }
 
+// The bytes on the wire (the session writes the answer itself): a 204 has no Content-Length
+// (RFC 9110 §8.6) and no Transfer-Encoding, and the pipelined 429 behind it follows at once.
+TEST(Serve, NoContentAnswersCarryNoContentLengthOnTheWire) {
+  ServerProcess server("policies:\n  - {name: p, strategy: fixed-window, limit: 1/minute, key: {query: k}}\n");
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket s(ioc);
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  const std::string request = "GET /v1/auth?policy=p&k=wire HTTP/1.1\r\nHost: x\r\n\r\n";
+  boost::asio::write(s, boost::asio::buffer(request + request));
+  std::string wire;
+  boost::system::error_code ec;
+  while (wire.find("HTTP/1.1 429") == std::string::npos || !wire.ends_with("\r\n\r\n")) {
+    char chunk[4096];
+    const std::size_t n = s.read_some(boost::asio::buffer(chunk), ec);
+    if (ec) break;
+    wire.append(chunk, n);
+  }
+  ASSERT_FALSE(ec) << ec.message() << ": " << wire;
+  const std::size_t second = wire.find("HTTP/1.1 429");
+  const std::string first = wire.substr(0, second);
+  EXPECT_TRUE(first.starts_with("HTTP/1.1 204 ")) << first;
+  EXPECT_TRUE(first.ends_with("\r\n\r\n")) << first;
+  EXPECT_EQ(first.find("Content-Length"), std::string::npos) << first;
+  EXPECT_EQ(first.find("Transfer-Encoding"), std::string::npos) << first;
+  EXPECT_NE(wire.find("Content-Length: 0\r\n", second), std::string::npos) << wire.substr(second);
+}
+
 // A request whose header arrives whole but malformed (a field without its colon) is answered 400
 // with what is wrong, then the connection ends; the server goes on serving.
 TEST(Serve, AMalformedHeaderIsAnswered400) {
