@@ -2,6 +2,8 @@
 // Internal to the HTTP server.
 #pragma once
 
+#include <time.h>
+
 #include <chrono>
 #include <memory>
 
@@ -27,12 +29,23 @@ class StreamDeadline {
   StreamDeadline(const StreamDeadline&) = delete;
   StreamDeadline& operator=(const StreamDeadline&) = delete;
 
+  /// `d` from now. A deadline of a second or more (the defaults are 10 and 60 s) reads the coarse
+  /// clock (CLOCK_MONOTONIC_COARSE: the steady clock as of its last tick, at most a tick, a few ms,
+  /// behind it, for an eighth of the cost to read; the request path sets a deadline three times);
+  /// a shorter one, which a tick would shorten noticeably, the steady clock.
   void expires_after(clock::duration d) {
-    deadline_ = clock::now() + d;
+    deadline_ = (d >= std::chrono::seconds(1) ? coarse_now() : clock::now()) + d;
     if (!expired_ && deadline_ < armed_) arm();
   }
   /// Whether the deadline passed (the socket's operations were cancelled then).
   [[nodiscard]] bool expired() const noexcept { return expired_; }
+
+  static clock::time_point coarse_now() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);  // steady_clock's clock (libstdc++), coarse
+    return clock::time_point(std::chrono::duration_cast<clock::duration>(std::chrono::seconds(ts.tv_sec) +
+                                                                          std::chrono::nanoseconds(ts.tv_nsec)));
+  }
 
  private:
   void arm() {
