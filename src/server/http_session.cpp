@@ -219,6 +219,8 @@ class Session : public std::enable_shared_from_this<Session> {
     out_ += ' ';
     const auto reason = res_.reason();
     out_.append(reason.data(), reason.size());
+    out_ += "\r\nDate: ";
+    out_ += http_date_now();
     out_ += "\r\n";
     for (const auto& f : res_) {
       out_.append(f.name_string().data(), f.name_string().size());

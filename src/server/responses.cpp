@@ -1,7 +1,12 @@
 // Building the HTTP API's responses (see responses.hpp).
 #include "server/responses.hpp"
 
+#include <time.h>
+
 #include <algorithm>
+#include <ctime>
+
+#include <fmt/format.h>
 
 #include "floodgate/headers.hpp"
 #include "server/json_out.hpp"
@@ -34,6 +39,29 @@ void respond_error(Response& res, http::status status, std::string_view message)
 
 void respond_error(Response& res, http::status status, const absl::Status& error) {
   respond_error(res, status, std::string_view(error.message().data(), error.message().size()));
+}
+
+std::string format_http_date(std::int64_t t) {
+  static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  const std::time_t when = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&when, &tm);
+  return fmt::format("{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT", kDays[tm.tm_wday], tm.tm_mday, kMonths[tm.tm_mon],
+                     tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::string_view http_date_now() {
+  thread_local std::int64_t second = -1;
+  thread_local std::string text;
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  if (ts.tv_sec != second) {
+    second = ts.tv_sec;
+    text = format_http_date(second);
+  }
+  return text;
 }
 
 std::string decision_json(const Policy& policy, const Decision& d, bool shadow_denied) {

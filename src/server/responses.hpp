@@ -1,6 +1,7 @@
 // Building the HTTP API's responses: status, content type, JSON bodies and the rate-limit headers.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,13 @@ void respond_empty(Response& res, http::status status);
 void respond_error(Response& res, http::status status, std::string_view message);
 /// The same with an error's message.
 void respond_error(Response& res, http::status status, const absl::Status& error);
+
+/// `t` (seconds since the epoch) as an HTTP-date, IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT".
+std::string format_http_date(std::int64_t t);
+/// The Date field's value for an answer sent now (RFC 9110 §6.6.1: an origin server with a clock
+/// sends one in every 2xx, 3xx and 4xx answer): formatted once a second per thread, from the
+/// coarse realtime clock (at most a tick behind).
+std::string_view http_date_now();
 
 /// The JSON body of a decision (docs/http-api.md): allowed, limit, remaining, reset_after,
 /// retry_after, delay, policy, degraded, shadow_denied.

@@ -87,6 +87,14 @@ TEST_F(ServiceTest, HeadAnswersNeverHaveABody) {
   EXPECT_TRUE(again.body().empty());
 }
 
+// IMF-fixdate (RFC 9110 §5.6.7), whose example is this instant; and across a leap day and a new year.
+TEST(HttpDate, IsImfFixdate) {
+  EXPECT_EQ(format_http_date(784111777), "Sun, 06 Nov 1994 08:49:37 GMT");
+  EXPECT_EQ(format_http_date(951782400), "Tue, 29 Feb 2000 00:00:00 GMT");
+  EXPECT_EQ(format_http_date(1798761599), "Thu, 31 Dec 2026 23:59:59 GMT");
+  EXPECT_EQ(http_date_now().size(), 29u);
+}
+
 // RFC 9110 §8.6: a server must not send Content-Length in a 204 (Beast's prepare_payload adds
 // "Content-Length: 0" there). A 429 without a body says Content-Length: 0.
 TEST_F(ServiceTest, NoContentAnswersCarryNoContentLength) {

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <sstream>
 #include <thread>
 
@@ -515,6 +516,20 @@ TEST(Serve, NoContentAnswersCarryNoContentLengthOnTheWire) {
   EXPECT_EQ(first.find("Content-Length"), std::string::npos) << first;
   EXPECT_EQ(first.find("Transfer-Encoding"), std::string::npos) << first;
   EXPECT_NE(wire.find("Content-Length: 0\r\n", second), std::string::npos) << wire.substr(second);
+}
+
+// RFC 9110 §6.6.1: an origin server with a clock sends Date in every 2xx, 3xx and 4xx answer: an
+// HTTP-date within a few seconds of this machine's clock, on answers of every kind.
+TEST(Serve, EveryAnswerCarriesADate) {
+  ServerProcess server("policies:\n  - {name: p, strategy: fixed-window, limit: 1/minute, key: {query: k}}\n");
+  for (const char* target : {"/v1/auth?policy=p&k=d", "/v1/auth?policy=p&k=d", "/nope", "/healthz", "/v1/auth"}) {
+    const Response r = server.request(http::verb::get, target);
+    const std::string date(r[http::field::date]);
+    std::tm tm{};
+    const char* end = strptime(date.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    ASSERT_TRUE(end != nullptr && *end == '\0') << target << " " << r.result_int() << ": \"" << date << "\"";
+    EXPECT_LE(std::llabs(static_cast<long long>(timegm(&tm) - std::time(nullptr))), 5) << target << ": " << date;
+  }
 }
 
 // A request whose header arrives whole but malformed (a field without its colon) is answered 400
