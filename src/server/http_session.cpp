@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <iterator>
 #include <optional>
+#include <string_view>
 
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
+
+#include "absl/strings/ascii.h"
 
 #include "server/tls.hpp"
 
@@ -141,6 +145,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return fail(http::status::bad_request, fmt::format("malformed request: {}", ec.message()));
     }
     if (ec) return close();
+    if (const char* problem = host_problem(parser_->get())) return fail(http::status::bad_request, problem);
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     res_ = {};
     Service& service = *shared_->service;
@@ -161,6 +166,21 @@ class Session : public std::enable_shared_from_this<Session> {
       batcher_.scheduled = true;
       asio::post(stream_.get_executor(), [this_batcher = &batcher_] { flush(*this_batcher); });
     }
+  }
+
+  // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without a Host field, and to
+  // any request with more than one or with an invalid value (RFC 9110 §7.2: uri-host [":" port];
+  // here its characters: those of a reg-name, an IP literal's brackets and colons, the port's).
+  static const char* host_problem(const http::request<http::string_body>& req) {
+    const auto [first, last] = req.equal_range(http::field::host);
+    if (first == last) return req.version() >= 11 ? "an HTTP/1.1 request needs a Host field" : nullptr;
+    if (std::next(first) != last) return "more than one Host field";
+    for (const char c : first->value()) {
+      const bool ok = absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+                      std::string_view("-._~%!$&'()*+,;=:[]").find(c) != std::string_view::npos;
+      if (!ok) return "the Host field is not a host";
+    }
+    return nullptr;
   }
 
   static bool is_simulate_target(beast::string_view target) {

@@ -532,6 +532,33 @@ TEST(Serve, EveryAnswerCarriesADate) {
   }
 }
 
+// RFC 9112 §3.2: 400 to an HTTP/1.1 request without Host, and to any request with two Host fields
+// or an invalid one; an HTTP/1.0 request may go without. Each on a connection of its own.
+TEST(Serve, RequestsWithoutAValidHostAreAnswered400) {
+  ServerProcess server("policies:\n  - {name: p, strategy: fixed-window, limit: 2/minute}\n");
+  auto status_and_body = [&](const std::string& head) {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket s(ioc);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+    boost::asio::write(s, boost::asio::buffer(head));
+    boost::beast::flat_buffer buffer;
+    Response r;
+    boost::beast::error_code ec;
+    http::read(s, buffer, r, ec);
+    if (ec) return ec.message();
+    return std::to_string(r.result_int()) + " " + r.body();
+  };
+  const std::string get = "GET /healthz HTTP/1.1\r\n";
+  EXPECT_EQ(status_and_body(get + "\r\n"), "400 {\"error\": \"an HTTP/1.1 request needs a Host field\"}\n");
+  EXPECT_EQ(status_and_body(get + "Host: a\r\nHost: b\r\n\r\n"), "400 {\"error\": \"more than one Host field\"}\n");
+  EXPECT_EQ(status_and_body(get + "Host: a b\r\n\r\n"), "400 {\"error\": \"the Host field is not a host\"}\n");
+  EXPECT_EQ(status_and_body(get + "Host: a/b\r\n\r\n"), "400 {\"error\": \"the Host field is not a host\"}\n");
+  EXPECT_EQ(status_and_body("GET /healthz HTTP/1.0\r\n\r\n"), "200 ok\n");
+  EXPECT_EQ(status_and_body(get + "Host: [::1]:8080\r\n\r\n"), "200 ok\n");
+  EXPECT_EQ(status_and_body(get + "Host: floodgate.example_1.com:443\r\n\r\n"), "200 ok\n");
+  EXPECT_EQ(status_and_body(get + "Host:\r\n\r\n"), "200 ok\n");  // empty: valid (RFC 9110 §7.2)
+}
+
 // A request whose header arrives whole but malformed (a field without its colon) is answered 400
 // with what is wrong, then the connection ends; the server goes on serving.
 TEST(Serve, AMalformedHeaderIsAnswered400) {
