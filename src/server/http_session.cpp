@@ -68,9 +68,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // limit is chosen from the request line, which is nearly always in the buffer already; if it is
   // not, the header is read first (one more step, for this rare case only).
   static bool is_simulate(std::string_view request_line) {
-    constexpr std::string_view kPrefix = "POST /v1/simulate";
-    return request_line.starts_with(kPrefix) && request_line.size() > kPrefix.size() &&
-           (request_line[kPrefix.size()] == ' ' || request_line[kPrefix.size()] == '?');
+    constexpr std::string_view kPost = "POST ";
+    if (!request_line.starts_with(kPost)) return false;
+    const std::string_view target = request_line.substr(kPost.size());
+    return is_simulate_target(target.substr(0, target.find(' ')));
   }
 
   // The header is read first (from the buffer when it is already there), then the body: a client
@@ -146,6 +147,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec) return close();
     if (const char* problem = host_problem(parser_->get())) return fail(http::status::bad_request, problem);
+    to_origin_form(parser_->get());
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     res_ = {};
     Service& service = *shared_->service;
@@ -183,9 +185,29 @@ class Session : public std::enable_shared_from_this<Session> {
     return nullptr;
   }
 
+  // RFC 9112 §3.2.2: a server must accept a target in absolute form, "http://host:port/path?query"
+  // (which a client sends to a proxy). Its path and query, what the origin form would be ("" for
+  // neither); any other target as it is.
+  static std::string_view after_authority(std::string_view target) {
+    const auto scheme = [&](std::string_view prefix) {
+      return target.size() >= prefix.size() && beast::iequals(target.substr(0, prefix.size()), prefix);
+    };
+    const std::size_t after = scheme("http://") ? 7 : scheme("https://") ? 8 : 0;
+    if (after == 0) return target;
+    const std::size_t rest = target.find_first_of("/?", after);
+    return rest == std::string_view::npos ? std::string_view() : target.substr(rest);
+  }
+  // The service reads a target in origin form: an absolute one is rewritten so.
+  static void to_origin_form(http::request<http::string_body>& req) {
+    const std::string_view target(req.target().data(), req.target().size());
+    const std::string_view rest = after_authority(target);
+    if (rest.data() == target.data() && rest.size() == target.size()) return;
+    req.target(rest.starts_with('/') ? std::string(rest) : "/" + std::string(rest));
+  }
+
   static bool is_simulate_target(beast::string_view target) {
     constexpr std::string_view kPath = "/v1/simulate";
-    const std::string_view t(target.data(), target.size());
+    const std::string_view t = after_authority(std::string_view(target.data(), target.size()));
     return t.starts_with(kPath) && (t.size() == kPath.size() || t[kPath.size()] == '?');
   }
 

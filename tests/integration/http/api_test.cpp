@@ -559,6 +559,47 @@ TEST(Serve, RequestsWithoutAValidHostAreAnswered400) {
   EXPECT_EQ(status_and_body(get + "Host:\r\n\r\n"), "200 ok\n");  // empty: valid (RFC 9110 §7.2)
 }
 
+// RFC 9112 §3.2.2: a server must accept a target in absolute form. It is the same resource as the
+// origin form's: the same key's counter, the same routes; a scheme in any case, no path: "/".
+TEST(Serve, TargetsInAbsoluteFormAreAccepted) {
+  ServerProcess server("policies:\n  - {name: p, strategy: fixed-window, limit: 1/minute, key: {query: k}}\n");
+  auto status = [&](const std::string& target) {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket s(ioc);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+    boost::asio::write(s, boost::asio::buffer("GET " + target + " HTTP/1.1\r\nHost: a\r\n\r\n"));
+    boost::beast::flat_buffer buffer;
+    Response r;
+    boost::beast::error_code ec;
+    http::read(s, buffer, r, ec);
+    return ec ? -1 : static_cast<int>(r.result_int());
+  };
+  EXPECT_EQ(status("http://a:8080/v1/auth?policy=p&k=abs"), 204);
+  EXPECT_EQ(status("/v1/auth?policy=p&k=abs"), 429);  // the same counter
+  EXPECT_EQ(status("HTTPS://a/v1/auth?policy=p&k=abs"), 429);
+  EXPECT_EQ(status("http://a/healthz"), 200);
+  EXPECT_EQ(status("http://a"), 200);  // "/": the dashboard's page
+  EXPECT_EQ(status("http://a?policy=p"), 200);
+  EXPECT_EQ(status("ftp://a/healthz"), 404);
+  // POST /v1/simulate's larger body limit holds for the absolute form too: a body over
+  // max_body_bytes (16 KiB) reaches the admin check (401: no token sent); /v1/hit's is 413.
+  auto post = [&](const std::string& target, std::size_t bytes) {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket s(ioc);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+    const std::string head = "POST " + target + " HTTP/1.1\r\nHost: a\r\nContent-Length: " + std::to_string(bytes) + "\r\n\r\n";
+    boost::system::error_code ec;
+    boost::asio::write(s, boost::asio::buffer(head + std::string(bytes, ' ')), ec);
+    boost::beast::flat_buffer buffer;
+    Response r;
+    http::read(s, buffer, r, ec);
+    return ec ? -1 : static_cast<int>(r.result_int());
+  };
+  EXPECT_EQ(post("http://a/v1/simulate", 20'000), 401);
+  EXPECT_EQ(post("/v1/simulate", 20'000), 401);
+  EXPECT_EQ(post("http://a/v1/hit", 20'000), 413);
+}
+
 // A request whose header arrives whole but malformed (a field without its colon) is answered 400
 // with what is wrong, then the connection ends; the server goes on serving.
 TEST(Serve, AMalformedHeaderIsAnswered400) {
