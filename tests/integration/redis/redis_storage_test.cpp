@@ -405,6 +405,17 @@ TEST(RedisScripts, MovingWindowCostOfOneHundredThousandAndALongLog) {
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_TRUE(same(*want, *got)) << i << "\n" << describe(*want) << "\n" << describe(*got);
   }
+  // Then half the log leaves at once (hundreds of entries: more than the first read and more than
+  // a chunk), then all of it.
+  for (const Micros gap : {700'000, 2'000'000}) {
+    now += gap;
+    for (int i = 0; i < 3; ++i) {
+      const auto want = memory.apply(q, "log", 2, Effect::kHit, now + i);
+      const auto got = redis->apply(q, "log", 2, Effect::kHit, now + i);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_TRUE(same(*want, *got)) << gap << " " << i << "\n" << describe(*want) << "\n" << describe(*got);
+    }
+  }
 }
 
 TEST(RedisScripts, PolicyTheScriptsCannotRunExactlyIsInvalidArgumentNamingTheLimit) {

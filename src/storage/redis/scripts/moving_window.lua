@@ -1,11 +1,14 @@
 -- Moving window, the exact log: mirrors src/algorithms/moving_window.cpp.
 -- State: a list; element 0 is `total` (the sum of the log's counts), then the log oldest first,
 -- one element "at count" per instant (units admitted at one instant are merged, so a cost of
--- 100,000 is one element). Read in chunks of CHUNK with LRANGE: nothing is unpacked. A log of up
--- to CHUNK entries costs one LRANGE to read and LSET, RPUSH (or LSET), PEXPIRE to write.
+-- 100,000 is one element). Read with LRANGE: the total and the first FIRST entries, then chunks of
+-- CHUNK only as far as entries have left the window; nothing else is unpacked. A log of up to FIRST
+-- entries costs one LRANGE to read, a longer one LLEN and LINDEX as well (its size and newest
+-- entry), not a read of all of it; LSET, RPUSH (or LSET), PEXPIRE to write.
 -- Per limit ARGV: amount, period.
 local F = 2
 local fast = nil  -- one limit goes through decide.lua's `single`
+local FIRST = 16
 local CHUNK = 128
 
 local function read_limit(b)
@@ -18,16 +21,16 @@ local function entry(key, v)
   return at, count
 end
 
--- `first`: the total and the first CHUNK entries (in_window's first chunk).
+-- `first`: the total and the first FIRST entries (in_window's first chunk).
 local function load(key, l)
   local s = {key = key, total = 0, size = 0}
-  local first = redis.call('LRANGE', key, 0, CHUNK)  -- WRONGTYPE for a key that is not a list
+  local first = redis.call('LRANGE', key, 0, FIRST)  -- WRONGTYPE for a key that is not a list
   if #first == 0 then return s end
   s.total = fields(first[1], 1, key)
   s.first = first
   s.size = #first - 1
   local back = first[#first]
-  if #first > CHUNK then
+  if #first > FIRST then
     s.size = redis.call('LLEN', key) - 1
     back = redis.call('LINDEX', key, -1)
   end
@@ -40,21 +43,24 @@ end
 -- Remembers how many entries have left (`gone`) for commit; `now` is one value per script.
 local function in_window(s, l, now)
   if s.in_window then return s.in_window end
-  local n, gone, i = s.total, 0, 1
-  local done = false
-  while not done and i <= s.size do
-    local chunk, from = s.first, 2  -- entries 1…CHUNK, read by load after the total
-    if i > 1 then chunk, from = redis.call('LRANGE', s.key, i, i + CHUNK - 1), 1 end
+  local n, gone = s.total, 0
+  local chunk, from = s.first, 2  -- entries 1…FIRST, read by load after the total
+  while chunk and gone < s.size do
     for j = from, #chunk do
       local at, count = entry(s.key, chunk[j])
       if at >= now - l.period then
-        done = true
-        break
+        s.in_window, s.gone = n, gone
+        return n
       end
       n = n - count
       gone = gone + 1
     end
-    i = i + CHUNK
+    -- All of this chunk has left: the next entries, from list index gone + 1 (index 0: the total).
+    chunk, from = nil, 1
+    if gone < s.size then
+      chunk = redis.call('LRANGE', s.key, gone + 1, gone + CHUNK)
+      if #chunk == 0 then foreign(s.key) end  -- shorter than its LLEN: not ours
+    end
   end
   s.in_window, s.gone = n, gone
   return n
