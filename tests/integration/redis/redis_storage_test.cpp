@@ -405,6 +405,14 @@ TEST(RedisScripts, MovingWindowCostOfOneHundredThousandAndALongLog) {
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_TRUE(same(*want, *got)) << i << "\n" << describe(*want) << "\n" << describe(*got);
   }
+  // Denied costs whose retry_after is the time of a unit far into the log, counted from either
+  // end (more than the first read and than a chunk from the oldest).
+  for (const std::int64_t cost : {2999, 2500, 1500, 900, 100}) {
+    const auto want = memory.apply(q, "log", cost, Effect::kTest, now);
+    const auto got = redis->apply(q, "log", cost, Effect::kTest, now);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_TRUE(same(*want, *got)) << cost << "\n" << describe(*want) << "\n" << describe(*got);
+  }
   // Then half the log leaves at once (hundreds of entries: more than the first read and more than
   // a chunk), then all of it.
   for (const Micros gap : {700'000, 2'000'000}) {

@@ -86,16 +86,21 @@ local function kth_most_recent(s, k, count)
   else
     -- The k-th most recent is the (count − k + 1)-th oldest of the window's units; the units
     -- before the window come first in the log.
+    -- From the entries load read (list indexes 1…#first − 1), then chunks from the next index.
     local target = s.total - count + (count - k + 1)
-    local i = 1
-    while i <= s.size do
-      local chunk = redis.call('LRANGE', s.key, i, i + CHUNK - 1)
-      for _, v in ipairs(chunk) do
-        local at, c = entry(s.key, v)
+    local chunk, from, next = s.first, 2, #s.first
+    while chunk do
+      for j = from, #chunk do
+        local at, c = entry(s.key, chunk[j])
         seen = seen + c
         if seen >= target then return at end
       end
-      i = i + CHUNK
+      chunk, from = nil, 1
+      if next <= s.size then
+        chunk = redis.call('LRANGE', s.key, next, next + CHUNK - 1)
+        if #chunk == 0 then foreign(s.key) end  -- shorter than its LLEN: not ours
+        next = next + #chunk
+      end
     end
   end
   if s.size == 0 then return 0 end
