@@ -33,7 +33,7 @@ Decision deny_all(RlsUnit unit, Micros now) {
 }
 
 void fill_status(const RlsService::Item& it, const Decision& d, bool denied, rlsv3::RateLimitResponse::DescriptorStatus& status);
-void add_headers(rlsv3::RateLimitResponse& response, const std::vector<Header>& headers);
+void add_header(rlsv3::RateLimitResponse& response, std::string_view name, std::string_view value);
 
 // A blocking descriptor that no retry of the same cost can pass: a 0 limit (a block list) or hits
 // above the limit.
@@ -121,23 +121,23 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
                                constraining->decision.can_retry();
   const auto never = std::find_if(p.items.begin(), p.items.end(), never_fits);
   if (limits_.response_headers && !retryable_block && never != p.items.end()) {
-    add_headers(response, never_fits_headers(p.domain, *never, p.now));
+    for (const auto& [name, value] : never_fits_headers(p.domain, *never, p.now)) add_header(response, name, value);
   } else if (limits_.response_headers && constraining != nullptr) {
     Decision d = constraining->decision;
     if (constraining->shadow) d.allowed = true;
-    add_headers(response, rate_limit_headers(*constraining->policy, d));
+    for_each_rate_limit_header(*constraining->policy, d, [&](std::string_view name, std::string_view value) {
+      add_header(response, name, value);
+    });
   }
   return grpc::Status::OK;
 }
 
 namespace {
 
-void add_headers(rlsv3::RateLimitResponse& response, const std::vector<Header>& headers) {
-  for (const auto& [name, value] : headers) {
-    auto* h = response.add_response_headers_to_add();
-    h->set_key(name);
-    h->set_value(value);
-  }
+void add_header(rlsv3::RateLimitResponse& response, std::string_view name, std::string_view value) {
+  auto* h = response.add_response_headers_to_add();
+  h->set_key(name.data(), name.size());
+  h->set_value(value.data(), value.size());
 }
 
 void fill_status(const RlsService::Item& it, const Decision& d, bool denied,
