@@ -528,6 +528,7 @@ TEST(Serve, NoContentAnswersCarryNoContentLengthOnTheWire) {
   std::string wire;
   boost::system::error_code ec;
   while (wire.find("HTTP/1.1 429") == std::string::npos || !wire.ends_with("\r\n\r\n")) {
+    ASSERT_TRUE(readable_within(s, std::chrono::milliseconds(5000))) << "no more answer: " << wire;
     char chunk[4096];
     const std::size_t n = s.read_some(boost::asio::buffer(chunk), ec);
     if (ec) break;
