@@ -8,7 +8,7 @@
 set -euo pipefail
 
 packages=(g++ cmake make ccache pkg-config
-          libboost1.81-dev libboost-json1.81-dev libabsl-dev libcli11-dev libfmt-dev
+          libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libcli11-dev libfmt-dev
           libspdlog-dev libyaml-cpp-dev libhiredis-dev libmemcached-dev libssl-dev libgnutls28-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc)

@@ -11,9 +11,8 @@
 #include <string_view>
 
 #include <boost/beast/http.hpp>
+#include <boost/url/parse.hpp>
 #include <fmt/format.h>
-
-#include "absl/strings/ascii.h"
 
 #include "server/tls.hpp"
 
@@ -171,43 +170,44 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without a Host field, and to
-  // any request with more than one or with an invalid value (RFC 9110 §7.2: uri-host [":" port];
-  // here its characters: those of a reg-name, an IP literal's brackets and colons, the port's).
+  // any request with more than one or with an invalid value: Host = uri-host [":" port] (RFC 9110
+  // §7.2), an authority without userinfo, checked by Boost.URL's grammar.
   static const char* host_problem(const http::request<http::string_body>& req) {
     const auto [first, last] = req.equal_range(http::field::host);
     if (first == last) return req.version() >= 11 ? "an HTTP/1.1 request needs a Host field" : nullptr;
     if (std::next(first) != last) return "more than one Host field";
-    for (const char c : first->value()) {
-      const bool ok = absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
-                      std::string_view("-._~%!$&'()*+,;=:[]").find(c) != std::string_view::npos;
-      if (!ok) return "the Host field is not a host";
-    }
+    const auto host = boost::urls::parse_authority(std::string_view(first->value().data(), first->value().size()));
+    if (!host || host->has_userinfo()) return "the Host field is not a host";
     return nullptr;
   }
 
   // RFC 9112 §3.2.2: a server must accept a target in absolute form, "http://host:port/path?query"
-  // (which a client sends to a proxy). Its path and query, what the origin form would be ("" for
-  // neither); any other target as it is.
-  static std::string_view after_authority(std::string_view target) {
-    const auto scheme = [&](std::string_view prefix) {
-      return target.size() >= prefix.size() && beast::iequals(target.substr(0, prefix.size()), prefix);
-    };
-    const std::size_t after = scheme("http://") ? 7 : scheme("https://") ? 8 : 0;
-    if (after == 0) return target;
-    const std::size_t rest = target.find_first_of("/?", after);
-    return rest == std::string_view::npos ? std::string_view() : target.substr(rest);
+  // (which a client sends to a proxy). The path and query of an http or https one, as the origin
+  // form would give them; nothing for any other target (an origin form: the usual case, not parsed).
+  static std::optional<std::string> origin_of_absolute(std::string_view target) {
+    if (target.empty() || target.front() == '/') return std::nullopt;
+    const auto uri = boost::urls::parse_absolute_uri(target);
+    if (!uri || (uri->scheme_id() != boost::urls::scheme::http && uri->scheme_id() != boost::urls::scheme::https)) {
+      return std::nullopt;
+    }
+    std::string origin = uri->encoded_path().empty() ? "/" : std::string(uri->encoded_path());
+    if (uri->has_query()) {
+      origin += '?';
+      origin += uri->encoded_query();
+    }
+    return origin;
   }
   // The service reads a target in origin form: an absolute one is rewritten so.
   static void to_origin_form(http::request<http::string_body>& req) {
-    const std::string_view target(req.target().data(), req.target().size());
-    const std::string_view rest = after_authority(target);
-    if (rest.data() == target.data() && rest.size() == target.size()) return;
-    req.target(rest.starts_with('/') ? std::string(rest) : "/" + std::string(rest));
+    if (auto origin = origin_of_absolute(std::string_view(req.target().data(), req.target().size()))) {
+      req.target(*origin);
+    }
   }
 
   static bool is_simulate_target(beast::string_view target) {
     constexpr std::string_view kPath = "/v1/simulate";
-    const std::string_view t = after_authority(std::string_view(target.data(), target.size()));
+    const std::optional<std::string> origin = origin_of_absolute(std::string_view(target.data(), target.size()));
+    const std::string_view t = origin ? std::string_view(*origin) : std::string_view(target.data(), target.size());
     return t.starts_with(kPath) && (t.size() == kPath.size() || t[kPath.size()] == '?');
   }
 

@@ -567,7 +567,10 @@ TEST(Serve, RequestsWithoutAValidHostAreAnswered400) {
            {get + "\r\n", "an HTTP/1.1 request needs a Host field"},
            {get + "Host: a\r\nHost: b\r\n\r\n", "more than one Host field"},
            {get + "Host: a b\r\n\r\n", "the Host field is not a host"},
-           {get + "Host: a/b\r\n\r\n", "the Host field is not a host"}}) {
+           {get + "Host: a/b\r\n\r\n", "the Host field is not a host"},
+           {get + "Host: [zz]\r\n\r\n", "the Host field is not a host"},     // not an IP literal
+           {get + "Host: a:8o\r\n\r\n", "the Host field is not a host"},     // not a port
+           {get + "Host: me@a\r\n\r\n", "the Host field is not a host"}}) {  // userinfo
     const Exchange e = exchange(server.port(), head, true);
     EXPECT_EQ(e.error, "") << head;
     EXPECT_EQ(e.response.result_int(), 400) << head;
@@ -575,7 +578,7 @@ TEST(Serve, RequestsWithoutAValidHostAreAnswered400) {
     EXPECT_TRUE(e.ended) << head;
   }
   for (const std::string& head : {std::string("GET /healthz HTTP/1.0\r\n\r\n"), get + "Host: [::1]:8080\r\n\r\n",
-                                 get + "Host: floodgate.example_1.com:443\r\n\r\n",
+                                 get + "Host: floodgate.example_1.com:443\r\n\r\n", get + "Host: 127.0.0.1:80\r\n\r\n",
                                  get + "Host:\r\n\r\n"}) {  // empty: valid (RFC 9110 §7.2)
     const Exchange e = exchange(server.port(), head);
     EXPECT_EQ(e.error, "") << head;
