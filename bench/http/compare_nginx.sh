@@ -64,17 +64,22 @@ server_pids() {  # floodgate|nginx
   master="$(cat "$prefix/nginx.pid")"
   echo "$master" $(pgrep -P "$master")
 }
-# requests/s, p99 latency (from `wrk --latency`) and the server's CPU µs per request
+# requests/s, p99 latency (from `wrk --latency`), the server's CPU µs per request and wrk's (the
+# client's: bash's `time` of the wrk process, user + system)
 run() {  # URL floodgate|nginx
-  local out before after
+  local out before after client
   before="$(ticks $(server_pids "$2"))"
-  out="$(wrk -t2 -c64 -d"${seconds}s" --latency -H 'X-Real-IP: 10.1.2.3' "$1")"
+  local TIMEFORMAT='%U %S'
+  { time wrk -t2 -c64 -d"${seconds}s" --latency -H 'X-Real-IP: 10.1.2.3' "$1" >"$prefix/wrk.out"; } 2>"$prefix/wrk.time"
   after="$(ticks $(server_pids "$2"))"
+  out="$(cat "$prefix/wrk.out")"
+  client="$(awk '{ print $1 + $2 }' "$prefix/wrk.time")"
   local rps p99
   rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
   p99="$(awk '$1 == "99%" {print $2}' <<<"$out")"
   echo "$rps $p99 $(awk -v a="$before" -v b="$after" -v hz="$(getconf CLK_TCK)" -v r="$rps" -v s="$seconds" \
-    'BEGIN { printf "%.2f", (b - a) / hz * 1e6 / (r * s) }')"
+    'BEGIN { printf "%.2f", (b - a) / hz * 1e6 / (r * s) }') $(awk -v c="$client" -v r="$rps" -v s="$seconds" \
+    'BEGIN { printf "%.2f", c * 1e6 / (r * s) }')"
 }
 # warm both
 wrk -t2 -c64 -d1s -H 'X-Real-IP: 10.1.2.3' "http://127.0.0.1:$fport/v1/auth?policy=allow" >/dev/null
@@ -90,7 +95,7 @@ for ((i = 0; i < rounds; i++)); do
   got[f_deny]+="$(run "http://127.0.0.1:$fport/v1/auth?policy=deny" floodgate);"
   got[n_deny]+="$(run "http://127.0.0.1:$nport/deny" nginx);"
 done
-# median FIELD of a case's rounds ("rps p99 cpu;" each; p99 as wrk prints it, in us, ms or s).
+# median FIELD of a case's rounds ("rps p99 cpu client;" each; p99 as wrk prints it, in us, ms or s).
 median() {
   tr ';' '\n' <<<"${got[$1]}" | awk -v f="$2" 'NF {
       v = $f
@@ -98,12 +103,12 @@ median() {
       print v }' | sort -g | awk '{ a[NR] = $1 } END { printf "%.2f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-echo "| case (medians of $rounds rounds) | floodgate GET /v1/auth req/s | p99 ms | server CPU µs/req | nginx limit_req req/s | p99 ms | server CPU µs/req | floodgate ÷ nginx (rate) |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| case (medians of $rounds rounds) | floodgate GET /v1/auth req/s | p99 ms | server CPU µs/req | wrk CPU µs/req | nginx limit_req req/s | p99 ms | server CPU µs/req | wrk CPU µs/req | floodgate ÷ nginx (rate) |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for c in allow deny; do
   label="mostly allowed"; [[ "$c" == deny ]] && label="mostly denied"
-  echo "| $label | $(median "f_$c" 1) | $(median "f_$c" 2) | $(median "f_$c" 3) | $(median "n_$c" 1) | $(median "n_$c" 2) | $(median "n_$c" 3) | $(ratio "$(median "f_$c" 1)" "$(median "n_$c" 1)") |"
+  echo "| $label | $(median "f_$c" 1) | $(median "f_$c" 2) | $(median "f_$c" 3) | $(median "f_$c" 4) | $(median "n_$c" 1) | $(median "n_$c" 2) | $(median "n_$c" 3) | $(median "n_$c" 4) | $(ratio "$(median "f_$c" 1)" "$(median "n_$c" 1)") |"
 done
 echo
-echo "Rounds (req/s, p99, µs/req): floodgate allowed ${got[f_allow]} nginx allowed ${got[n_allow]}"
+echo "Rounds (req/s, p99, server µs/req, wrk µs/req): floodgate allowed ${got[f_allow]} nginx allowed ${got[n_allow]}"
 echo "floodgate denied ${got[f_deny]} nginx denied ${got[n_deny]}"
