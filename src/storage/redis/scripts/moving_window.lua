@@ -39,28 +39,35 @@ local function load(key, l)
   return s
 end
 
+-- The log's entries oldest first, as a generic-for iterator of (at, count): those load read, then
+-- the rest read on in chunks of CHUNK, only as far as the caller walks.
+local function oldest_first(s)
+  local chunk, j, next = s.first, 1, 0
+  if chunk then next = #chunk end  -- list indexes 1…#first − 1 are in `first` (index 0: the total)
+  return function()
+    j = j + 1
+    if chunk and j > #chunk then
+      chunk = nil
+      if next <= s.size then
+        chunk = redis.call('LRANGE', s.key, next, next + CHUNK - 1)
+        if #chunk == 0 then foreign(s.key) end  -- shorter than its LLEN: not ours
+        next, j = next + #chunk, 1
+      end
+    end
+    if not chunk then return nil end
+    return entry(s.key, chunk[j])
+  end
+end
+
 -- Units in the window at `now`: the total less the entries that have left it (oldest first).
 -- Remembers how many entries have left (`gone`) for commit; `now` is one value per script.
 local function in_window(s, l, now)
   if s.in_window then return s.in_window end
   local n, gone = s.total, 0
-  local chunk, from = s.first, 2  -- entries 1…FIRST, read by load after the total
-  while chunk and gone < s.size do
-    for j = from, #chunk do
-      local at, count = entry(s.key, chunk[j])
-      if at >= now - l.period then
-        s.in_window, s.gone = n, gone
-        return n
-      end
-      n = n - count
-      gone = gone + 1
-    end
-    -- All of this chunk has left: the next entries, from list index gone + 1 (index 0: the total).
-    chunk, from = nil, 1
-    if gone < s.size then
-      chunk = redis.call('LRANGE', s.key, gone + 1, gone + CHUNK)
-      if #chunk == 0 then foreign(s.key) end  -- shorter than its LLEN: not ours
-    end
+  for at, count in oldest_first(s) do
+    if at >= now - l.period then break end
+    n = n - count
+    gone = gone + 1
   end
   s.in_window, s.gone = n, gone
   return n
@@ -86,21 +93,10 @@ local function kth_most_recent(s, k, count)
   else
     -- The k-th most recent is the (count − k + 1)-th oldest of the window's units; the units
     -- before the window come first in the log.
-    -- From the entries load read (list indexes 1…#first − 1), then chunks from the next index.
     local target = s.total - count + (count - k + 1)
-    local chunk, from, next = s.first, 2, #s.first
-    while chunk do
-      for j = from, #chunk do
-        local at, c = entry(s.key, chunk[j])
-        seen = seen + c
-        if seen >= target then return at end
-      end
-      chunk, from = nil, 1
-      if next <= s.size then
-        chunk = redis.call('LRANGE', s.key, next, next + CHUNK - 1)
-        if #chunk == 0 then foreign(s.key) end  -- shorter than its LLEN: not ours
-        next = next + #chunk
-      end
+    for at, c in oldest_first(s) do
+      seen = seen + c
+      if seen >= target then return at end
     end
   end
   if s.size == 0 then return 0 end
