@@ -618,17 +618,11 @@ TEST(Serve, TargetsInAbsoluteFormAreAccepted) {
 // with what is wrong, then the connection ends; the server goes on serving.
 TEST(Serve, AMalformedHeaderIsAnswered400) {
   ServerProcess server("policies:\n  - {name: p, strategy: fixed-window, limit: 2/minute}\n");
-  boost::asio::io_context ioc;
-  boost::asio::ip::tcp::socket s(ioc);
-  s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
-  boost::asio::write(s, boost::asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost x\r\n\r\n")));
-  boost::beast::flat_buffer buffer;
-  Response r;
-  boost::beast::error_code ec;
-  http::read(s, buffer, r, ec);
-  ASSERT_FALSE(ec) << ec.message();
-  EXPECT_EQ(r.result_int(), 400);
-  EXPECT_NE(r.body().find("malformed request"), std::string::npos) << r.body();
+  const Exchange e = exchange(server.port(), "GET /healthz HTTP/1.1\r\nHost x\r\n\r\n", true);
+  ASSERT_EQ(e.error, "");
+  EXPECT_EQ(e.response.result_int(), 400);
+  EXPECT_NE(e.response.body().find("malformed request"), std::string::npos) << e.response.body();
+  EXPECT_TRUE(e.ended);
   EXPECT_EQ(server.request(http::verb::get, "/healthz").result_int(), 200);
 }
 
