@@ -57,7 +57,7 @@ std::vector<Header> rate_limit_headers(const Policy& policy, const Decision& dec
 
 /// The same headers in the same order, each handed to `emit(name, value)` without allocating:
 /// for a server that writes them straight into its response. The views are valid during the
-/// call only.
+/// call only. Like the rest of this header: no state, no errors, callable from any thread.
 void for_each_rate_limit_header(const Policy& policy, const Decision& decision,
                                 absl::FunctionRef<void(std::string_view name, std::string_view value)> emit);
 
