@@ -116,9 +116,6 @@ class TableImpl final : public MemoryStorage::Table {
     {
       // Fast path: a known key, under the shard's shared mode and the record's own lock.
       detail::SharedGuard shared(sh.lock);
-      // The index's control bytes and slots are two misses on a large table: ask for both at
-      // once rather than one after the other (+10-25 % on 100k keys: docs/benchmarks.md).
-      sh.index.prefetch(hk);
       const auto it = sh.index.find(hk);
       if (it != sh.index.end()) {
         memo.remember(number_, key, sh.record(*it));
