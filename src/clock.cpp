@@ -15,7 +15,7 @@ namespace {
 // abseil's realtime clock extrapolates from the CPU's cycle counter between readings of the
 // kernel's clock, re-calibrated as it goes: 10-13 ns a reading here against 22-28 for
 // clock_gettime's vDSO (which was 14 % of Limiter::hit's profile). But it is fast only once
-// calibrated: for its first half second, and again for half a second after any 5 s without a
+// calibrated: for its first half second, and again for half a second after 3-5 s without a
 // reading, every reading takes a process-wide spin lock and the kernel's clock (measured with
 // bench/inprocess/clock_read: 275-305 ns a reading with two threads, against 10 warm). A
 // limiter's traffic comes in bursts, so each burst after a quiet spell would start on that path.
@@ -24,8 +24,9 @@ namespace {
 // every reading against clock_gettime's.
 constexpr std::int64_t kNanosPerMilli = 1'000'000;
 constexpr std::int64_t kRefresh = 100 * kNanosPerMilli;
-// abseil starts over after 5 s without a reading; a gap longer than this is taken for one.
-constexpr std::int64_t kStale = 4'000 * kNanosPerMilli;
+// abseil starts over when its last sample of the kernel's clock is 5 s old, and it samples about
+// every 2.1 s while read: a gap between readings longer than this may have made it start over.
+constexpr std::int64_t kStale = 2'500 * kNanosPerMilli;
 // abseil calibrates on its first reading 0.5 s after it started over.
 constexpr std::int64_t kWarmUp = 600 * kNanosPerMilli;
 

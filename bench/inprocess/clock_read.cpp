@@ -1,7 +1,7 @@
 // The cost of one reading of the system clock, read by two threads at once, in the three moments
 // that matter to a limiter: a process's first 0.4 s, a warm process, and the first 0.4 s of a
-// burst after 6 s without a reading (abseil's clock, which SystemClock extrapolates from, starts
-// over after 5 s without one: src/clock.cpp). Each source runs in a process of its own, since
+// burst after 6 s without a reading (abseil's clock, which SystemClock reads once it is
+// calibrated, starts over after 3 to 5 s without one: src/clock.cpp). Each source runs in a process of its own, since
 // abseil's clock state is process-wide.
 //
 // usage: clock_read                    all three sources, one child process each

@@ -39,7 +39,7 @@ class Clock {
 /// The realtime clock (`std::chrono::system_clock`, CLOCK_REALTIME), in microseconds since the
 /// epoch. Read through abseil's cycle-counter clock (about 10 ns) once that is calibrated, and
 /// through clock_gettime (about 22 ns) for the half second it takes to calibrate, at start and
-/// after any 4 s without a reading: src/clock.cpp. Thread-safety: any thread, any time.
+/// after 2.5 s without a reading: src/clock.cpp. Thread-safety: any thread, any time.
 class SystemClock final : public Clock {
  public:
   [[nodiscard]] Micros now() const noexcept override;
