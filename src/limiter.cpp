@@ -117,6 +117,11 @@ void Limiter::remember(const Request& r, const Decision& decision, Micros now) {
                                BlockedKeys::Entry{now + decision.retry_after, cost, decision, now});
 }
 
+bool refused_request(const absl::Status& status) noexcept {
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+         status.code() == absl::StatusCode::kResourceExhausted;
+}
+
 Decision degraded_decision(const Policy& policy) noexcept {
   Decision d;
   d.degraded = true;
@@ -134,7 +139,7 @@ void Limiter::settle(const Request& r, absl::StatusOr<Decision>& result, Micros 
   if (result.ok() && (result->allowed || r.policy->options().blocked_cache == 0)) return;
   if (result.ok()) {
     remember(r, *result, now);
-  } else if (result.status().code() != absl::StatusCode::kInvalidArgument) {
+  } else if (!refused_request(result.status())) {
     degraded_.fetch_add(1, std::memory_order_relaxed);
     result = degraded_decision(*r.policy);  // the policy's fail mode; never a plain "allowed"
   }

@@ -18,6 +18,7 @@
 // scripts mirror these functions line for line.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <boost/circular_buffer.hpp>
@@ -87,8 +88,12 @@ struct State {
   std::int64_t total = 0;
 };
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
-/// Appends the request and drops entries older than the period. May allocate.
+/// Appends the request and drops entries older than the period. May allocate: the log's buffer
+/// doubles when full (at least 4 entries), and halves when three quarters empty.
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost);
+/// The entries by which commit(s, l, now, cost) would grow the log's buffer: 0 unless it is full
+/// and the request needs an entry of its own, so that a storage can refuse the growth before it.
+std::size_t commit_growth(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 Micros expires_at(const State& s, const Limit& l) noexcept;
 }  // namespace moving_window
 

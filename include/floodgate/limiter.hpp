@@ -36,10 +36,12 @@ class KeyLocks;
 ///      storage call (only for policies with `blocked_cache` > 0; counted in blocked_cache_hits());
 ///   3. the storage (Storage::apply_batch, or Storage::apply_group under per-key locks when the
 ///      storage's groups are not atomic by themselves);
-///   4. the fail mode: any storage error but InvalidArgument becomes the policy's FailMode
-///      decision, marked `degraded` (allowed for kOpen, denied for kClosed; remaining 0,
-///      reset_after 0, retry_after 1 s when denied: the state is unknown), counted in
-///      degraded_count(). An error is never a plain "allowed";
+///   4. the fail mode: a storage error becomes the policy's FailMode decision, marked `degraded`
+///      (allowed for kOpen, denied for kClosed; remaining 0, reset_after 0, retry_after 1 s when
+///      denied: the state is unknown), counted in degraded_count(). An error is never a plain
+///      "allowed". The storage's refusals of the request itself are not failures and reach the
+///      caller as errors (refused_request): InvalidArgument (a key too long for it) and
+///      ResourceExhausted (a memory bound the request would pass: MemoryStorageOptions);
 ///   5. denials are remembered for step 2.
 /// This is the only code that turns a storage error into a decision.
 ///
@@ -68,7 +70,8 @@ class Limiter {
 
   /// Decides independent requests at `now`, in order, as if by `hit`/`test` one after another,
   /// with one storage call for those the cache does not answer (a networked storage sends them
-  /// in one round trip). `out` has one slot per request: a decision, or InvalidArgument.
+  /// in one round trip). `out` has one slot per request: a decision, or the storage's refusal of
+  /// the request (refused_request).
   void decide(std::span<const Request> requests, Micros now,
               std::span<absl::StatusOr<Decision>> out);
 
@@ -133,5 +136,8 @@ class Limiter {
 
 /// The decision a policy's FailMode gives when its storage fails (see Limiter).
 Decision degraded_decision(const Policy& policy) noexcept;
+/// Whether a storage error refuses the request itself (InvalidArgument, ResourceExhausted) rather
+/// than says the storage failed: the caller gets the error, the fail mode does not decide.
+bool refused_request(const absl::Status& status) noexcept;
 
 }  // namespace floodgate

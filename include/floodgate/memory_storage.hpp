@@ -37,6 +37,16 @@ struct MemoryStorageOptions {
   /// many small tables, so fewer shards than `shards` (a table costs about 1 KiB per shard).
   /// Default 4.
   std::size_t request_policy_shards = 4;
+  /// Upper bound on the bytes of all moving-window logs together (16 bytes an entry; a key's log
+  /// holds up to min(amount, distinct instants in a period) entries, in a buffer that doubles).
+  /// A hit that would grow a log past it is refused with ResourceExhausted: nothing is committed,
+  /// no decision is made up, and `log_refusals()` counts it. Logs shrink as their entries age out,
+  /// and give their bytes back when their key goes. Default 1 GiB.
+  std::size_t max_log_bytes = std::size_t{1} << 30;
+  /// Upper bound on the bytes of the moving-window logs of policies that requests create (inline
+  /// limits, limit overrides: a client picks their amounts), within `max_log_bytes`, so that a
+  /// client cannot take the room of the configured policies' logs. Default 64 MiB.
+  std::size_t max_request_log_bytes = std::size_t{64} << 20;
 };
 
 /// A sharded hash table per policy, created on the policy's first hit and freed when the policy
@@ -98,6 +108,12 @@ class MemoryStorage final : public Storage {
   [[nodiscard]] std::uint64_t evictions() const noexcept;
   /// Entries reclaimed because their state had become absent, over all policies.
   [[nodiscard]] std::uint64_t reclaimed() const noexcept;
+  /// Bytes of moving-window log buffers held now: all of them, and those of request-made policies.
+  [[nodiscard]] std::size_t log_bytes() const noexcept;
+  [[nodiscard]] std::size_t request_log_bytes() const noexcept;
+  /// Hits refused because a moving-window log would have grown past `max_log_bytes` or
+  /// `max_request_log_bytes`.
+  [[nodiscard]] std::uint64_t log_refusals() const noexcept;
 
   class Table;  // implementation detail (memory_storage.cpp)
 

@@ -36,6 +36,11 @@ Micros kth_most_recent(const State& s, std::int64_t k, std::int64_t in_window) n
   return s.log.empty() ? 0 : s.log.back().at;
 }
 
+// The log's buffer after it fills up.
+constexpr std::size_t grown_capacity(std::size_t capacity) noexcept {
+  return std::max<std::size_t>(4, capacity * 2);
+}
+
 }  // namespace
 
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
@@ -77,11 +82,18 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
     return;
   }
   if (s.log.full()) {
-    s.log.set_capacity(std::max<std::size_t>(4, s.log.capacity() * 2));
+    s.log.set_capacity(grown_capacity(s.log.capacity()));
   } else if (s.log.capacity() > 64 && s.log.size() * 4 < s.log.capacity()) {
     s.log.set_capacity(s.log.capacity() / 2);
   }
   s.log.push_back(Entry{now, cost});
+}
+
+std::size_t commit_growth(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  if (cost == 0 || !s.log.full()) return 0;
+  if (!s.log.empty() && s.log.front().at < now - l.period) return 0;  // commit drops it first
+  if (!s.log.empty() && s.log.back().at >= now) return 0;            // merged into the newest
+  return grown_capacity(s.log.capacity()) - s.log.capacity();
 }
 
 Micros expires_at(const State& s, const Limit& l) noexcept {

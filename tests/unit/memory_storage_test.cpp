@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "floodgate/algorithms.hpp"
 #include "floodgate/limiter.hpp"
 
 namespace floodgate {
@@ -208,6 +209,81 @@ TEST(MemoryStorage, KeysOfEveryLengthKeepTheirOwnStateAcrossRecordReuse) {
     }
     EXPECT_EQ(storage.size(p), 49u);
   }
+}
+
+
+// Whether a decision was made and allows: a refusal fails the check instead of aborting the test.
+::testing::AssertionResult allowed(const absl::StatusOr<Decision>& d) {
+  if (!d.ok()) return ::testing::AssertionFailure() << d.status();
+  if (!d->allowed) return ::testing::AssertionFailure() << "denied";
+  return ::testing::AssertionSuccess();
+}
+
+// A moving window's log holds an entry per instant with admitted units: a client that picks a
+// large amount could grow it without end (1.17 M inline hits on one key: +18 MB of RSS). The
+// logs stay within max_log_bytes: a hit that would grow one past it is refused, with nothing
+// committed; merging into the newest entry, entries ageing out and a cleared key free room.
+TEST(MemoryStorage, MovingWindowLogsStayWithinTheirBound) {
+  MemoryStorageOptions o;
+  o.max_log_bytes = 64 * sizeof(moving_window::Entry);  // buffers of 4, 8, 16, 32, 64 entries
+  MemoryStorage storage(o);
+  const Policy p = policy(Strategy::kMovingWindow, "1000000/hour");
+  for (Micros t = 0; t < 64; ++t) ASSERT_TRUE(allowed(storage.apply(p, "k", 1, Effect::kHit, t))) << t;
+  EXPECT_EQ(storage.log_bytes(), 64 * sizeof(moving_window::Entry));
+  const auto refused = storage.apply(p, "k", 1, Effect::kHit, 64);  // needs 64 more entries
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("max_log_bytes"), std::string_view::npos) << refused.status();
+  EXPECT_EQ(storage.log_refusals(), 1u);
+  EXPECT_EQ(storage.apply(p, "k", 0, Effect::kTest, 64)->remaining, 1000000 - 64) << "nothing committed";
+  EXPECT_TRUE(allowed(storage.apply(p, "k", 1, Effect::kTest, 64))) << "a test stores nothing";
+  EXPECT_TRUE(allowed(storage.apply(p, "k", 5, Effect::kHit, 63))) << "merged into the newest entry";
+  EXPECT_EQ(storage.apply(p, "other", 1, Effect::kHit, 64).status().code(), absl::StatusCode::kResourceExhausted);
+  const Micros hour = 3600 * kSec;
+  EXPECT_TRUE(allowed(storage.apply(p, "k", 1, Effect::kHit, hour + 1))) << "the oldest entries left";
+  ASSERT_TRUE(storage.clear(p, "k").ok());
+  EXPECT_EQ(storage.log_bytes(), 0u);
+  EXPECT_TRUE(allowed(storage.apply(p, "other", 1, Effect::kHit, hour + 2)));
+  EXPECT_EQ(storage.log_bytes(), 4 * sizeof(moving_window::Entry));
+  EXPECT_EQ(storage.log_refusals(), 2u);
+  storage.forget(p);  // the table goes: its logs give their bytes back
+  EXPECT_EQ(storage.log_bytes(), 0u);
+}
+
+// The logs of request-made policies (a client picks their amounts) have a bound of their own
+// within max_log_bytes: reaching it leaves the configured policies' logs their room.
+TEST(MemoryStorage, RequestMadeLogsHaveABoundOfTheirOwn) {
+  MemoryStorageOptions o;
+  o.max_request_log_bytes = 16 * sizeof(moving_window::Entry);
+  MemoryStorage storage(o);
+  const Policy inline_limit = policy(Strategy::kMovingWindow, "1000000000/hour").with_identity(PolicyKind::kInline, {});
+  const Policy configured = policy(Strategy::kMovingWindow, "1000000000/hour", {}, "api");
+  for (Micros t = 0; t < 16; ++t) ASSERT_TRUE(allowed(storage.apply(inline_limit, "k", 1, Effect::kHit, t))) << t;
+  const auto refused = storage.apply(inline_limit, "k", 1, Effect::kHit, 16);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("max_request_log_bytes"), std::string_view::npos) << refused.status();
+  for (Micros t = 0; t < 100; ++t) ASSERT_TRUE(allowed(storage.apply(configured, "k", 1, Effect::kHit, t))) << t;
+  EXPECT_EQ(storage.request_log_bytes(), 16 * sizeof(moving_window::Entry));
+  EXPECT_EQ(storage.log_bytes(), (16 + 128) * sizeof(moving_window::Entry));
+}
+
+// A refusal is the request's, not a failure of the storage: the Limiter hands it to the caller
+// and the policy's fail mode does not decide (an open one would admit the flood it bounds).
+TEST(MemoryStorage, ALogBoundRefusalIsNotDegraded) {
+  MemoryStorageOptions o;
+  o.max_log_bytes = 4 * sizeof(moving_window::Entry);
+  auto storage = std::make_shared<MemoryStorage>(o);
+  auto clock = std::make_shared<ManualClock>(kSec);
+  Limiter limiter(storage, clock);
+  PolicyOptions open;
+  open.fail = FailMode::kOpen;
+  const Policy p = policy(Strategy::kMovingWindow, "100/minute", open);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(allowed(limiter.hit(p, "k")));
+    clock->advance(1);
+  }
+  const auto refused = limiter.hit(p, "k");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_EQ(limiter.degraded_count(), 0u);
 }
 
 }  // namespace

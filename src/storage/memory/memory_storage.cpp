@@ -77,6 +77,15 @@ void touch(MemoryStorage::Table& t, const Policy& policy, Micros now) {
 }  // namespace
 
 struct MemoryStorage::Directory {
+  explicit Directory(const MemoryStorageOptions& o)
+      : all_logs(o.max_log_bytes), request_logs(o.max_request_log_bytes) {}
+  // Before the tables: a table gives its logs' bytes back as it goes.
+  LogPool all_logs;
+  LogPool request_logs;
+  std::atomic<std::uint64_t> log_refusals{0};
+  LogBudget configured_logs{&all_logs, nullptr, &log_refusals};
+  LogBudget request_made_logs{&all_logs, &request_logs, &log_refusals};
+
   mutable detail::RareWriterLock lock;  // written on adding and freeing a table only
   absl::flat_hash_map<std::string, std::unique_ptr<Table>, StateIdHash, StateIdEq> tables;
   std::atomic<std::uint64_t> generation{next_generation()};  // new on every removal of a table
@@ -159,7 +168,7 @@ struct MemoryStorage::Directory {
 };
 
 MemoryStorage::MemoryStorage(MemoryStorageOptions options)
-    : options_(options), dir_(std::make_unique<Directory>()) {
+    : options_(options), dir_(std::make_unique<Directory>(options_)) {
   options_.max_policies = std::max<std::size_t>(1, options_.max_policies);
   options_.max_request_policies = std::max<std::size_t>(1, options_.max_request_policies);
   options_.request_policy_shards = std::max<std::size_t>(1, options_.request_policy_shards);
@@ -191,7 +200,7 @@ absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_
     // Nothing to store for a policy without a table: decide on a scratch table of one shard.
     MemoryStorageOptions scratch = options_;
     scratch.shards = scratch.request_policy_shards = 1;
-    return make_table(policy, scratch)->apply(policy, key, cost, effect, now);
+    return make_table(policy, scratch, nullptr)->apply(policy, key, cost, effect, now);
   }
   return add_and_apply(policy, key, cost, effect, now);
 }
@@ -205,7 +214,7 @@ absl::StatusOr<Decision> MemoryStorage::add_and_apply(const Policy& policy, std:
     const bool by_request = policy.kind() == PolicyKind::kInline || policy.kind() == PolicyKind::kRuleOverride;
     dir_->make_room(by_request, options_.max_request_policies, options_.max_policies, now);
     if (by_request) dir_->make_room(false, 0, options_.max_policies, now);
-    auto made = make_table(policy, options_);
+    auto made = make_table(policy, options_, by_request ? &dir_->request_made_logs : &dir_->configured_logs);
     made->lifetime = lifetime_of(policy);
     made->made_by_request = by_request;
     made->lifetime_of_hash = policy.fingerprint_hash();
@@ -283,13 +292,28 @@ std::uint64_t MemoryStorage::reclaimed() const noexcept {
   return n;
 }
 
+std::size_t MemoryStorage::log_bytes() const noexcept {
+  return static_cast<std::size_t>(dir_->all_logs.used.load(std::memory_order_relaxed));
+}
+
+std::size_t MemoryStorage::request_log_bytes() const noexcept {
+  return static_cast<std::size_t>(dir_->request_logs.used.load(std::memory_order_relaxed));
+}
+
+std::uint64_t MemoryStorage::log_refusals() const noexcept {
+  return dir_->log_refusals.load(std::memory_order_relaxed);
+}
+
 std::vector<StorageCounter> MemoryStorage::counters() const {
   return {{"floodgate_memory_evictions_total", "Keys evicted at the max_keys bound.", evictions()},
           {"floodgate_memory_reclaimed_total", "Absent keys reclaimed.", reclaimed()},
           {"floodgate_memory_policies_evicted_total",
            "Policy tables freed at the max_policies bound while their state was live.", policies_evicted()},
           {"floodgate_memory_policies_freed_total", "Idle policy tables freed (their state had expired).",
-           policies_freed()}};
+           policies_freed()},
+          {"floodgate_memory_log_refusals_total",
+           "Hits refused because a moving-window log would have grown past max_log_bytes or max_request_log_bytes.",
+           log_refusals()}};
 }
 
 }  // namespace floodgate

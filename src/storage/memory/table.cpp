@@ -14,6 +14,9 @@
 #include <cstring>
 #include <new>
 #include <span>
+#include <type_traits>
+
+#include <fmt/format.h>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
@@ -73,8 +76,9 @@ class TableImpl final : public MemoryStorage::Table {
   static_assert(kAlign <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
  public:
-  TableImpl(const Policy& policy, const MemoryStorageOptions& options)
-      : k_(policy.limits().size()),
+  TableImpl(const Policy& policy, const MemoryStorageOptions& options, LogBudget* logs)
+      : logs_(logs),
+        k_(policy.limits().size()),
         key_offset_(round_up(k_ * sizeof(S), alignof(RecordKey))),
         stride_(round_up(key_offset_ + sizeof(RecordKey), kAlign)),
         shard_bits_(static_cast<unsigned>(
@@ -102,6 +106,9 @@ class TableImpl final : public MemoryStorage::Table {
                                  Effect effect, Micros now) override {
     const std::span<const Limit> limits = policy.limits();
     const auto decide = [&](S* st) __attribute__((always_inline)) -> absl::StatusOr<Decision> {
+      if constexpr (kLogs) {
+        if (logs_ != nullptr && effect == Effect::kHit && cost > 0) return decide_within(st, limits, policy.shape(), cost, now);
+      }
       return detail::decide<A>(st, limits, policy.shape(), cost, effect, now);
     };
     Remembered& memo = t_records[number_ % kRememberedRecords];
@@ -138,7 +145,7 @@ class TableImpl final : public MemoryStorage::Table {
     }
     std::array<S, kMaxLimitsPerPolicy> fresh;
     absl::StatusOr<Decision> d = decide(fresh.data());
-    if (d->allowed) {  // a denied request for an absent key stores nothing
+    if (d.ok() && d->allowed) {  // a denied (or refused) request for an absent key stores nothing
       allocate(sh, key, limits, now, fresh.data());
     }
     return d;
@@ -164,6 +171,38 @@ class TableImpl final : public MemoryStorage::Table {
  private:
   struct Shard;
   using Limits = std::span<const Limit>;
+  // A moving window's states hold logs whose buffers grow with the hits: kept within logs_.
+  static constexpr bool kLogs = std::is_same_v<A, Moving>;
+
+  static std::int64_t log_bytes(const S* st, std::size_t k) {
+    std::size_t entries = 0;
+    for (std::size_t i = 0; i < k; ++i) entries += st[i].log.capacity();
+    return static_cast<std::int64_t>(entries * sizeof(moving_window::Entry));
+  }
+
+  // A hit on a moving window's states, under the record's lock: the bytes its logs would grow by
+  // are reserved first, and the hit refused (nothing committed) if they do not fit.
+  absl::StatusOr<Decision> decide_within(S* st, Limits limits, bool shape, std::int64_t cost, Micros now) {
+    std::size_t growth = 0;
+    for (std::size_t i = 0; i < k_; ++i) growth += moving_window::commit_growth(st[i], limits[i], now, cost);
+    const auto reserved = static_cast<std::int64_t>(growth * sizeof(moving_window::Entry));
+    if (reserved > 0) {
+      if (const LogPool* full = logs_->reserve(reserved)) {
+        logs_->refused->fetch_add(1, std::memory_order_relaxed);
+        return absl::ResourceExhaustedError(fmt::format(
+            "the memory storage's moving-window logs{} are at their bound of {} bytes: this hit needs {} more "
+            "(raise {} in the storage URL, or use a smaller amount or another strategy)",
+            full == logs_->request ? " of inline limits and limit overrides" : "", full->max, reserved,
+            full == logs_->request ? "max_request_log_bytes" : "max_log_bytes"));
+      }
+    }
+    const std::int64_t before = log_bytes(st, k_);
+    absl::StatusOr<Decision> d = detail::decide<A>(st, limits, shape, cost, Effect::kHit, now);
+    // What the buffers did (they may also have shrunk, or not grown if the hit was denied).
+    const std::int64_t changed = log_bytes(st, k_) - before;
+    if (changed != reserved) logs_->add(changed - reserved);
+    return d;
+  }
 
   // Hash and equality of record numbers through their keys, and of keys whose hash is already
   // known (heterogeneous lookup): a key is hashed once per call, for the shard and the index.
@@ -313,6 +352,9 @@ class TableImpl final : public MemoryStorage::Table {
     RecordKey& k = sh.key(r);
     detail::RecordLock::lock(k.word);
     S* st = states(sh, r);
+    if constexpr (kLogs) {
+      if (logs_ != nullptr) logs_->add(-log_bytes(st, k_));
+    }
     for (std::size_t i = 0; i < k_; ++i) st[i].~S();
     k.release();
     detail::RecordLock::unlock(k.word);
@@ -326,6 +368,7 @@ class TableImpl final : public MemoryStorage::Table {
     sh.free.push_back(r);
   }
 
+  LogBudget* const logs_;
   const std::size_t k_;  // limits per record: the same for every policy of the state id
   const std::size_t key_offset_;
   const std::size_t stride_;
@@ -339,11 +382,28 @@ class TableImpl final : public MemoryStorage::Table {
 
 }  // namespace
 
-std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy,
-                                                 const MemoryStorageOptions& options) {
+std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy, const MemoryStorageOptions& options,
+                                                 LogBudget* logs) {
   return detail::with_algorithm(policy, [&](auto a) -> std::unique_ptr<MemoryStorage::Table> {
-    return std::make_unique<TableImpl<decltype(a)>>(policy, options);
+    return std::make_unique<TableImpl<decltype(a)>>(policy, options, logs);
   });
+}
+
+const LogPool* LogBudget::reserve(std::int64_t bytes) noexcept {
+  for (LogPool* pool : {all, request}) {
+    if (pool == nullptr) continue;
+    if (pool->used.fetch_add(bytes, std::memory_order_relaxed) + bytes > pool->max) {
+      pool->used.fetch_sub(bytes, std::memory_order_relaxed);
+      if (pool == request) all->used.fetch_sub(bytes, std::memory_order_relaxed);
+      return pool;
+    }
+  }
+  return nullptr;
+}
+
+void LogBudget::add(std::int64_t bytes) noexcept {
+  all->used.fetch_add(bytes, std::memory_order_relaxed);
+  if (request != nullptr) request->used.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 }  // namespace floodgate

@@ -1,14 +1,37 @@
 // The memory store's table: all keys of one policy (table.cpp has the sharded slab behind it).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string_view>
 
 #include "floodgate/memory_storage.hpp"
 
 namespace floodgate {
+
+/// What the moving window's logs may hold (MemoryStorageOptions::max_log_bytes and
+/// max_request_log_bytes). Bytes are reserved before a log's buffer grows and given back when it
+/// shrinks or its key goes: written only when a buffer changes size (it doubles or halves), never
+/// on a decision that leaves it as it is. Thread-safety: atomics.
+struct LogPool {
+  explicit LogPool(std::size_t bound)
+      : max(static_cast<std::int64_t>(std::min<std::size_t>(bound, std::numeric_limits<std::int64_t>::max()))) {}
+  const std::int64_t max;
+  std::atomic<std::int64_t> used{0};
+};
+struct LogBudget {
+  LogPool* all = nullptr;
+  LogPool* request = nullptr;  // a request-made table's, within `all`; else null
+  std::atomic<std::uint64_t>* refused = nullptr;
+  /// Reserves `bytes` in every pool of the budget; if one would pass its bound, none, and returns
+  /// that pool.
+  const LogPool* reserve(std::int64_t bytes) noexcept;
+  /// Adds `bytes` (negative: gives them back) without a check: a buffer that already changed size.
+  void add(std::int64_t bytes) noexcept;
+};
 
 /// One policy's keys and states. Thread-safety: as MemoryStorage.
 class MemoryStorage::Table {
@@ -38,7 +61,9 @@ class MemoryStorage::Table {
   bool made_by_request = false;
 };
 
-/// The table for a policy's strategy (and anchor).
-std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy, const MemoryStorageOptions& options);
+/// The table for a policy's strategy (and anchor). A moving window's table keeps its logs within
+/// `logs` (null: unbounded, for a scratch table that commits nothing).
+std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy, const MemoryStorageOptions& options,
+                                                 LogBudget* logs);
 
 }  // namespace floodgate
