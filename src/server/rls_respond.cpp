@@ -76,8 +76,10 @@ void RlsService::count(const Item& it, const Decision& d, bool charged) {
 
 grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response) {
   for (std::size_t i = 0; i < p.batch.size(); ++i) {
-    if (!p.results[i].ok()) {  // a request the storage refuses as invalid (never a storage failure)
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(p.results[i].status().message()));
+    if (!p.results[i].ok()) {  // a request the storage refuses (never a storage failure: Limiter)
+      const bool bound = p.results[i].status().code() == absl::StatusCode::kResourceExhausted;
+      return grpc::Status(bound ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::INVALID_ARGUMENT,
+                          std::string(p.results[i].status().message()));
     }
   }
   const Item* constraining = nullptr;

@@ -227,7 +227,9 @@ bool Service::admit(const Request& req, Response& res, const Installed& in) {
 
 void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Response& res) {
   if (!d.ok()) {
-    respond_error(res, http::status::bad_request, d.status());
+    // The storage refused the request: invalid (400), or over one of its memory bounds (503).
+    const bool bound = d.status().code() == absl::StatusCode::kResourceExhausted;
+    respond_error(res, bound ? http::status::service_unavailable : http::status::bad_request, d.status());
   } else {
     const bool shadow_denied = p.configured != nullptr && p.configured->shadow && !d->allowed;
     const bool pass = d->allowed || shadow_denied;

@@ -258,5 +258,41 @@ TEST_F(ServiceTest, ReadinessFollowsTheStorageProbe) {
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503) << "a failure since it answered still counts";
 }
 
+
+// An inline moving window picks its own amount: a client's flood on it stays within the memory
+// store's bound on request-made logs, and past it gets a 503 saying so, not a decision made up by
+// a fail mode; /readyz stays ready and the refusals are counted.
+TEST(ServiceInlineLimits, AMovingWindowFloodStaysWithinTheLogBound) {
+  MemoryStorageOptions o;
+  o.max_request_log_bytes = 1024;
+  auto storage = std::make_shared<MemoryStorage>(o);
+  auto clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
+  Service service{config("  - {name: api, strategy: fixed-window, limit: 2/hour, fail: closed}\n"), storage, clock};
+  const auto call = [&](http::verb verb, std::string target, std::string body = "") {
+    Request req{verb, target, 11};
+    req.body() = std::move(body);
+    req.prepare_payload();
+    Response res;
+    service.handle(req, res);
+    return res;
+  };
+  const std::string flood = R"({"limit": "1000000000/hour", "strategy": "moving-window", "key": "k"})";
+  int allowed = 0;
+  Response last;
+  for (int i = 0; i < 1000; ++i, clock->advance(1)) {
+    last = call(http::verb::post, "/v1/hit", flood);
+    if (last.result_int() != 200) break;
+    ++allowed;
+  }
+  EXPECT_EQ(allowed, 64) << "a log of 64 entries is 1024 bytes";
+  EXPECT_EQ(last.result_int(), 503) << last.body();
+  EXPECT_NE(last.body().find("max_request_log_bytes"), std::string::npos) << last.body();
+  EXPECT_LE(storage->request_log_bytes(), 1024u);
+  EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 200);
+  const std::string metrics = call(http::verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("\nfloodgate_memory_log_refusals_total 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\nfloodgate_storage_degraded_total 0\n"), std::string::npos) << metrics;
+}
+
 }  // namespace
 }  // namespace floodgate::server
