@@ -65,8 +65,8 @@ class Simulation final : public StreamingSimulation {
 
  private:
   std::size_t bin_of(Micros t);
-  void decide(Row& row, std::size_t r, Micros t, std::string_view key, std::int64_t cost,
-              KeyStats& ks, InFlight*& flight, std::size_t bin, bool mark);
+  absl::Status decide(Row& row, std::size_t r, Micros t, std::string_view key, std::int64_t cost,
+                      KeyStats& ks, InFlight*& flight, std::size_t bin, bool mark);
   void stop_marking_all();
   void sweep(Micros now);
 
@@ -145,15 +145,19 @@ absl::Status Simulation::add(Micros t, std::string_view key, std::int64_t cost) 
   const bool mark = all_marked_ || (key == options_.focus && marked_.size() < options_.max_marks);
   if (mark) marked_.push_back({t - first_, std::string(key), cost});
   InFlight* flight = nullptr;
-  for (std::size_t r = 0; r < rows_.size(); ++r) decide(rows_[r], r, t, key, cost, ks, flight, bin, mark);
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    if (absl::Status s = decide(rows_[r], r, t, key, cost, ks, flight, bin, mark); !s.ok()) return s;
+  }
   if (requests_ % kSweepEvery == 0) sweep(t);
   return absl::OkStatus();
 }
 
-void Simulation::decide(Row& row, std::size_t r, Micros t, std::string_view key, std::int64_t cost,
-                        KeyStats& ks, InFlight*& flight, std::size_t bin, bool mark) {
+absl::Status Simulation::decide(Row& row, std::size_t r, Micros t, std::string_view key, std::int64_t cost,
+                                KeyStats& ks, InFlight*& flight, std::size_t bin, bool mark) {
   auto d = row.limiter->hit(row.policy, key, cost);
-  const bool allowed = d.ok() && d->allowed;  // the private memory store does not fail
+  // The private memory store fails only past its bound on moving-window logs (1 GiB).
+  if (!d.ok()) return d.status();
+  const bool allowed = d->allowed;
   StreamRow& out = row.out;
   if (allowed) {
     ++out.summary.allowed;
@@ -175,7 +179,8 @@ void Simulation::decide(Row& row, std::size_t r, Micros t, std::string_view key,
     if (!ks.blocked) ks.blocked = std::make_unique<std::int64_t[]>(rows_.size());
     if (ks.blocked[r]++ == 0) ++out.keys_blocked;
   }
-  if (mark && d.ok()) out.marks.push_back(sim::step_of(row.policy, *d));
+  if (mark) out.marks.push_back(sim::step_of(row.policy, *d));
+  return absl::OkStatus();
 }
 
 // Past max_marks requests, only the focus key's stay.

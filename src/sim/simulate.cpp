@@ -151,7 +151,7 @@ absl::StatusOr<std::vector<SimLane>> simulate(const SimulateOptions& options,
     for (const TraceEvent& e : trace) {
       clock->set(options.origin + e.t);
       auto d = limiter.hit(*policy, e.key, e.cost);
-      if (!d.ok()) return d.status();  // the private memory store does not fail
+      if (!d.ok()) return d.status();  // the private memory store: past its bound on moving-window logs
       const SimStep s = sim::step_of(*policy, *d);
       (d->allowed ? lane.allowed : lane.blocked) += 1;
       lane.steps.push_back(s);
