@@ -94,6 +94,9 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost);
 /// The entries by which commit(s, l, now, cost) would grow the log's buffer: 0 unless it is full
 /// and the request needs an entry of its own, so that a storage can refuse the growth before it.
 std::size_t commit_growth(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+/// Buffers of up to this many entries never shrink: below it, commit changes a buffer's size only
+/// by commit_growth.
+inline constexpr std::size_t kShrinksAbove = 64;
 Micros expires_at(const State& s, const Limit& l) noexcept;
 }  // namespace moving_window
 

@@ -83,7 +83,7 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
   }
   if (s.log.full()) {
     s.log.set_capacity(grown_capacity(s.log.capacity()));
-  } else if (s.log.capacity() > 64 && s.log.size() * 4 < s.log.capacity()) {
+  } else if (s.log.capacity() > kShrinksAbove && s.log.size() * 4 < s.log.capacity()) {
     s.log.set_capacity(s.log.capacity() / 2);
   }
   s.log.push_back(Entry{now, cost});

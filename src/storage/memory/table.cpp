@@ -182,9 +182,17 @@ class TableImpl final : public MemoryStorage::Table {
 
   // A hit on a moving window's states, under the record's lock: the bytes its logs would grow by
   // are reserved first, and the hit refused (nothing committed) if they do not fit.
-  absl::StatusOr<Decision> decide_within(S* st, Limits limits, bool shape, std::int64_t cost, Micros now) {
+  [[gnu::always_inline]] absl::StatusOr<Decision> decide_within(S* st, Limits limits, bool shape, std::int64_t cost,
+                                                               Micros now) {
     std::size_t growth = 0;
-    for (std::size_t i = 0; i < k_; ++i) growth += moving_window::commit_growth(st[i], limits[i], now, cost);
+    bool may_shrink = false;
+    for (std::size_t i = 0; i < k_; ++i) {
+      growth += moving_window::commit_growth(st[i], limits[i], now, cost);
+      may_shrink = may_shrink || st[i].log.capacity() > moving_window::kShrinksAbove;
+    }
+    if (growth == 0 && !may_shrink) {  // the common case: the buffers keep their size
+      return detail::decide<A>(st, limits, shape, cost, Effect::kHit, now);
+    }
     const auto reserved = static_cast<std::int64_t>(growth * sizeof(moving_window::Entry));
     if (reserved > 0) {
       if (const LogPool* full = logs_->reserve(reserved)) {
@@ -196,13 +204,30 @@ class TableImpl final : public MemoryStorage::Table {
             full == logs_->request ? "max_request_log_bytes" : "max_log_bytes"));
       }
     }
-    const std::int64_t before = log_bytes(st, k_);
-    absl::StatusOr<Decision> d = detail::decide<A>(st, limits, shape, cost, Effect::kHit, now);
-    // What the buffers did (they may also have shrunk, or not grown if the hit was denied).
-    const std::int64_t changed = log_bytes(st, k_) - before;
-    if (changed != reserved) logs_->add(changed - reserved);
-    return d;
+    const LogChange change(*logs_, st, k_, reserved);
+    return detail::decide<A>(st, limits, shape, cost, Effect::kHit, now);  // built in place
   }
+
+  // Accounts, as it goes (after the decision is built where it is returned), for what a decision
+  // did to the buffers of `st`: they may also have shrunk, or not grown as reserved if it denied.
+  class LogChange {
+   public:
+    LogChange(LogBudget& logs, const S* st, std::size_t k, std::int64_t reserved)
+        : logs_(logs), st_(st), k_(k), reserved_(reserved), before_(log_bytes(st, k)) {}
+    ~LogChange() {
+      const std::int64_t changed = log_bytes(st_, k_) - before_;
+      if (changed != reserved_) logs_.add(changed - reserved_);
+    }
+    LogChange(const LogChange&) = delete;
+    LogChange& operator=(const LogChange&) = delete;
+
+   private:
+    LogBudget& logs_;
+    const S* st_;
+    std::size_t k_;
+    std::int64_t reserved_;
+    std::int64_t before_;
+  };
 
   // Hash and equality of record numbers through their keys, and of keys whose hash is already
   // known (heterogeneous lookup): a key is hashed once per call, for the shard and the index.
