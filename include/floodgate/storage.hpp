@@ -58,7 +58,10 @@ class Storage {
   ///
   /// Preconditions (checked by Limiter): 0 ≤ cost ≤ kMaxAmount, now ≥ 0.
   /// Errors: Unavailable / DeadlineExceeded / Internal from a storage that failed; the caller
-  /// applies the policy's failure mode. An error is never an "allowed".
+  /// applies the policy's failure mode. An error is never an "allowed". A storage may also refuse
+  /// the request itself, committing nothing: InvalidArgument (a key it cannot hold),
+  /// ResourceExhausted (a memory bound the hit would pass: MemoryStorageOptions); those reach the
+  /// caller as they are (Limiter, refused_request).
   virtual absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key,
                                          std::int64_t cost, Effect effect, Micros now) = 0;
 
