@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "floodgate/algorithms.hpp"
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
 #include "support/variants.hpp"
@@ -158,6 +159,55 @@ TEST(Concurrency, ARememberedRecordReusedForAnotherKeyNeverMixesTwoKeys) {
     EXPECT_EQ(hot_rises, 0) << c.name;
     EXPECT_GE(clears.load(), 100) << c.name;
   }
+}
+
+
+// Threads growing and dropping moving-window logs at once: the bytes they hold never
+// pass the bound, and the accounting of every buffer's growth and release adds up to nothing
+// once the keys are gone (a lost update would leave bytes held, or let the logs pass the bound).
+TEST(Concurrency, MovingWindowLogsKeepTheirBoundAndTheirCount) {
+  MemoryStorageOptions o;
+  o.max_log_bytes = 2048 * sizeof(moving_window::Entry);
+  MemoryStorage storage(o);
+  const Policy p = Policy::make("log", Strategy::kMovingWindow, "1000000/second").value();
+  std::atomic<std::int64_t> refused{0};
+  std::atomic<std::size_t> most{0};
+  std::barrier start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < 20'000; ++i) {
+        const std::string key = "k" + std::to_string(t) + "-" + std::to_string(i % 16);
+        const Micros now = Micros{i} * 10;  // a new instant each time: every hit is an entry
+        const auto d = storage.apply(p, key, 1, Effect::kHit, now);
+        if (!d.ok()) {
+          ASSERT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted) << d.status();
+          refused.fetch_add(1);
+        }
+        if (i % 997 == 0) {
+          ASSERT_TRUE(storage.clear(p, key).ok());
+        }
+        // A key made and dropped at once: many concurrent growths and releases.
+        const std::string churn = "c" + std::to_string(t);
+        if (storage.apply(p, churn, 1, Effect::kHit, now).ok()) {
+          ASSERT_TRUE(storage.clear(p, churn).ok());
+        } else {
+          refused.fetch_add(1);
+        }
+        std::size_t seen = storage.log_bytes();
+        std::size_t was = most.load();
+        while (seen > was && !most.compare_exchange_weak(was, seen)) {
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LE(most.load(), o.max_log_bytes);
+  EXPECT_GT(refused.load(), 0) << "the bound was reached";
+  EXPECT_EQ(static_cast<std::uint64_t>(refused.load()), storage.log_refusals());
+  storage.forget(p);
+  EXPECT_EQ(storage.log_bytes(), 0u);
 }
 
 }  // namespace

@@ -415,13 +415,19 @@ std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy, const Mem
 }
 
 const LogPool* LogBudget::reserve(std::int64_t bytes) noexcept {
-  for (LogPool* pool : {all, request}) {
-    if (pool == nullptr) continue;
-    if (pool->used.fetch_add(bytes, std::memory_order_relaxed) + bytes > pool->max) {
-      pool->used.fetch_sub(bytes, std::memory_order_relaxed);
-      if (pool == request) all->used.fetch_sub(bytes, std::memory_order_relaxed);
-      return pool;
-    }
+  // Compare and swap, never an add and a take-back: a pool never shows more than its bound, and a
+  // reservation that does not fit makes no other one fail.
+  const auto take = [bytes](LogPool& pool) {
+    std::int64_t was = pool.used.load(std::memory_order_relaxed);
+    do {
+      if (was + bytes > pool.max) return false;
+    } while (!pool.used.compare_exchange_weak(was, was + bytes, std::memory_order_relaxed));
+    return true;
+  };
+  if (!take(*all)) return all;
+  if (request != nullptr && !take(*request)) {
+    all->used.fetch_sub(bytes, std::memory_order_relaxed);
+    return request;
   }
   return nullptr;
 }
