@@ -286,5 +286,16 @@ TEST(MemoryStorage, ALogBoundRefusalIsNotDegraded) {
   EXPECT_EQ(limiter.degraded_count(), 0u);
 }
 
+
+// A log's buffer halves when three quarters empty: the bytes it gives back are counted back.
+TEST(MemoryStorage, AShrinkingLogGivesItsBytesBack) {
+  MemoryStorage storage;
+  const Policy p = policy(Strategy::kMovingWindow, "1000000/minute");
+  for (Micros t = 0; t < 1024; ++t) ASSERT_TRUE(allowed(storage.apply(p, "k", 1, Effect::kHit, t))) << t;
+  EXPECT_EQ(storage.log_bytes(), 1024 * sizeof(moving_window::Entry));
+  ASSERT_TRUE(allowed(storage.apply(p, "k", 1, Effect::kHit, 61 * kSec)));  // the others left
+  EXPECT_EQ(storage.log_bytes(), 512 * sizeof(moving_window::Entry));
+}
+
 }  // namespace
 }  // namespace floodgate
