@@ -149,6 +149,25 @@ TEST(PolicyLifecycle, StorageUrlTakesThePolicyBound) {
   EXPECT_FALSE(open_storage("memory://?max_policies=0").ok());
 }
 
+TEST(PolicyLifecycle, StorageUrlTakesTheLogBounds) {
+  auto s = open_storage("memory://?max_log_bytes=4096&max_request_log_bytes=256");
+  ASSERT_TRUE(s.ok()) << s.status();
+  const Policy configured = Policy::make("api", Strategy::kMovingWindow, "1000000/hour").value();
+  const Policy request_made = configured.with_identity(PolicyKind::kInline, {});
+  const auto hits_until_refused = [&](const Policy& p) {
+    for (Micros t = 0; t < 1000; ++t) {
+      const auto d = (*s)->apply(p, "k", 1, Effect::kHit, t);
+      if (!d.ok()) return d.status().code() == absl::StatusCode::kResourceExhausted ? t : Micros{-1};
+    }
+    return Micros{-1};
+  };
+  EXPECT_EQ(hits_until_refused(request_made), 16);  // 16 entries: 256 bytes
+  EXPECT_EQ(hits_until_refused(configured), 128);  // 128 entries: its doubling would pass 4096 in all
+  const auto unknown = open_storage("memory://?max_log_entries=5");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("max_request_log_bytes"), std::string_view::npos) << unknown.status();
+}
+
 // Issue 19: after a flood, an idle service kept its tables (and RSS) until the next decision;
 // the storage watch of `serve` now calls Storage::maintain after each probe.
 TEST(PolicyLifecycle, MaintainFreesIdleTablesWithoutADecision) {
