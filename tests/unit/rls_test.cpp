@@ -540,5 +540,32 @@ TEST_F(Rls, AnInvalidArgumentFromTheStorageIsInvalidArgumentNotTheFailMode) {
   EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kDegraded), 0u);
 }
 
+
+// A limit override picks a moving-window rule's amount, and so how long its logs may grow: past
+// the memory store's bound on request-made logs the call is RESOURCE_EXHAUSTED naming the bound,
+// not a fail-mode decision; the configured rule's own logs keep their room.
+TEST_F(Rls, AnOverrideFloodingAMovingWindowIsResourceExhausted) {
+  MemoryStorageOptions o;
+  o.max_request_log_bytes = 1024;  // 64 entries
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 10, algorithm: moving-window}\n",
+       {}, std::make_shared<MemoryStorage>(o));
+  auto r = request("d", {{{"k", "a"}}});
+  r.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(1'000'000'000);
+  r.mutable_descriptors(0)->mutable_limit()->set_unit(::envoy::type::v3::HOUR);
+  int ok = 0;
+  grpc::Status s;
+  for (; ok < 1000; ++ok, clock_->advance(1)) {
+    s = status_of(r);
+    if (!s.ok()) break;
+  }
+  EXPECT_EQ(ok, 64);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("max_request_log_bytes"), std::string::npos) << s.error_message();
+  EXPECT_EQ(admitted(request("d", {{{"k", "a"}}})), 10) << "the rule's own log";
+  const auto slot = service_->metrics().slot("d", "k");
+  ASSERT_TRUE(slot.has_value());
+  EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kDegraded), 0u);
+}
+
 }  // namespace
 }  // namespace floodgate::server
