@@ -36,11 +36,12 @@ struct StorageTraits {
   bool envoyproxy_keys = false;
 };
 
-/// One counter of a storage's own, for /metrics (e.g. the memory store's evictions).
+/// One counter (or gauge) of a storage's own, for /metrics (e.g. the memory store's evictions).
 struct StorageCounter {
   std::string name;  ///< a Prometheus metric name, "floodgate_memory_evictions_total"
   std::string help;
   std::uint64_t value = 0;
+  bool gauge = false;  ///< a level that goes up and down ("floodgate_memory_log_bytes"), not a count
 };
 
 /// A storage applies a policy's algorithm atomically to the state of one key: all the limits of
@@ -124,7 +125,7 @@ class Storage {
   /// What this storage can do (see StorageTraits). Constant over the storage's life.
   [[nodiscard]] virtual StorageTraits traits() const { return {}; }
 
-  /// Counters of the storage's own, for /metrics; none by default.
+  /// Counters and gauges of the storage's own, for /metrics; none by default.
   [[nodiscard]] virtual std::vector<StorageCounter> counters() const { return {}; }
 
   /// The servers this storage talks to (for the service's live view and /metrics); none for a

@@ -19,7 +19,7 @@ bool Service::route_metrics(const Request&, Response& res, Pending&, const Insta
              "TLS handshakes on the gRPC listener that failed (mTLS refusals among them).",
              grpc_tls_handshake_failures());
   const Storage& storage = limiter_.storage();
-  for (const StorageCounter& c : storage.counters()) out.single(c.name, "counter", c.help, c.value);
+  for (const StorageCounter& c : storage.counters()) out.single(c.name, c.gauge ? "gauge" : "counter", c.help, c.value);
   const auto servers = storage.servers();
   if (!servers.empty()) {
     out.family("floodgate_storage_breaker_open", "gauge",

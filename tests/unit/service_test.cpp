@@ -291,6 +291,8 @@ TEST(ServiceInlineLimits, AMovingWindowFloodStaysWithinTheLogBound) {
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 200);
   const std::string metrics = call(http::verb::get, "/metrics").body();
   EXPECT_NE(metrics.find("\nfloodgate_memory_log_refusals_total 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("# TYPE floodgate_memory_request_log_bytes gauge\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\nfloodgate_memory_request_log_bytes 1024\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\nfloodgate_storage_degraded_total 0\n"), std::string::npos) << metrics;
 }
 

@@ -313,7 +313,12 @@ std::vector<StorageCounter> MemoryStorage::counters() const {
            policies_freed()},
           {"floodgate_memory_log_refusals_total",
            "Hits refused because a moving-window log would have grown past max_log_bytes or max_request_log_bytes.",
-           log_refusals()}};
+           log_refusals()},
+          {"floodgate_memory_log_bytes", "Bytes of moving-window log buffers held (bound: max_log_bytes).",
+           log_bytes(), true},
+          {"floodgate_memory_request_log_bytes",
+           "Bytes of the moving-window logs of inline limits and limit overrides (bound: max_request_log_bytes).",
+           request_log_bytes(), true}};
 }
 
 }  // namespace floodgate
