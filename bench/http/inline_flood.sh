@@ -3,7 +3,7 @@
 # with wrk: every hit at a new microsecond is a log entry (16 bytes) kept for the period. Prints
 # the requests, the non-2xx answers (503 once the log bound is reached), the server's RSS before
 # and after, its log refusals and /readyz; the memory store's URL says the bound (default
-# max_request_log_bytes = 64 MiB; `memory://?max_request_log_bytes=100000000000` for none).
+# max_request_log_bytes = 256 MiB; `memory://?max_request_log_bytes=100000000000` for none).
 #   bench/http/inline_flood.sh build/release/floodgate [seconds=10] [storage URL=memory]
 set -euo pipefail
 floodgate="$1"

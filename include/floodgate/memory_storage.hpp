@@ -45,8 +45,10 @@ struct MemoryStorageOptions {
   std::size_t max_log_bytes = std::size_t{1} << 30;
   /// Upper bound on the bytes of the moving-window logs of policies that requests create (inline
   /// limits, limit overrides: a client picks their amounts), within `max_log_bytes`, so that a
-  /// client cannot take the room of the configured policies' logs. Default 64 MiB.
-  std::size_t max_request_log_bytes = std::size_t{64} << 20;
+  /// client cannot take the room of the configured policies' logs. Default 256 MiB: a request-made
+  /// table at `max_keys` (1 Mi keys) of small logs (a buffer of 4 entries, 64 bytes, each) holds
+  /// 64 MiB of it.
+  std::size_t max_request_log_bytes = std::size_t{256} << 20;
 };
 
 /// A sharded hash table per policy, created on the policy's first hit and freed when the policy
