@@ -91,12 +91,25 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
 /// Appends the request and drops entries older than the period. May allocate: the log's buffer
 /// doubles when full (at least 4 entries), and halves when three quarters empty.
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost);
-/// The entries by which commit(s, l, now, cost) would grow the log's buffer: 0 unless it is full
-/// and the request needs an entry of its own, so that a storage can refuse the growth before it.
-std::size_t commit_growth(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
-/// Buffers of up to this many entries never shrink: below it, commit changes a buffer's size only
-/// by commit_growth.
-inline constexpr std::size_t kShrinksAbove = 64;
+/// The entries by which commit(s, l, now, cost) would change the size of the log's buffer: more
+/// when it is full and the request needs an entry of its own, fewer when it is three quarters
+/// empty once the entries that have left the window are dropped, else 0; so that a storage can
+/// refuse a growth before it, and account for a buffer only when its size changes.
+std::ptrdiff_t commit_resize(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
+/// Whether commit halves a buffer of `capacity` entries that holds `size` once the entries that
+/// have left the window are dropped: when three quarters empty, above 64 entries.
+constexpr bool shrinks(std::size_t size, std::size_t capacity) noexcept {
+  return capacity > 64 && size * 4 < capacity;
+}
+/// commit_resize's quick part, inline: true when commit(s, l, now, cost) certainly leaves the
+/// buffer's size as it is (nothing leaves the window, and the request merges, or the buffer is
+/// neither full nor to be halved); false when commit_resize has to say.
+inline bool commit_keeps_size(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  if (cost == 0) return true;
+  if (s.log.empty() || s.log.front().at < now - l.period) return false;
+  if (s.log.back().at >= now) return true;
+  return !s.log.full() && !shrinks(s.log.size(), s.log.capacity());
+}
 Micros expires_at(const State& s, const Limit& l) noexcept;
 }  // namespace moving_window
 

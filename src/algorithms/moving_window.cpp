@@ -83,17 +83,22 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
   }
   if (s.log.full()) {
     s.log.set_capacity(grown_capacity(s.log.capacity()));
-  } else if (s.log.capacity() > kShrinksAbove && s.log.size() * 4 < s.log.capacity()) {
+  } else if (shrinks(s.log.size(), s.log.capacity())) {
     s.log.set_capacity(s.log.capacity() / 2);
   }
   s.log.push_back(Entry{now, cost});
 }
 
-std::size_t commit_growth(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
-  if (cost == 0 || !s.log.full()) return 0;
-  if (!s.log.empty() && s.log.front().at < now - l.period) return 0;  // commit drops it first
-  if (!s.log.empty() && s.log.back().at >= now) return 0;            // merged into the newest
-  return grown_capacity(s.log.capacity()) - s.log.capacity();
+std::ptrdiff_t commit_resize(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
+  if (cost == 0) return 0;
+  // What commit does, without doing it: the entries that stay, then a merge, a growth or a shrink.
+  std::size_t stay = s.log.size();
+  for (auto it = s.log.begin(); stay > 0 && it->at < now - l.period; ++it) --stay;
+  if (stay > 0 && s.log.back().at >= now) return 0;  // merged into the newest
+  const std::size_t capacity = s.log.capacity();
+  if (stay == capacity) return static_cast<std::ptrdiff_t>(grown_capacity(capacity) - capacity);
+  if (shrinks(stay, capacity)) return -static_cast<std::ptrdiff_t>(capacity - capacity / 2);
+  return 0;
 }
 
 Micros expires_at(const State& s, const Limit& l) noexcept {

@@ -68,18 +68,33 @@ decltype(auto) with_algorithm(const Policy& policy, F&& f) {
   return f(Bucket{});
 }
 
+/// What a storage does around a commit: nothing (the default). A storage that bounds what states
+/// may grow to (the memory store's moving-window logs) passes its own: `before_commit` may refuse
+/// the commit (the decision is then returned as evaluated, nothing committed, and the storage
+/// reports its refusal instead), `after_commit` sees the states committed.
+struct NoCommitGuard {
+  template <class S>
+  [[gnu::always_inline]] bool before_commit(const S*, std::span<const Limit>, Micros, std::int64_t) noexcept {
+    return true;
+  }
+  template <class S>
+  [[gnu::always_inline]] void after_commit(const S*) noexcept {}
+};
+
 /// Evaluates every limit on `st` (one state per limit) and, if all allow and this is a hit,
 /// commits to all of them. A request that consumed nothing reports the state as it is, with its
 /// own verdict (`allowed`, `retry_after`, `delay`).
-template <class A>
+template <class A, class Guard = NoCommitGuard>
 Decision decide(typename A::State* st, std::span<const Limit> limits, bool shape,
-                std::int64_t cost, Effect effect, Micros now) {
+                std::int64_t cost, Effect effect, Micros now, Guard&& guard = Guard{}) {
   const std::size_t k = limits.size();
   // One named result throughout, so that it is built in the caller's place.
   Decision out = A::evaluate(st[0], limits[0], now, cost, shape);  // a policy has at least one limit
   for (std::size_t i = 1; i < k; ++i) combine(out, A::evaluate(st[i], limits[i], now, cost, shape), false);
   if (out.allowed && effect == Effect::kHit) {
+    if (!guard.before_commit(st, limits, now, cost)) [[unlikely]] return out;
     for (std::size_t i = 0; i < k; ++i) A::commit(st[i], limits[i], now, cost);
+    guard.after_commit(st);
     return out;
   }
   if (!out.allowed) out.delay = 0;

@@ -295,6 +295,11 @@ TEST(MemoryStorage, AShrinkingLogGivesItsBytesBack) {
   EXPECT_EQ(storage.log_bytes(), 1024 * sizeof(moving_window::Entry));
   ASSERT_TRUE(allowed(storage.apply(p, "k", 1, Effect::kHit, 61 * kSec)));  // the others left
   EXPECT_EQ(storage.log_bytes(), 512 * sizeof(moving_window::Entry));
+  // Still three quarters empty with no entry leaving: it halves on each hit, down to 64 entries.
+  ASSERT_TRUE(allowed(storage.apply(p, "k", 1, Effect::kHit, 61 * kSec + 1)));
+  EXPECT_EQ(storage.log_bytes(), 256 * sizeof(moving_window::Entry));
+  for (Micros t = 2; t < 10; ++t) ASSERT_TRUE(allowed(storage.apply(p, "k", 1, Effect::kHit, 61 * kSec + t)));
+  EXPECT_EQ(storage.log_bytes(), 64 * sizeof(moving_window::Entry));
 }
 
 }  // namespace

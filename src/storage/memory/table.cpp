@@ -181,52 +181,55 @@ class TableImpl final : public MemoryStorage::Table {
   }
 
   // A hit on a moving window's states, under the record's lock: the bytes its logs would grow by
-  // are reserved first, and the hit refused (nothing committed) if they do not fit.
+  // are reserved before the commit, and the hit refused (nothing committed) if they do not fit.
   [[gnu::always_inline]] absl::StatusOr<Decision> decide_within(S* st, Limits limits, bool shape, std::int64_t cost,
                                                                Micros now) {
-    std::size_t growth = 0;
-    bool may_shrink = false;
-    for (std::size_t i = 0; i < k_; ++i) {
-      growth += moving_window::commit_growth(st[i], limits[i], now, cost);
-      may_shrink = may_shrink || st[i].log.capacity() > moving_window::kShrinksAbove;
-    }
-    if (growth == 0 && !may_shrink) {  // the common case: the buffers keep their size
-      return detail::decide<A>(st, limits, shape, cost, Effect::kHit, now);
-    }
-    const auto reserved = static_cast<std::int64_t>(growth * sizeof(moving_window::Entry));
-    if (reserved > 0) {
-      if (const LogPool* full = logs_->reserve(reserved)) {
-        logs_->refused->fetch_add(1, std::memory_order_relaxed);
-        return absl::ResourceExhaustedError(fmt::format(
-            "the memory storage's moving-window logs{} are at their bound of {} bytes: this hit needs {} more "
-            "(raise {} in the storage URL, or use a smaller amount or another strategy)",
-            full == logs_->request ? " of inline limits and limit overrides" : "", full->max, reserved,
-            full == logs_->request ? "max_request_log_bytes" : "max_log_bytes"));
-      }
-    }
-    const LogChange change(*logs_, st, k_, reserved);
-    return detail::decide<A>(st, limits, shape, cost, Effect::kHit, now);  // built in place
+    LogGuard guard{*logs_, k_};
+    absl::StatusOr<Decision> d = detail::decide<A>(st, limits, shape, cost, Effect::kHit, now, guard);
+    if (guard.full != nullptr) [[unlikely]] d = guard.refusal();
+    return d;  // the one object returned: built in place
   }
 
-  // Accounts, as it goes (after the decision is built where it is returned), for what a decision
-  // did to the buffers of `st`: they may also have shrunk, or not grown as reserved if it denied.
-  class LogChange {
-   public:
-    LogChange(LogBudget& logs, const S* st, std::size_t k, std::int64_t reserved)
-        : logs_(logs), st_(st), k_(k), reserved_(reserved), before_(log_bytes(st, k)) {}
-    ~LogChange() {
-      const std::int64_t changed = log_bytes(st_, k_) - before_;
-      if (changed != reserved_) logs_.add(changed - reserved_);
-    }
-    LogChange(const LogChange&) = delete;
-    LogChange& operator=(const LogChange&) = delete;
+  // Keeps a commit's growth of the logs within logs_ (detail::decide's guard). Buffers are
+  // accounted only when commit_resize says their size changes: most hits leave it as it is.
+  struct LogGuard {
+    LogBudget& logs;
+    std::size_t k;
+    bool resizes = false;
+    std::int64_t reserved = 0;
+    std::int64_t before = 0;
+    const LogPool* full = nullptr;  // the pool that refused, if one did
 
-   private:
-    LogBudget& logs_;
-    const S* st_;
-    std::size_t k_;
-    std::int64_t reserved_;
-    std::int64_t before_;
+    bool before_commit(const S* st, Limits limits, Micros now, std::int64_t cost) {
+      std::size_t growth = 0;
+      for (std::size_t i = 0; i < k; ++i) {
+        if (moving_window::commit_keeps_size(st[i], limits[i], now, cost)) continue;
+        const std::ptrdiff_t r = moving_window::commit_resize(st[i], limits[i], now, cost);
+        resizes = resizes || r != 0;
+        if (r > 0) growth += static_cast<std::size_t>(r);
+      }
+      if (!resizes) return true;  // the common case: the buffers keep their size
+      reserved = static_cast<std::int64_t>(growth * sizeof(moving_window::Entry));
+      if (reserved > 0 && (full = logs.reserve(reserved)) != nullptr) {
+        logs.refused->fetch_add(1, std::memory_order_relaxed);
+        return false;
+      }
+      before = log_bytes(st, k);
+      return true;
+    }
+    void after_commit(const S* st) {
+      if (!resizes) return;
+      const std::int64_t changed = log_bytes(st, k) - before;  // the growth reserved, or a shrink
+      if (changed != reserved) logs.add(changed - reserved);
+    }
+    [[nodiscard]] absl::Status refusal() const {
+      const bool request = full == logs.request;
+      return absl::ResourceExhaustedError(fmt::format(
+          "the memory storage's moving-window logs{} are at their bound of {} bytes: this hit needs {} more "
+          "(raise {} in the storage URL, or use a smaller amount or another strategy)",
+          request ? " of inline limits and limit overrides" : "", full->max, reserved,
+          request ? "max_request_log_bytes" : "max_log_bytes"));
+    }
   };
 
   // Hash and equality of record numbers through their keys, and of keys whose hash is already
