@@ -190,37 +190,38 @@ class TableImpl final : public MemoryStorage::Table {
     return d;  // the one object returned: built in place
   }
 
-  // Keeps a commit's growth of the logs within logs_ (detail::decide's guard). Buffers are
-  // accounted only when commit_resize says their size changes: most hits leave it as it is.
+  // Keeps a commit's growth of the logs within logs_ (detail::decide's guard), by what
+  // commit_resize says the commit will do to each buffer (exactly: the tests hold log_bytes() to
+  // the buffers' sizes); most hits leave every buffer's size as it is and touch no pool.
   struct LogGuard {
     LogBudget& logs;
     std::size_t k;
-    bool resizes = false;
-    std::int64_t reserved = 0;
-    std::int64_t before = 0;
+    std::int64_t reserved = 0;  // bytes the buffers grow by
+    std::int64_t released = 0;  // bytes the buffers shrink by
     const LogPool* full = nullptr;  // the pool that refused, if one did
 
     bool before_commit(const S* st, Limits limits, Micros now, std::int64_t cost) {
-      std::size_t growth = 0;
+      std::ptrdiff_t grow = 0;
+      std::ptrdiff_t shrink = 0;
       for (std::size_t i = 0; i < k; ++i) {
         if (moving_window::commit_keeps_size(st[i], limits[i], now, cost)) continue;
         const std::ptrdiff_t r = moving_window::commit_resize(st[i], limits[i], now, cost);
-        resizes = resizes || r != 0;
-        if (r > 0) growth += static_cast<std::size_t>(r);
+        if (r > 0) {
+          grow += r;
+        } else {
+          shrink -= r;
+        }
       }
-      if (!resizes) return true;  // the common case: the buffers keep their size
-      reserved = static_cast<std::int64_t>(growth * sizeof(moving_window::Entry));
+      reserved = static_cast<std::int64_t>(grow) * static_cast<std::int64_t>(sizeof(moving_window::Entry));
+      released = static_cast<std::int64_t>(shrink) * static_cast<std::int64_t>(sizeof(moving_window::Entry));
       if (reserved > 0 && (full = logs.reserve(reserved)) != nullptr) {
         logs.refused->fetch_add(1, std::memory_order_relaxed);
         return false;
       }
-      before = log_bytes(st, k);
       return true;
     }
-    void after_commit(const S* st) {
-      if (!resizes) return;
-      const std::int64_t changed = log_bytes(st, k) - before;  // the growth reserved, or a shrink
-      if (changed != reserved) logs.add(changed - reserved);
+    void after_commit(const S*) {
+      if (released > 0) logs.release(released);
     }
     [[nodiscard]] absl::Status refusal() const {
       const bool request = full == logs.request;
@@ -381,7 +382,7 @@ class TableImpl final : public MemoryStorage::Table {
     detail::RecordLock::lock(k.word);
     S* st = states(sh, r);
     if constexpr (kLogs) {
-      if (logs_ != nullptr) logs_->add(-log_bytes(st, k_));
+      if (logs_ != nullptr) logs_->release(log_bytes(st, k_));
     }
     for (std::size_t i = 0; i < k_; ++i) st[i].~S();
     k.release();
@@ -435,9 +436,9 @@ const LogPool* LogBudget::reserve(std::int64_t bytes) noexcept {
   return nullptr;
 }
 
-void LogBudget::add(std::int64_t bytes) noexcept {
-  all->used.fetch_add(bytes, std::memory_order_relaxed);
-  if (request != nullptr) request->used.fetch_add(bytes, std::memory_order_relaxed);
+void LogBudget::release(std::int64_t bytes) noexcept {
+  all->used.fetch_sub(bytes, std::memory_order_relaxed);
+  if (request != nullptr) request->used.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 }  // namespace floodgate

@@ -13,7 +13,7 @@
 namespace floodgate {
 
 /// What the moving window's logs may hold (MemoryStorageOptions::max_log_bytes and
-/// max_request_log_bytes). Bytes are reserved before a log's buffer grows and given back when it
+/// max_request_log_bytes). Bytes are reserved before a log's buffer grows and released when it
 /// shrinks or its key goes: written only when a buffer changes size (it doubles or halves), never
 /// on a decision that leaves it as it is. Thread-safety: atomics.
 struct LogPool {
@@ -29,8 +29,8 @@ struct LogBudget {
   /// Reserves `bytes` in every pool of the budget; if one would pass its bound, none, and returns
   /// that pool.
   const LogPool* reserve(std::int64_t bytes) noexcept;
-  /// Adds `bytes` (negative: gives them back) without a check: a buffer that already changed size.
-  void add(std::int64_t bytes) noexcept;
+  /// Gives back `bytes` to every pool of the budget: a buffer that shrank, or went with its key.
+  void release(std::int64_t bytes) noexcept;
 };
 
 /// One policy's keys and states. Thread-safety: as MemoryStorage.
