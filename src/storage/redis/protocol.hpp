@@ -189,11 +189,12 @@ void script_args(const Policy& policy, std::int64_t cost, bool hit, std::optiona
 /// The limits' arguments alone (the tail of script_args; the group script takes them per item).
 void limit_args(const Policy& policy, std::int64_t cost, std::vector<std::string>& out);
 
-/// The decision in a script's reply (common.lua's `answer`): 7 integers {allowed 1/0, limit,
-/// period, remaining, reset_after, retry_after (-1 = never), delay}. Errors: Internal.
+/// The decision in a script's reply (common.lua's `answer`): a string of 7 integers separated by
+/// single spaces, "allowed(1/0) limit period remaining reset_after retry_after(-1 = never) delay".
+/// Errors: Internal.
 absl::StatusOr<Decision> parse_decision(const redisReply* reply);
 
-/// The group script's reply: {committed, then 7 integers per item}. Errors: Internal.
+/// The group script's reply: {committed, then one decision string per item}. Errors: Internal.
 absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector<Decision>& out,
                          bool& committed);
 

@@ -82,13 +82,18 @@ absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* rep
 }
 
 namespace {
-// The decision in 7 integers of a reply, from element `at`; nullopt if one is not an integer.
-std::optional<Decision> decision_at(const redisReply* reply, std::size_t at) {
+// The decision in a reply element: the string of 7 integers, "allowed limit period remaining
+// reset_after retry_after delay", separated by single spaces; nullopt if it is anything else.
+std::optional<Decision> decision_of(const redisReply* e) {
+  if (e->type != REDIS_REPLY_STRING) return std::nullopt;
+  std::string_view rest(e->str, e->len);
   long long v[7];
   for (std::size_t i = 0; i < 7; ++i) {
-    if (reply->element[at + i]->type != REDIS_REPLY_INTEGER) return std::nullopt;
-    v[i] = reply->element[at + i]->integer;
+    const std::size_t space = i < 6 ? rest.find(' ') : rest.size();
+    if (space == std::string_view::npos || !to_int(rest.substr(0, space), v[i])) return std::nullopt;
+    rest.remove_prefix(i < 6 ? space + 1 : space);
   }
+  if (v[0] != 0 && v[0] != 1) return std::nullopt;
   Decision d;
   d.allowed = v[0] == 1;
   d.limit = v[1];
@@ -104,8 +109,8 @@ std::optional<Decision> decision_at(const redisReply* reply, std::size_t at) {
 
 absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
   const auto bad = [] { return absl::InternalError("unexpected reply from the floodgate script"); };
-  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) return bad();
-  auto d = decision_at(reply, 0);
+  if (reply == nullptr) return bad();
+  auto d = decision_of(reply);
   if (!d) return bad();
   return *d;
 }
@@ -113,14 +118,14 @@ absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
 absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector<Decision>& out,
                          bool& committed) {
   const auto bad = absl::InternalError("unexpected reply from the floodgate group script");
-  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 1 + 7 * items ||
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 1 + items ||
       reply->element[0]->type != REDIS_REPLY_INTEGER) {
     return bad;
   }
   committed = reply->element[0]->integer == 1;
   out.clear();
   for (std::size_t j = 0; j < items; ++j) {
-    auto d = decision_at(reply, 1 + 7 * j);
+    auto d = decision_of(reply->element[1 + j]);
     if (!d) return bad;
     out.push_back(*d);
   }

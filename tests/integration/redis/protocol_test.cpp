@@ -135,27 +135,65 @@ TEST(RedisClusterSlots, RejectsMalformedReplies) {
 }
 
 TEST(RedisDecisionReply, ParsesSevenIntegersAndNever) {
-  redisReply* r = read_resp("*7\r\n:0\r\n:10\r\n:60000000\r\n:0\r\n:5\r\n:-1\r\n:0\r\n");
+  redisReply* r = read_resp("$28\r\n0 10 60000000 0 5000000 -1 0\r\n");
   auto d = parse_decision(r);
   freeReplyObject(r);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->allowed);
   EXPECT_EQ(d->limit, 10);
+  EXPECT_EQ(d->period, 60'000'000);
+  EXPECT_EQ(d->remaining, 0);
+  EXPECT_EQ(d->reset_after, 5'000'000);
   EXPECT_EQ(d->retry_after, kNever);
-  r = read_resp("*2\r\n:0\r\n:1\r\n");
-  EXPECT_FALSE(parse_decision(r).ok());
+  EXPECT_EQ(d->delay, 0);
+  r = read_resp("$43\r\n1 9007199254740992 1 2 3 4 9007199254740991\r\n");
+  d = parse_decision(r);
   freeReplyObject(r);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->limit, 9007199254740992);
+  EXPECT_EQ(d->retry_after, 4);
+  EXPECT_EQ(d->delay, 9007199254740991);
 }
 
-// The one reply form: 7 integers; the short form of the previous stop is refused.
-TEST(RedisDecisionReply, RejectsAnythingButSevenIntegers) {
-  for (const char* resp : {"*3\r\n:1\r\n:1\r\n:1\r\n", "*4\r\n:-1\r\n:0\r\n:1000000\r\n:-1\r\n",
-                           "*7\r\n:1\r\n:1\r\n:1\r\n$1\r\n1\r\n:1\r\n:1\r\n:1\r\n",
-                           "*8\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n"}) {
+// The one reply form: one string of exactly 7 integers with single spaces. The table of 7
+// integers of the previous stops, and the short form before it, are refused.
+TEST(RedisDecisionReply, RejectsAnythingButAStringOfSevenIntegers) {
+  for (const char* resp : {"*7\r\n:0\r\n:10\r\n:60000000\r\n:0\r\n:5\r\n:-1\r\n:0\r\n",
+                           "*4\r\n:-1\r\n:0\r\n:1000000\r\n:-1\r\n", ":1\r\n", "$0\r\n\r\n",
+                           "$11\r\n1 1 1 1 1 1\r\n",      // 6 integers
+                           "$15\r\n1 1 1 1 1 1 1 1\r\n",  // 8
+                           "$14\r\n1 1 1 1 1 1 1 \r\n",   // a trailing space
+                           "$14\r\n1 1 1  1 1 1 1\r\n",   // two spaces
+                           "$13\r\n1 1 1 1 1 1 x\r\n",    // not a number
+                           "$14\r\n1 1 1 1 1 1 +1\r\n",   // a sign Lua's %d never writes
+                           "$13\r\n2 1 1 1 1 1 1\r\n",    // allowed is 0 or 1
+                           "$32\r\n1 1 1 1 1 1 99999999999999999999\r\n",  // beyond 64 bits
+                           "-ERR floodgate: key k holds a value floodgate did not write\r\n"}) {
     redisReply* r = read_resp(resp);
+    ASSERT_NE(r, nullptr) << resp;
     EXPECT_FALSE(parse_decision(r).ok()) << resp;
     freeReplyObject(r);
   }
+}
+
+TEST(RedisGroupReply, ParsesCommittedAndOneStringPerItem) {
+  redisReply* r = read_resp("*3\r\n:1\r\n$19\r\n1 5 1000000 4 1 0 0\r\n$20\r\n0 2 60000000 0 7 7 0\r\n");
+  std::vector<Decision> out;
+  bool committed = false;
+  ASSERT_TRUE(parse_group(r, 2, out, committed).ok());
+  EXPECT_TRUE(committed);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].allowed);
+  EXPECT_EQ(out[0].remaining, 4);
+  EXPECT_FALSE(out[1].allowed);
+  EXPECT_EQ(out[1].period, 60'000'000);
+  EXPECT_EQ(out[1].retry_after, 7);
+  EXPECT_FALSE(parse_group(r, 3, out, committed).ok());  // one item short
+  freeReplyObject(r);
+  r = read_resp("*2\r\n:0\r\n$13\r\n1 5 1000000 4\r\n");
+  EXPECT_FALSE(parse_group(r, 1, out, committed).ok());
+  freeReplyObject(r);
 }
 
 absl::StatusOr<RedisOptions> parse(const std::string& url) {

@@ -8,7 +8,7 @@
 -- ARGV[5]  ms added to every TTL: 0 with the server clock (TTLs are then exact); with a client
 --          clock, a margin for a caller whose clock runs slower than Redis's (replay).
 -- ARGV[6…] F arguments per limit (the algorithm's read_limit says which).
--- Reply: `answer` (7 integers).
+-- Reply: `answer` (a string of 7 integers).
 --
 -- Numbers: Lua numbers are doubles, exact for integers up to 2^53. Every value here is an integer
 -- kept below 2^53; a product that may not be is formed with muldiv (exact, 53 × 53 bits); the
@@ -50,10 +50,15 @@ local function decision(limit, period)
 end
 
 -- The decision reply of every script (combine.lua's `reply`, the algorithms' one-limit `fast`;
--- parse_decision in src/storage/redis/replies.cpp): 7 integers {allowed 1/0, limit, period,
--- remaining, reset_after, retry_after (-1 = never), delay}.
+-- parse_decision in src/storage/redis/replies.cpp): one string of 7 integers separated by single
+-- spaces, "allowed(1/0) limit period remaining reset_after retry_after(-1 = never) delay". A string
+-- and not a table of 7 integers: the server turns a table into a reply element by element, after
+-- probing it for the fields of an error or a status reply, which cost it 0.25–0.4 µs more per
+-- call than formatting the string (docs/benchmarks.md), and the client reads one string where
+-- hiredis made 8 reply objects.
 local function answer(allowed, limit, period, remaining, reset_after, retry_after, delay)
-  return {allowed and 1 or 0, limit, period, remaining, reset_after, retry_after, delay}
+  return string.format('%d %d %d %d %d %d %d', allowed and 1 or 0, limit, period, remaining, reset_after,
+                       retry_after, delay)
 end
 
 local function now_micros()

@@ -7,7 +7,7 @@
 -- ARGV[6…] per item: script id + 1, number of limits k, cost, hit '1'/'0', shape '1'/'0',
 --          optional '1'/'0' (its denial does not stop the others: a shadow-mode rule), then the
 --          k limits' arguments (F each, as in the algorithm's file).
--- Reply:   {committed 1/0, then per item the 7 integers of reply()}.
+-- Reply:   {committed 1/0, then per item the string of reply()}.
 --
 -- The items' keys are distinct (the C++ side sends a group with a key used twice the other way).
 -- If no required item is denied, every allowed hit is written; otherwise nothing is, and each item
@@ -69,7 +69,7 @@ local function group()
     else
       d = as_is(it, d)
     end
-    for _, v in ipairs(reply(d)) do r[#r + 1] = v end
+    r[j + 1] = reply(d)
   end
   return r
 end
