@@ -51,7 +51,7 @@ Lease::~Lease() {
 }
 
 void Lease::append(int argc, const char** argv, const std::size_t* lens) {
-  detail::append_command(conn_.ctx, conn_.ssl, out_, argc, argv, lens);
+  append_resp(out_, argc, argv, lens);
 }
 
 int Lease::flush() { return detail::flush_commands(conn_.ctx, conn_.ssl, out_); }

@@ -95,7 +95,7 @@ class Lease {
   Node* node_ = nullptr;
   Conn conn_;
   bool broken_ = false;
-  std::string out_;  // commands formatted for a TLS connection, not yet written
+  std::string out_;  // commands formatted (append_resp), not yet written
 };
 
 /// Thread-safe.

@@ -223,6 +223,29 @@ std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& ur
   return o;
 }
 
+namespace {
+void append_header(std::string& out, char kind, std::size_t n) {
+  char buf[24];
+  buf[0] = kind;
+  char* end = std::to_chars(buf + 1, buf + sizeof buf - 2, n).ptr;
+  *end++ = '\r';
+  *end++ = '\n';
+  out.append(buf, end);
+}
+}  // namespace
+
+void append_resp(std::string& out, int argc, const char* const* argv, const std::size_t* lens) {
+  std::size_t size = 16;
+  for (int i = 0; i < argc; ++i) size += lens[i] + 24;
+  out.reserve(out.size() + size);
+  append_header(out, '*', static_cast<std::size_t>(argc));
+  for (int i = 0; i < argc; ++i) {
+    append_header(out, '$', lens[i]);
+    out.append(argv[i], lens[i]);
+    out.append("\r\n", 2);
+  }
+}
+
 std::uint16_t crc16(std::string_view data) noexcept {
   std::uint16_t crc = 0;
   for (const char ch : data) {

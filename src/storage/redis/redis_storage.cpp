@@ -210,7 +210,7 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
   c.argv.emplace_back();  // the sha or the text, chosen when sent
   c.argv.push_back(std::to_string(k));
   for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(o.prefix, key, policy, i));
-  c.slot = key_slot(c.argv[3]);
+  if (o.cluster) c.slot = key_slot(c.argv[3]);  // a single server (or Sentinel's master) has no slots
   script_args(policy, cost, effect == Effect::kHit,
               o.client_clock ? std::optional<Micros>(now) : std::nullopt,
               o.client_clock ? o.client_ttl_slack.count() : 0, c.argv);

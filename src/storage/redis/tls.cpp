@@ -80,19 +80,13 @@ absl::StatusOr<SSL*> tls_handshake(redisContext* c, SSL_CTX* ctx, const std::str
   return ssl;
 }
 
-bool append_command(redisContext* c, SSL* ssl, std::string& out, int argc, const char** argv,
-                    const std::size_t* lens) {
-  if (ssl == nullptr) return redisAppendCommandArgv(c, argc, argv, lens) == REDIS_OK;
-  char* cmd = nullptr;
-  const int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
-  if (n < 0) return false;
-  out.append(cmd, static_cast<std::size_t>(n));
-  redisFreeCommand(cmd);
-  return true;
-}
-
 int flush_commands(redisContext* c, SSL* ssl, std::string& out) {
   if (ssl == nullptr) {
+    // The flight's commands go to hiredis's buffer in one piece; hiredis writes them.
+    if (!out.empty()) {
+      if (redisAppendFormattedCommand(c, out.data(), out.size()) != REDIS_OK) return REDIS_ERR;
+      out.clear();
+    }
     int done = 0;
     int rc = REDIS_OK;
     while (rc == REDIS_OK && done == 0) rc = redisBufferWrite(c, &done);

@@ -1,7 +1,8 @@
 // TLS to Redis (rediss://): Debian 12's hiredis 0.14 has no TLS, so a TLS connection is a hiredis
-// context whose socket carries an OpenSSL session. hiredis still formats the commands and parses
-// the replies (redisFormatCommandArgv, redisReaderFeed/redisGetReplyFromReader); only the bytes go
-// through SSL_write/SSL_read. A plain connection (ssl == nullptr) uses hiredis's own I/O.
+// context whose socket carries an OpenSSL session. hiredis still parses the replies
+// (redisReaderFeed/redisGetReplyFromReader); only the bytes go through SSL_write/SSL_read. A plain
+// connection (ssl == nullptr) uses hiredis's own I/O. Commands are formatted by append_resp
+// (protocol.hpp) for both.
 #pragma once
 
 #include <hiredis/hiredis.h>
@@ -28,10 +29,9 @@ absl::StatusOr<std::shared_ptr<SSL_CTX>> make_tls_context(const TlsOptions& tls)
 absl::StatusOr<SSL*> tls_handshake(redisContext* c, SSL_CTX* ctx, const std::string& server_name,
                                    bool verify_name);
 
-/// Appends one command to `out` (TLS) or to hiredis's buffer (plain). False: out of memory.
-bool append_command(redisContext* c, SSL* ssl, std::string& out, int argc, const char** argv,
-                    const std::size_t* lens);
-/// Writes what was appended. REDIS_OK or REDIS_ERR (c->err/errstr set; errno kept).
+/// Writes the commands appended to `out` (append_resp): plain, through hiredis's buffer and its
+/// writes; TLS, with SSL_write.
+/// REDIS_OK or REDIS_ERR (c->err/errstr set; errno kept).
 int flush_commands(redisContext* c, SSL* ssl, std::string& out);
 /// The next reply, reading as needed. REDIS_OK or REDIS_ERR, as redisGetReply.
 int get_reply(redisContext* c, SSL* ssl, void** reply);

@@ -2,6 +2,9 @@
 // (fed to hiredis's reader as raw RESP), URLs, key names, policy checks, the breaker.
 #include <hiredis/hiredis.h>
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "floodgate/policy.hpp"
@@ -132,6 +135,37 @@ TEST(RedisClusterSlots, RejectsMalformedReplies) {
   r = read_resp("-ERR This instance has cluster support disabled\r\n");
   EXPECT_FALSE(parse_cluster_slots(r, "h").ok());
   freeReplyObject(r);
+}
+
+// append_resp writes the bytes hiredis's own formatter writes, for any arguments: empty ones,
+// binary ones (a NUL, CR LF, a '$'), long ones, and commands one after another in one buffer.
+TEST(RedisResp, AppendRespWritesWhatHiredisFormats) {
+  const std::string binary("a\0b\r\n$3\r\n", 10);
+  const std::string long_arg(100000, 'x');
+  const std::vector<std::vector<std::string>> commands = {
+      {"PING"},
+      {"FCALL", "fg_0123_fixed_window", "1", "fg:{user:42}:abc:0", "", "1", "1", "0", "0", "1000000", "1000000"},
+      {"SET", binary, long_arg},
+      {"GET", ""},
+      {"ASKING"}};
+  std::string ours;
+  std::string theirs;
+  for (const auto& command : commands) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : command) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    append_resp(ours, static_cast<int>(argv.size()), argv.data(), lens.data());
+    char* cmd = nullptr;
+    const int n = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), argv.data(), lens.data());
+    ASSERT_GT(n, 0);
+    theirs.append(cmd, static_cast<std::size_t>(n));
+    redisFreeCommand(cmd);
+    EXPECT_EQ(ours, theirs) << command[0];
+  }
+  EXPECT_GT(ours.size(), long_arg.size());
 }
 
 TEST(RedisDecisionReply, ParsesSevenIntegersAndNever) {
