@@ -24,7 +24,7 @@ bool envoyproxy_call(const RedisOptions& o, const Policy& policy, std::string_vi
   const Limit& limit = policy.limits()[0];
   c.script = &scripts::kEnvoyproxy;
   c.argv = {"EVALSHA", "", "1", envoyproxy_key(o.envoyproxy_prefix, key, limit.period, now)};
-  if (o.cluster) c.slot = key_slot(c.argv[3]);
+  c.slot = call_slot(o, c.argv[3]);
   c.argv.push_back(std::to_string(now));
   c.argv.push_back(std::to_string(cost));
   c.argv.emplace_back(effect == Effect::kHit ? "1" : "0");

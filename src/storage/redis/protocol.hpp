@@ -127,6 +127,12 @@ std::uint16_t crc16(std::string_view data) noexcept;
 /// '}', if not empty) or of the whole key, mod 16384.
 int key_slot(std::string_view key) noexcept;
 
+/// The slot a call on `key` is routed by: key_slot in cluster mode; 0 on a single server or
+/// Sentinel's master, which have no slots (and no CRC16 to pay per call).
+inline int call_slot(const RedisOptions& o, std::string_view key) noexcept {
+  return o.cluster ? key_slot(key) : 0;
+}
+
 inline constexpr int kSlots = 16384;
 
 /// A MOVED or ASK error reply: "MOVED 3999 127.0.0.1:6381".

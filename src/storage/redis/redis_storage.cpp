@@ -210,7 +210,7 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
   c.argv.emplace_back();  // the sha or the text, chosen when sent
   c.argv.push_back(std::to_string(k));
   for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(o.prefix, key, policy, i));
-  if (o.cluster) c.slot = key_slot(c.argv[3]);  // a single server (or Sentinel's master) has no slots
+  c.slot = call_slot(o, c.argv[3]);
   script_args(policy, cost, effect == Effect::kHit,
               o.client_clock ? std::optional<Micros>(now) : std::nullopt,
               o.client_clock ? o.client_ttl_slack.count() : 0, c.argv);
@@ -279,12 +279,12 @@ bool RedisStorage::apply_group(std::span<const BatchItem> items, Micros now,
   }
   const std::size_t keys = c.argv.size() - 3;
   c.argv[2] = std::to_string(keys);
-  c.slot = key_slot(c.argv[3]);
+  c.slot = call_slot(options_, c.argv[3]);
   for (std::size_t i = 3; i < c.argv.size(); ++i) {
     for (std::size_t j = 3; j < i; ++j) {
       if (c.argv[i] == c.argv[j]) return Storage::apply_group(items, now, out);  // a key twice
     }
-    if (options_.cluster && key_slot(c.argv[i]) != c.slot) return Storage::apply_group(items, now, out);
+    if (call_slot(options_, c.argv[i]) != c.slot) return Storage::apply_group(items, now, out);
   }
   c.argv.insert(c.argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
   std::vector<Decision> decisions;
@@ -305,7 +305,7 @@ absl::Status RedisStorage::clear(const Policy& policy, std::string_view key) {
   for (std::size_t i = 0; i < policy.limits().size(); ++i) {
     c.argv.push_back(state_key(options_.prefix, key, policy, i));
   }
-  c.slot = key_slot(c.argv[1]);
+  c.slot = call_slot(options_, c.argv[1]);
   run(std::span<Call>(&c, 1));
   return c.result.status();
 }

@@ -27,6 +27,19 @@ TEST(RedisSlots, KeySlotFollowsHashTags) {
   EXPECT_EQ(key_slot("foo{bar}{zap}"), key_slot("bar"));
 }
 
+// A call is routed by its key's slot in a cluster only; a single server and Sentinel's master
+// have none (every call 0).
+TEST(RedisSlots, CallSlotIsTheKeySlotInAClusterOnly) {
+  RedisOptions single;
+  RedisOptions cluster;
+  cluster.cluster = true;
+  for (const std::string key : {"foo", "{user1000}.following", "fg:{user:42}:abc:0"}) {
+    EXPECT_EQ(call_slot(cluster, key), key_slot(key)) << key;
+    EXPECT_EQ(call_slot(single, key), 0) << key;
+  }
+  EXPECT_NE(call_slot(cluster, "foo"), 0);
+}
+
 TEST(RedisKeys, AllLimitsOfAKeyShareASlotEvenForOddKeys) {
   for (const std::string key : {"", "}", "}}x", "\x01", "{", "a}b", "user-42", "{x}"}) {
     const int slot = key_slot(state_key("p:", key, 7, 0));
