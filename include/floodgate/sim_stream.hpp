@@ -30,6 +30,9 @@ struct StreamOptions {
   std::size_t max_marks = 20'000;
   std::string focus;               ///< a key whose requests are always kept (empty = none)
   std::size_t top_keys = 15;       ///< how many keys StreamResult::top lists
+  /// Bytes the moving-window logs of every row's private MemoryStorage may hold
+  /// (MemoryStorageOptions::max_log_bytes, default 1 GiB each): past it `add` fails.
+  std::size_t max_log_bytes = std::size_t{1} << 30;
 };
 
 /// Allowed and blocked requests of one row in one time bin.
@@ -79,8 +82,10 @@ class StreamingSimulation {
   /// Errors (InvalidArgument): no limit, a bad limit (quoted), burst or lane.
   static absl::StatusOr<std::unique_ptr<StreamingSimulation>> make(const StreamOptions& options);
   virtual ~StreamingSimulation() = default;
-  /// One request at `t` (µs; not before the previous one). Errors (InvalidArgument): time going
-  /// backwards or out of [0, 2^62], cost out of [0, 2^53], an empty key or one over 1024 bytes.
+  /// One request at `t` (µs; not before the previous one). Errors: InvalidArgument for time going
+  /// backwards or out of [0, 2^62], cost out of [0, 2^53], an empty key or one over 1024 bytes;
+  /// ResourceExhausted when a moving-window row's logs would pass StreamOptions::max_log_bytes
+  /// (the request is then decided in the rows before that one only: end the simulation there).
   virtual absl::Status add(Micros t, std::string_view key, std::int64_t cost) = 0;
   /// The figures so far.
   virtual StreamResult result() const = 0;

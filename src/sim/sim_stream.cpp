@@ -98,7 +98,9 @@ absl::Status Simulation::init(const StreamOptions& o) {
     for (const std::string& lane : lanes) {
       auto policy = sim::lane_policy(lane, *limits, o.burst);
       if (!policy.ok()) return policy.status();
-      Row row{*std::move(policy), std::make_unique<Limiter>(std::make_shared<MemoryStorage>(), clock_), {}};
+      MemoryStorageOptions storage;
+      storage.max_log_bytes = o.max_log_bytes;
+      Row row{*std::move(policy), std::make_unique<Limiter>(std::make_shared<MemoryStorage>(storage), clock_), {}};
       row.out.limit = limit;
       row.out.lane = lane;
       row.out.policy = sim::describe_lane(row.policy);
@@ -155,7 +157,7 @@ absl::Status Simulation::add(Micros t, std::string_view key, std::int64_t cost) 
 absl::Status Simulation::decide(Row& row, std::size_t r, Micros t, std::string_view key, std::int64_t cost,
                                 KeyStats& ks, InFlight*& flight, std::size_t bin, bool mark) {
   auto d = row.limiter->hit(row.policy, key, cost);
-  // The private memory store fails only past its bound on moving-window logs (1 GiB).
+  // The private memory store fails only past its bound on moving-window logs (max_log_bytes).
   if (!d.ok()) return d.status();
   const bool allowed = d->allowed;
   StreamRow& out = row.out;

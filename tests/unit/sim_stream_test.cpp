@@ -122,6 +122,27 @@ TEST(StreamingSimulation, RejectsBadInput) {
   EXPECT_FALSE(s->add(6 * kS, "a", -1).ok());  // negative cost
 }
 
+// A moving-window row whose logs outgrow max_log_bytes ends the simulation with the store's
+// ResourceExhausted, never a request counted as blocked (`floodgate simulate` reports the error).
+TEST(StreamingSimulation, AMovingWindowPastItsLogBoundIsAnError) {
+  StreamOptions o;
+  o.limits = {"1000000/hour"};
+  o.lanes = {"gcra", "moving-window"};
+  o.max_log_bytes = 1024;  // 64 entries of 16 bytes: the buffer's growth to 128 does not fit
+  auto s = StreamingSimulation::make(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::Status failed;
+  int added = 0;
+  for (; added < 1000 && failed.ok(); ++added) failed = (*s)->add(added * 10, "k", 1);
+  EXPECT_EQ(failed.code(), absl::StatusCode::kResourceExhausted) << failed;
+  EXPECT_NE(failed.message().find("max_log_bytes"), std::string_view::npos) << failed;
+  EXPECT_EQ(added, 65);  // 64 entries fit, the 65th needs a bigger buffer
+  const StreamResult r = (*s)->result();
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[1].summary.allowed, 64);
+  EXPECT_EQ(r.rows[1].summary.blocked, 0);
+}
+
 TEST(Report, TablesChartAndEscapedKeys) {
   auto s = make({"5/second"}, {"gcra", "fixed-window"}, 600, 20'000);
   auto trace = mixed(20);
