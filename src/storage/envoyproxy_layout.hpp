@@ -1,6 +1,6 @@
 // envoyproxy/ratelimit's Redis key layout (docs/envoy.md, "Rolling migration"): which states a
 // storage opened with `key_layout=envoyproxy` keeps in that service's keys. The gRPC rule service
-// (server/rls.cpp) and the Redis storage (storage/redis/envoyproxy.cpp) both ask this one
+// (server/rls/service.cpp) and the Redis storage (storage/redis/envoyproxy.cpp) both ask this one
 // predicate, so the service builds envoyproxy's key exactly for the policies the storage treats so.
 //
 // The key of such a state, as envoyproxy/ratelimit writes it (its limiter/cache_key.go):

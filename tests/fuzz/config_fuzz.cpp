@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace s = floodgate::server;

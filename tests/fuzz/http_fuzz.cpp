@@ -23,7 +23,7 @@
 #include <boost/json.hpp>
 
 #include "floodgate/memory_storage.hpp"
-#include "server/service.hpp"
+#include "server/api/service.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "server/rls_config.hpp"
+#include "server/rls/rules.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace s = floodgate::server;

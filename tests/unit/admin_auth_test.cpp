@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
-#include "server/admin_auth.hpp"
-#include "server/service.hpp"
+#include "server/api/admin_auth.hpp"
+#include "server/api/service.hpp"
 
 namespace floodgate::server {
 namespace {

@@ -1,13 +1,13 @@
-// The configuration schema (server/config.hpp): each hostile input of issue 13 that lies in the
+// The configuration schema (server/config/config.hpp): each hostile input of issue 13 that lies in the
 // loader, refused with file:line:column and the field, or checked as `serve` would start it.
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "server/rls_config.hpp"
+#include "server/rls/rules.hpp"
 
 namespace floodgate::server {
 namespace {

@@ -1,7 +1,7 @@
 // `floodgate serve --envoyproxy-env`: envoyproxy/ratelimit's environment → floodgate's options.
 #include <gtest/gtest.h>
 
-#include "server/erl_env.hpp"
+#include "server/config/envoyproxy_env.hpp"
 #include "storage/url.hpp"
 
 namespace floodgate::server {

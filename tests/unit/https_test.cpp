@@ -16,8 +16,8 @@
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
-#include "server/http_server.hpp"
-#include "server/tls.hpp"
+#include "server/http/server.hpp"
+#include "server/net/tls.hpp"
 
 namespace floodgate::server {
 namespace {

@@ -8,8 +8,8 @@
 #include <set>
 #include <tuple>
 
-#include "server/config.hpp"
-#include "server/rls_config.hpp"
+#include "server/config/config.hpp"
+#include "server/rls/rules.hpp"
 #include "storage/redis/protocol.hpp"
 
 namespace floodgate {

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "server/live.hpp"
-#include "server/top_keys.hpp"
+#include "server/api/live.hpp"
+#include "server/common/top_keys.hpp"
 
 namespace floodgate::server {
 namespace {

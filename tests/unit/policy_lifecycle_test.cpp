@@ -12,9 +12,9 @@
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
-#include "server/housekeeping.hpp"
-#include "server/policy_cache.hpp"
-#include "server/storage_watch.hpp"
+#include "server/common/housekeeping.hpp"
+#include "server/common/policy_cache.hpp"
+#include "server/common/storage_watch.hpp"
 
 namespace floodgate {
 namespace {

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
-#include "server/rls.hpp"
-#include "server/prometheus.hpp"
-#include "server/rls_config.hpp"
+#include "server/rls/service.hpp"
+#include "server/common/prometheus.hpp"
+#include "server/rls/rules.hpp"
 #include "support/rls_request.hpp"
 
 namespace floodgate::server {

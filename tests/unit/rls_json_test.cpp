@@ -6,11 +6,11 @@
 #include <boost/json.hpp>
 
 #include "floodgate/memory_storage.hpp"
-#include "server/config.hpp"
-#include "server/rls.hpp"
-#include "server/rls_config.hpp"
-#include "server/rls_json.hpp"
-#include "server/service.hpp"
+#include "server/config/config.hpp"
+#include "server/rls/service.hpp"
+#include "server/rls/rules.hpp"
+#include "server/rls/json.hpp"
+#include "server/api/service.hpp"
 
 namespace floodgate::server {
 namespace {

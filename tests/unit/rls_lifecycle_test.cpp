@@ -11,10 +11,10 @@
 #include "floodgate/memory_storage.hpp"
 #include <spdlog/spdlog.h>
 
-#include "server/inline_policies.hpp"
-#include "server/library_log.hpp"
-#include "server/rls.hpp"
-#include "server/rls_config.hpp"
+#include "server/api/inline_policies.hpp"
+#include "server/common/library_log.hpp"
+#include "server/rls/service.hpp"
+#include "server/rls/rules.hpp"
 
 namespace floodgate::server {
 namespace {

@@ -12,9 +12,9 @@
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
-#include "server/config.hpp"
-#include "server/rls.hpp"
-#include "server/rls_config.hpp"
+#include "server/config/config.hpp"
+#include "server/rls/service.hpp"
+#include "server/rls/rules.hpp"
 #include "support/rls_request.hpp"
 
 namespace floodgate::server {

@@ -5,8 +5,8 @@
 #include <boost/json.hpp>
 
 #include "floodgate/memory_storage.hpp"
-#include "server/requests.hpp"
-#include "server/service.hpp"
+#include "server/api/requests.hpp"
+#include "server/api/service.hpp"
 #include "support/switchable_storage.hpp"
 
 namespace floodgate::server {

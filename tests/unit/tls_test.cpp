@@ -1,7 +1,7 @@
 // The service's certificate without sockets: load_tls (the one check of the tls files) and
 // TlsState (what a reload swaps, and the private copies gRPC reads). Certificates are made per
 // test run by tests/support/make_test_certs.sh.
-#include "server/tls.hpp"
+#include "server/net/tls.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "floodgate/clock.hpp"
-#include "server/rls.hpp"
-#include "server/rls_config.hpp"
+#include "server/rls/service.hpp"
+#include "server/rls/rules.hpp"
 #include "support/rls_request.hpp"
 #include "test_support.hpp"
 

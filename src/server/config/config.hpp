@@ -1,0 +1,177 @@
+// The service's configuration: YAML, validated once, immutable afterwards.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "floodgate/policy.hpp"
+
+namespace floodgate::server {
+
+/// The configuration schema's bounds: what the code can represent, with room to spare. Every
+/// numeric field of the file is checked against these at load (docs/configuration.md lists them).
+namespace limits {
+/// HTTP timeouts (idle, request, write, drain), in ms: at most a day, far below where a
+/// steady_clock time point plus the timeout overflows nanoseconds.
+inline constexpr std::int64_t kMaxTimeoutMs = 86'400'000;
+inline constexpr std::int64_t kMaxThreads = 1024;
+inline constexpr std::int64_t kMaxHeaderBytes = 1024 * 1024;
+inline constexpr std::int64_t kMaxBodyBytes = 64 * 1024 * 1024;
+inline constexpr std::int64_t kMaxConnections = 1'000'000;
+inline constexpr std::int64_t kMaxPipelined = 1024;
+inline constexpr std::int64_t kMaxInlinePolicies = 1'000'000;
+inline constexpr std::int64_t kMaxBlockedCache = 10'000'000;
+inline constexpr std::int64_t kMaxRlsMessageBytes = 64 * 1024 * 1024;
+inline constexpr std::int64_t kMaxRlsDescriptors = 4096;
+inline constexpr std::int64_t kMaxRlsEntries = 1024;
+inline constexpr std::int64_t kMaxRlsStringBytes = 64 * 1024;
+/// Policy names and override keys, in bytes.
+inline constexpr std::size_t kMaxNameBytes = 256;
+}  // namespace limits
+
+/// Where `GET /v1/auth` takes a policy's key from.
+struct KeySource {
+  enum class Kind : std::uint8_t { kHeader, kQuery };
+  Kind kind = Kind::kHeader;
+  std::string name = "X-Real-IP";  ///< header or query parameter name
+};
+
+/// A configured policy and what the service does around it.
+struct ServicePolicy {
+  std::shared_ptr<const Policy> policy;
+  KeySource key_source;
+  /// Decide and count, but always allow (HTTP 200/204).
+  bool shadow = false;
+  /// Keys with limits of their own ("vip-1: 1000/minute"): same strategy, own state.
+  absl::flat_hash_map<std::string, std::shared_ptr<const Policy>> overrides;
+  /// Keys that are always allowed without a decision.
+  absl::flat_hash_set<std::string> allow;
+
+  /// The policy that applies to `key`: its override, or the policy.
+  [[nodiscard]] const Policy& for_key(std::string_view key) const {
+    const auto it = overrides.find(absl::string_view(key.data(), key.size()));
+    return it == overrides.end() ? *policy : *it->second;
+  }
+};
+
+/// Limits of the HTTP server. All durations and sizes are non-zero.
+struct HttpLimits {
+  std::size_t max_header_bytes = 8 * 1024;     ///< larger → 431
+  std::size_t max_body_bytes = 16 * 1024;      ///< larger → 413
+  /// The body limit of POST /v1/simulate alone (a trace of up to 10,000 requests), read only
+  /// when the request line names that path. Larger → 413.
+  std::size_t max_simulate_body_bytes = 1024 * 1024;
+  std::chrono::milliseconds idle_timeout{60'000};     ///< keep-alive wait for the next request
+  std::chrono::milliseconds request_timeout{10'000};  ///< from its first byte to the whole request
+  std::chrono::milliseconds write_timeout{10'000};
+  std::size_t max_connections = 10'000;
+  std::size_t max_pipelined = 16;              ///< requests buffered ahead on one connection
+  std::chrono::milliseconds drain_timeout{4'000};  ///< SIGTERM: in-flight requests get this long
+};
+
+/// Envoy's rate-limit service over gRPC (docs/envoy.md). Served only when `config_dir` is set.
+struct RlsSettings {
+  std::string config_dir;  ///< a directory of envoyproxy/ratelimit YAML files; empty: no gRPC
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8081;
+  bool response_headers = false;  ///< RateLimit / X-RateLimit-* in response_headers_to_add
+  bool merge_domains = false;     ///< files of one domain merge (envoyproxy's MERGE_DOMAIN_CONFIG)
+  bool dynamic_metadata = false;  ///< response dynamic_metadata (RESPONSE_DYNAMIC_METADATA)
+  bool shadow_mode = false;       ///< every answer OK, counted as it would be (SHADOW_MODE)
+  bool quota_mode = false;        ///< every rule in quota mode (QUOTA_MODE)
+  std::size_t max_message_bytes = 64 * 1024;
+  std::size_t max_descriptors = 64;
+  std::size_t max_entries = 16;
+  std::size_t max_string_bytes = 1024;
+};
+
+/// Who may use the admin endpoints (docs/http-api.md, "Admin endpoints").
+struct AdminSettings {
+  /// A file whose first line is the bearer token (relative to the configuration file). The
+  /// environment variable FLOODGATE_ADMIN_TOKEN wins over it. Read at start and on every reload.
+  std::string token_file;
+  /// The token in force, filled by resolve_admin_token (server/api/admin_auth.hpp); empty: none, and
+  /// the admin endpoints are refused to everyone.
+  std::string token;
+};
+
+/// The service's own certificate (docs/configuration.md, "TLS"). One set of files serves both
+/// listeners: HTTP becomes HTTPS and the gRPC service speaks TLS. The files are read (and checked
+/// by load_tls, server/net/tls.hpp) at start, by --check-config and on every reload; relative paths
+/// are relative to the configuration file.
+struct TlsSettings {
+  std::string cert_file;       ///< PEM: the certificate, then its intermediates; empty: plain text
+  std::string key_file;        ///< PEM: the private key of the certificate
+  std::string client_ca_file;  ///< PEM: CAs of client certificates; set: mTLS (a certificate required)
+  /// `tls.http` (default true): the HTTP listener speaks TLS too. false: TLS on the gRPC service
+  /// only, the HTTP listener (health checks, /metrics, /json) stays plain text, as
+  /// envoyproxy/ratelimit's GRPC_SERVER_USE_TLS does (--envoyproxy-env sets it so).
+  bool http = true;
+
+  [[nodiscard]] bool enabled() const noexcept { return !cert_file.empty() || !key_file.empty(); }
+  [[nodiscard]] bool mutual() const noexcept { return !client_ca_file.empty(); }
+};
+
+/// The whole configuration. `floodgate serve` with no file: 127.0.0.1:8080, memory store, no
+/// policies, inline limits allowed.
+struct Config {
+  std::string source = "<defaults>";  ///< the file it came from, for messages
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8080;
+  unsigned threads = 0;               ///< 0 = one per core; else 1 to limits::kMaxThreads
+  std::string storage = "memory";
+  /// When the storage's server cannot be reached at start: "background" (start anyway, decide by
+  /// each policy's fail mode, connect with backoff; /readyz is 503 meanwhile if a policy fails
+  /// closed) or "fail-fast" (exit with an error).
+  std::string storage_start = "background";
+  /// Coalesce concurrent decisions into one storage round trip: "auto" (for networked storages),
+  /// "on" or "off".
+  std::string batching = "auto";
+  std::string log_level = "info";
+  bool allow_inline = true;           ///< /v1/hit with {"limit": …} and no configured policy
+  std::size_t max_inline_policies = 1024;
+  int auth_denied_status = 429;       ///< nginx auth_request passes only 401/403 through
+  HttpLimits http;
+  RlsSettings rls;
+  AdminSettings admin;
+  TlsSettings tls;
+  std::vector<ServicePolicy> policies;
+
+  [[nodiscard]] const ServicePolicy* find(std::string_view name) const;
+};
+
+/// Parses and validates a YAML configuration against the schema: types, ranges (see `limits`),
+/// unknown and duplicate keys, one document per file, reserved policy names, header names.
+/// Errors (InvalidArgument) name the file, line, column, field and reason:
+/// `floodgate.yaml:12:12: policy "api": invalid limit "10/fortnight": …`. load_config reads a
+/// regular file of at most yaml::kMaxFileBytes (a directory or a device is an error).
+absl::StatusOr<Config> load_config(const std::string& path);
+absl::StatusOr<Config> parse_config(const std::string& yaml, const std::string& source);
+
+/// What `floodgate serve` checks before it starts, beyond the file's own schema, so that
+/// `--check-config`, start and reload accept the same configurations: the thread count (against
+/// kMaxThreads and the process's RLIMIT_NPROC), the log level, the storage URL's syntax and
+/// options (parsed, not connected) and every policy and override against that storage's
+/// exactness limits (e.g. the longest period Redis keeps exactly). Errors: InvalidArgument
+/// naming the field.
+absl::Status check_startup(const Config& config);
+
+/// "host:port" → host, port. The host is an IP address literal ("[::1]" for IPv6), as the
+/// servers bind it. Errors name the text.
+absl::Status parse_listen(std::string_view text, std::string& host, std::uint16_t& port);
+
+/// A policy name the configuration accepts: 1 to kMaxNameBytes bytes, no control characters,
+/// none of the names the service uses itself ("inline", "other", or starting with "inline ").
+/// Errors: InvalidArgument with the reason.
+absl::Status check_policy_name(std::string_view name);
+
+/// An HTTP field name (RFC 9110 token: 1*tchar).
+bool is_http_token(std::string_view name) noexcept;
+
+}  // namespace floodgate::server

@@ -1,0 +1,231 @@
+#include "server/config/envoyproxy_env.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace floodgate::server {
+
+namespace {
+
+using Status = absl::Status;
+
+std::string get(const Environment& env, std::string_view name, std::string_view fallback) {
+  const auto it = env.find(name);
+  return it == env.end() ? std::string(fallback) : it->second;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+Status bad(std::string_view name, const std::string& value, std::string_view why) {
+  return absl::InvalidArgumentError(fmt::format("{}={}: {}", name, value, why));
+}
+
+// strconv.ParseBool's spellings.
+absl::StatusOr<bool> flag(const Environment& env, std::string_view name, bool fallback) {
+  const auto it = env.find(name);
+  if (it == env.end()) return fallback;
+  const std::string v = it->second;
+  if (v == "1" || v == "t" || v == "T" || v == "true" || v == "TRUE" || v == "True") return true;
+  if (v == "0" || v == "f" || v == "F" || v == "false" || v == "FALSE" || v == "False") return false;
+  return bad(name, v, "not a boolean");
+}
+
+absl::StatusOr<std::uint16_t> port(const Environment& env, std::string_view name, std::uint16_t fallback) {
+  const auto it = env.find(name);
+  if (it == env.end()) return fallback;
+  unsigned v = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || end != it->second.data() + it->second.size() || v > 65535) {
+    return bad(name, it->second, "not a port number");
+  }
+  return static_cast<std::uint16_t>(v);
+}
+
+// A Go duration ("10s", "250ms", "1m30s", "1.5s") in whole milliseconds, at least 1.
+absl::StatusOr<std::int64_t> duration_ms(std::string_view name, const std::string& text) {
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"ns", 1e-6}, {"us", 1e-3}, {"µs", 1e-3}, {"ms", 1}, {"s", 1e3}, {"m", 60e3}, {"h", 3600e3}};
+  std::string_view rest = text;
+  double total = 0;
+  if (rest.empty()) return bad(name, text, "not a duration (such as 10s or 250ms)");
+  while (!rest.empty()) {
+    std::size_t n = 0;
+    while (n < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[n])) || rest[n] == '.')) ++n;
+    double number = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + n, number);
+    if (n == 0 || ec != std::errc() || end != rest.data() + n) return bad(name, text, "not a duration (such as 10s or 250ms)");
+    rest.remove_prefix(n);
+    double scale = 0;
+    for (const auto& [unit, ms] : kUnits) {  // "ms" before "m", "us" before "s"
+      if (rest.starts_with(unit) && (scale == 0)) {
+        scale = ms;
+        rest.remove_prefix(unit.size());
+      }
+    }
+    if (scale == 0) return bad(name, text, "a duration needs a unit (ns, us, ms, s, m, h)");
+    total += number * scale;
+  }
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(total)));
+}
+
+// REDIS_TLS_* → the rediss options (envoyproxy reads them only when REDIS_TLS is true).
+absl::StatusOr<std::string> tls_options(const Environment& env) {
+  std::string out;
+  for (const auto& [var, option] : {std::pair<const char*, const char*>{"REDIS_TLS_CACERT", "tls_ca_file"},
+                                    {"REDIS_TLS_CLIENT_CERT", "tls_cert_file"},
+                                    {"REDIS_TLS_CLIENT_KEY", "tls_key_file"}}) {
+    const std::string file = get(env, var, "");
+    if (!file.empty()) out += fmt::format("&{}={}", option, file);
+  }
+  // envoyproxy then still verifies the chain, not the name: so does tls_verify_hostname=false.
+  auto skip = flag(env, "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false);
+  if (!skip.ok()) return skip.status();
+  if (*skip) out += "&tls_verify_hostname=false";
+  return out;
+}
+
+// REDIS_URL of REDIS_TYPE=sentinel, "master,host:port,host:port…" → redis+sentinel://master@hosts
+// with REDIS_AUTH for the data nodes and REDIS_SENTINEL_AUTH for the sentinels as options.
+absl::StatusOr<std::string> sentinel_url(const Environment& env, const std::string& url, const std::string& options,
+                                         bool tls) {
+  const std::size_t comma = url.find(',');
+  if (comma == 0 || comma == std::string::npos || comma + 1 == url.size()) {
+    return bad("REDIS_URL", url, "REDIS_TYPE=sentinel expects the master's name, then host:port of each sentinel, "
+                                 "comma-separated");
+  }
+  std::string auth_options;
+  for (const auto& [var, prefix] : {std::pair<const char*, const char*>{"REDIS_AUTH", ""},
+                                    {"REDIS_SENTINEL_AUTH", "sentinel_"}}) {
+    const std::string auth = get(env, var, "");
+    if (auth.empty()) continue;
+    const std::size_t colon = auth.find(':');
+    if (colon != std::string::npos) auth_options += fmt::format("&{}user={}", prefix, auth.substr(0, colon));
+    auth_options += fmt::format("&{}password={}", prefix, colon == std::string::npos ? auth : auth.substr(colon + 1));
+  }
+  return fmt::format("{}://{}@{}{}{}", tls ? "rediss+sentinel" : "redis+sentinel", url.substr(0, comma),
+                     url.substr(comma + 1), options, auth_options);
+}
+
+// REDIS_* → a storage URL.
+absl::StatusOr<std::string> redis_url(const Environment& env) {
+  const std::string type = lower(get(env, "REDIS_TYPE", "single"));
+  const std::string socket = lower(get(env, "REDIS_SOCKET_TYPE", "unix"));
+  const std::string url = get(env, "REDIS_URL", "/var/run/nutcracker/ratelimit.sock");
+  std::string auth = get(env, "REDIS_AUTH", "");
+  if (!auth.empty() && auth.find(':') == std::string::npos) auth = ":" + auth;  // a password alone
+  const std::string at = auth.empty() ? "" : auth + "@";
+  auto ms = duration_ms("REDIS_TIMEOUT", get(env, "REDIS_TIMEOUT", "10s"));
+  if (!ms.ok()) return ms.status();
+  const std::string pool = get(env, "REDIS_POOL_SIZE", "10");
+  if (pool.empty() || !std::all_of(pool.begin(), pool.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    return bad("REDIS_POOL_SIZE", pool, "not a number");
+  }
+  auto tls = flag(env, "REDIS_TLS", false);
+  if (!tls.ok()) return tls.status();
+  // envoyproxy's key layout, so that its pods and these count together during a rollout
+  // (docs/envoy.md, "Rolling migration"); CACHE_KEY_PREFIX is its prefix.
+  const std::string prefix = get(env, "CACHE_KEY_PREFIX", "");
+  if (prefix.find_first_of("&=") != std::string::npos) {
+    return bad("CACHE_KEY_PREFIX", prefix, "'&' and '=' cannot be passed in the storage URL");
+  }
+  std::string options = fmt::format("?timeout_ms={}&pool={}&key_layout=envoyproxy", *ms, pool);
+  if (!prefix.empty()) options += "&envoyproxy_prefix=" + prefix;
+  if (*tls) {
+    auto t = tls_options(env);
+    if (!t.ok()) return t.status();
+    options += *t;
+  }
+  const std::string s = *tls ? "s" : "";
+  if (socket != "tcp" && socket != "unix") return bad("REDIS_SOCKET_TYPE", socket, "expected tcp or unix");
+  if (type == "single") {
+    if (socket == "unix" && *tls) return bad("REDIS_TLS", "true", "TLS needs REDIS_SOCKET_TYPE=tcp");
+    if (socket == "unix") return fmt::format("redis+unix://{}{}", url, options);
+    return fmt::format("redis{}://{}{}{}", s, at, url, options);
+  }
+  if (type == "cluster") return fmt::format("redis{}-cluster://{}{}{}", s, at, url, options);
+  if (type == "sentinel") return sentinel_url(env, url, options, *tls);
+  return bad("REDIS_TYPE", type, "expected single, cluster or sentinel");
+}
+
+// GRPC_SERVER_USE_TLS and its files → the service's certificate, on the gRPC listener only (as
+// envoyproxy: PORT stays plain text). A client CA requires client certificates, as there.
+Status grpc_tls(const Environment& env, Config& c) {
+  auto on = flag(env, "GRPC_SERVER_USE_TLS", false);
+  if (!on.ok()) return on.status();
+  if (!*on) return absl::OkStatus();
+  const std::string cert = get(env, "GRPC_SERVER_TLS_CERT", "");
+  const std::string key = get(env, "GRPC_SERVER_TLS_KEY", "");
+  if (cert.empty() || key.empty()) {
+    return bad("GRPC_SERVER_USE_TLS", "true", "needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");
+  }
+  c.tls.cert_file = cert;
+  c.tls.key_file = key;
+  c.tls.client_ca_file = get(env, "GRPC_CLIENT_TLS_CACERT", "");
+  c.tls.http = false;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> apply_erl_env(const Environment& env, Config& c) {
+  std::vector<std::string> warnings;
+  auto http_port = port(env, "PORT", 8080);
+  auto grpc_port = port(env, "GRPC_PORT", 8081);
+  if (!http_port.ok()) return http_port.status();
+  if (!grpc_port.ok()) return grpc_port.status();
+  c.listen_host = get(env, "HOST", "0.0.0.0");
+  c.listen_port = *http_port;
+  c.rls.listen_host = get(env, "GRPC_HOST", "0.0.0.0");
+  c.rls.listen_port = *grpc_port;
+  // The runtime layout: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY holds the rule files.
+  std::string dir = get(env, "RUNTIME_ROOT", "/srv/runtime_data/current");
+  for (const char* part : {"RUNTIME_SUBDIRECTORY", "RUNTIME_APPDIRECTORY"}) {
+    const std::string p = get(env, part, part == std::string_view("RUNTIME_APPDIRECTORY") ? "config" : "");
+    if (!p.empty()) dir += "/" + p;
+  }
+  c.rls.config_dir = dir;
+  const std::string backend = lower(get(env, "BACKEND_TYPE", "redis"));
+  if (backend != "redis") return bad("BACKEND_TYPE", backend, "--envoyproxy-env supports the redis backend only");
+  auto storage = redis_url(env);
+  if (!storage.ok()) return storage.status();
+  c.storage = *storage;
+  if (auto s = grpc_tls(env, c); !s.ok()) return s;
+  c.log_level = lower(get(env, "LOG_LEVEL", "warn"));
+  if (c.log_level == "warning") c.log_level = "warn";
+  if (c.log_level == "fatal" || c.log_level == "panic") c.log_level = "critical";
+  struct Flag {
+    const char* name;
+    bool* into;
+  };
+  for (const Flag& f : {Flag{"LIMIT_RESPONSE_HEADERS_ENABLED", &c.rls.response_headers},
+                        Flag{"MERGE_DOMAIN_CONFIG", &c.rls.merge_domains},
+                        Flag{"RESPONSE_DYNAMIC_METADATA", &c.rls.dynamic_metadata},
+                        Flag{"SHADOW_MODE", &c.rls.shadow_mode}, Flag{"QUOTA_MODE", &c.rls.quota_mode}}) {
+    auto v = flag(env, f.name, false);
+    if (!v.ok()) return v.status();
+    *f.into = *v;
+  }
+  erl_env_warnings(env, c, warnings);
+  return warnings;
+}
+
+Environment process_environment() {
+  Environment env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  return env;
+}
+
+}  // namespace floodgate::server

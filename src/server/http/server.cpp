@@ -1,0 +1,126 @@
+#include "server/http/server.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "server/http/session.hpp"
+
+namespace floodgate::server {
+
+using detail::Batcher;
+using detail::Session;
+namespace asio = detail::asio;
+namespace beast = detail::beast;
+using tcp = detail::tcp;
+using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
+namespace {
+
+void accept_loop(std::shared_ptr<HttpServer::Shared> shared, tcp::acceptor& acceptor, Batcher& batcher) {
+  acceptor.async_accept([shared, &acceptor, &batcher](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+    if (!ec) {
+      if (static_cast<std::size_t>(shared->service->metrics().open_connections()) >=
+          shared->limits.max_connections) {
+        beast::error_code ignored;
+        socket.close(ignored);  // over the bound: refuse by closing at once
+      } else {
+        socket.set_option(tcp::no_delay(true), ec);
+        detail::start_session(std::move(socket), shared, batcher);
+      }
+    }
+    accept_loop(shared, acceptor, batcher);
+  });
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Service& service, const Config& config, const TlsState* tls)
+    : service_(service),
+      host_(config.listen_host),
+      port_(config.listen_port),
+      threads_(config.threads > 0 ? config.threads : std::max(1u, std::thread::hardware_concurrency())),
+      shared_(std::make_shared<Shared>()) {
+  shared_->service = &service_;
+  shared_->limits = config.http;
+  shared_->tls = tls;
+}
+
+HttpServer::~HttpServer() {
+  drain();
+  join();
+}
+
+absl::Status HttpServer::start() {
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(host_, ec);
+  if (ec) return absl::InvalidArgumentError(fmt::format("listen address \"{}\": {}", host_, ec.message()));
+  for (unsigned i = 0; i < threads_; ++i) {
+    shared_->contexts.push_back(std::make_unique<asio::io_context>(1));
+    shared_->batchers.push_back(std::make_unique<Batcher>());
+    shared_->batchers.back()->io = shared_->contexts.back().get();
+    auto acceptor = std::make_unique<tcp::acceptor>(*shared_->contexts.back());
+    const tcp::endpoint endpoint(address, port_);
+    acceptor->open(endpoint.protocol(), ec);
+    if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor->set_option(reuse_port(true), ec);
+    if (!ec) acceptor->bind(endpoint, ec);
+    if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return absl::UnavailableError(fmt::format("cannot listen on {}:{}: {}", host_, port_, ec.message()));
+    }
+    port_ = acceptor->local_endpoint().port();  // the first acceptor fixes an ephemeral port
+    shared_->acceptors.push_back(std::move(acceptor));
+  }
+  for (unsigned i = 0; i < threads_; ++i) {
+    if (service_.batches()) {
+      Batcher& b = *shared_->batchers[i];
+      b.coalescer = std::make_unique<Coalescer<std::shared_ptr<Session>>>(
+          1, [&b, &service = service_](std::vector<std::shared_ptr<Session>>& batch) {
+            detail::decide_batch(b, service, batch);
+          });
+    }
+    accept_loop(shared_, *shared_->acceptors[i], *shared_->batchers[i]);
+    workers_.emplace_back([ctx = shared_->contexts[i].get()] {
+      auto guard = asio::make_work_guard(*ctx);
+      ctx->run();
+    });
+  }
+  return absl::OkStatus();
+}
+
+void HttpServer::drain() {
+  if (shared_->draining.exchange(true)) return;
+  for (std::size_t i = 0; i < shared_->acceptors.size(); ++i) {
+    asio::post(*shared_->contexts[i], [a = shared_->acceptors[i].get()] {
+      beast::error_code ignored;
+      a->close(ignored);
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + shared_->limits.drain_timeout;
+  while (shared_->in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& ctx : shared_->contexts) ctx->stop();
+}
+
+void HttpServer::join() {
+  for (auto& w : workers_) {
+    if (w.joinable()) w.join();
+  }
+  workers_.clear();
+  shared_->simulations.stop();  // a running simulation finishes; queued ones are dropped
+  shared_->simulations.join();
+  for (auto& b : shared_->batchers) b->coalescer.reset();  // decides what it holds, posts nothing that runs
+  // Destroying the contexts destroys the sessions still waiting in them (they hold `shared_`).
+  auto acceptors = std::move(shared_->acceptors);
+  acceptors.clear();
+  auto contexts = std::move(shared_->contexts);
+  contexts.clear();
+  for (auto& b : shared_->batchers) b->waiting.clear();
+}
+
+}  // namespace floodgate::server

@@ -1,0 +1,133 @@
+// What the HTTP server's connections share, and the stream they read and write (plain or TLS).
+// Internal to http/server.cpp and http/session.cpp.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+
+#include "server/common/coalescer.hpp"
+#include "server/http/server.hpp"
+#include "server/net/stream_deadline.hpp"
+#include "server/net/tls_stream.hpp"
+
+namespace floodgate::server::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+class Session;
+
+// Requests of one I/O thread waiting for a decision from a networked storage: collected while the
+// thread handles the events that are ready, then handed to its coalescer (common/coalescer.hpp), whose
+// storage thread decides everything handed over since its last batch with one round trip, so the
+// I/O thread goes on reading requests (and filling the next batch) while a batch is on the wire.
+// Also the I/O thread's own state for Session::give_way (its yield between rounds).
+struct Batcher {
+  static constexpr std::size_t kMax = 256;
+  asio::io_context* io = nullptr;
+  bool yield_due = false;  // I/O thread only: Session::give_way's yield is queued
+  std::chrono::steady_clock::time_point gave_way{};  // I/O thread only: its last yield
+  std::vector<std::shared_ptr<Session>> waiting;  // I/O thread only
+  bool scheduled = false;                         // I/O thread only
+  std::unique_ptr<Coalescer<std::shared_ptr<Session>>> coalescer;
+};
+
+// A connection's byte stream: TCP, or TLS over TCP (TlsStream). It is an Asio stream like either
+// (Beast's readers and Asio's writers take it), so one Session serves both; the TLS handshake is
+// `handshake`, a no-op on plain connections.
+class Stream {
+ public:
+  using executor_type = asio::any_io_executor;
+
+  /// TLS with `ctx`, plain without.
+  Stream(tcp::socket socket, const TlsServerContext* ctx) {
+    if (ctx != nullptr) {
+      tls_.emplace(std::move(socket), *ctx);
+    } else {
+      plain_.emplace(std::move(socket));
+    }
+  }
+
+  executor_type get_executor() noexcept { return tls_ ? tls_->get_executor() : plain_->get_executor(); }
+  tcp::socket& socket() noexcept { return tls_ ? tls_->socket() : plain_->socket(); }
+  /// The deadline of the operations that follow (beast::tcp_stream's).
+  void expires_after(std::chrono::steady_clock::duration d) {
+    if (tls_) return tls_->expires_after(d);
+    plain_->expires_after(d);
+  }
+  [[nodiscard]] bool is_tls() const noexcept { return tls_.has_value(); }
+
+  template <class Buffers, class Handler>
+  void async_read_some(const Buffers& buffers, Handler&& handler) {
+    if (tls_) return tls_->async_read_some(buffers, std::forward<Handler>(handler));
+    plain_->async_read_some(buffers, std::forward<Handler>(handler));
+  }
+  template <class Buffers, class Handler>
+  void async_write_some(const Buffers& buffers, Handler&& handler) {
+    if (tls_) return tls_->async_write_some(buffers, std::forward<Handler>(handler));
+    plain_->async_write_some(buffers, std::forward<Handler>(handler));
+  }
+  /// Writes what the socket takes now without waiting (plain connections; 0 on TLS ones and on
+  /// any error, which the asynchronous write that follows then reports).
+  std::size_t try_write_some(asio::const_buffer buffer) noexcept {
+    return tls_ ? 0 : plain_->try_write_some(buffer);
+  }
+  template <class Handler>
+  void handshake(Handler&& handler) {
+    if (!tls_) return asio::post(get_executor(), [h = std::forward<Handler>(handler)]() mutable { h({}); });
+    tls_->async_handshake(std::forward<Handler>(handler));
+  }
+  /// TLS: sends close_notify (then `handler`), without waiting for the peer's, as RFC 8446 §6.1
+  /// allows, so only our own write can take time.
+  template <class Handler>
+  void send_close_notify(Handler&& handler) {
+    tls_->async_send_close_notify(std::forward<Handler>(handler));
+  }
+
+ private:
+  std::optional<PlainStream> plain_;
+  std::optional<TlsStream> tls_;
+};
+
+}  // namespace floodgate::server::detail
+
+namespace floodgate::server {
+
+struct HttpServer::Shared {
+  Service* service;
+  HttpLimits limits;
+  const TlsState* tls = nullptr;  // null: plain HTTP
+  std::vector<std::unique_ptr<detail::Batcher>> batchers;  // one per I/O thread
+  std::vector<std::unique_ptr<detail::asio::io_context>> contexts;
+  std::vector<std::unique_ptr<detail::tcp::acceptor>> acceptors;
+  std::atomic<bool> draining{false};
+  std::atomic<std::int64_t> in_flight{0};
+  // POST /v1/simulate (up to 10,000 requests through seven strategies: milliseconds to a few
+  // hundred under sanitizers) runs here, off the I/O threads, so that it never delays decisions.
+  // At most kMaxSimulations at once, queued included; beyond that: 503 with Retry-After.
+  static constexpr int kMaxSimulations = 4;
+  detail::asio::thread_pool simulations{1};
+  std::atomic<int> simulating{0};
+};
+
+namespace detail {
+
+/// Starts serving an accepted connection (TLS with the material in force when the server has it).
+void start_session(tcp::socket socket, const std::shared_ptr<HttpServer::Shared>& shared, Batcher& batcher);
+
+/// On a storage thread: decides a batch of waiting requests with one round trip, then answers them
+/// back on their I/O thread.
+void decide_batch(Batcher& batcher, Service& service, std::vector<std::shared_ptr<Session>>& batch);
+
+}  // namespace detail
+
+}  // namespace floodgate::server

@@ -1,0 +1,163 @@
+// Answering a decided gRPC rate-limit request: a status per descriptor, the overall code, the
+// per-rule counters and the optional rate-limit headers of the most constraining descriptor.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "floodgate/headers.hpp"
+#include "server/rls/call.hpp"
+
+namespace floodgate::server {
+
+namespace {
+
+// As envoyproxy/ratelimit: whole seconds, a fraction rounded up (Envoy's x-ratelimit-reset is
+// this number of seconds).
+void set_duration(google::protobuf::Duration& out, Micros us) {
+  if (us < 0) us = 0;
+  out.set_seconds((us + kMicrosPerSecond - 1) / kMicrosPerSecond);
+}
+
+bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
+
+// The decision of a block-list rule (requests_per_unit 0): always over, until the unit's end.
+Decision deny_all(RlsUnit unit, Micros now) {
+  const Micros period = rls_unit_period(unit);
+  Decision d;
+  d.allowed = false;
+  d.period = period;
+  d.reset_after = period - now % period;
+  d.retry_after = kNever;
+  return d;
+}
+
+void fill_status(const RlsService::Item& it, const Decision& d, bool denied, rlsv3::RateLimitResponse::DescriptorStatus& status);
+void add_header(rlsv3::RateLimitResponse& response, std::string_view name, std::string_view value);
+
+// A blocking descriptor that no retry of the same cost can pass: a 0 limit (a block list) or hits
+// above the limit.
+bool never_fits(const RlsService::Item& it) {
+  return blocks(it.shadow, it.decision) && (it.deny_all || !it.decision.can_retry());
+}
+
+// The headers of such a descriptor. rate_limit_headers would give none (no policy) or
+// `Reset: 0` without `Retry-After`; here every field is the time to the end of the rule's unit
+// window, the soonest the answer can change (docs/envoy.md).
+std::vector<Header> never_fits_headers(const std::string& domain, const RlsService::Item& it, Micros now) {
+  const std::string name = it.rule != nullptr ? fmt::format("{}/{}", domain, it.rule->path) : domain + "/override";
+  const Micros period = rls_unit_period(it.unit);
+  const std::string q = std::to_string(it.requests_per_unit);
+  const std::string t = std::to_string(std::max<std::int64_t>(1, ceil_seconds(period - now % period)));
+  return {{"RateLimit-Policy", fmt::format("\"{}\";q={};w={}", name, q, ceil_seconds(period))},
+          {"RateLimit", fmt::format("\"{}\";r=0;t={}", name, t)},
+          {"X-RateLimit-Limit", q},
+          {"X-RateLimit-Remaining", "0"},
+          {"X-RateLimit-Reset", t},
+          {"Retry-After", t}};
+}
+
+}  // namespace
+
+void RlsService::count(const Item& it, const Decision& d, bool charged) {
+  if (it.slot >= RlsMetrics::kMaxSeries) return;
+  const auto hits = static_cast<std::uint64_t>(it.hits);
+  metrics_.add(it.slot, RlsMetrics::kTotalHits, hits);
+  if (d.degraded) {
+    metrics_.add(it.slot, RlsMetrics::kDegraded, hits);
+  } else if (!d.allowed) {
+    metrics_.add(it.slot, RlsMetrics::kOverLimit, hits);
+    if (it.shadow) metrics_.add(it.slot, RlsMetrics::kShadowMode, hits);
+  } else if (charged) {
+    metrics_.add(it.slot, RlsMetrics::kWithinLimit, hits);
+    if (d.remaining * 5 < d.limit) metrics_.add(it.slot, RlsMetrics::kNearLimit, hits);
+  }
+}
+
+grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response) {
+  for (std::size_t i = 0; i < p.batch.size(); ++i) {
+    if (!p.results[i].ok()) {  // a request the storage refuses (never a storage failure: Limiter)
+      const bool bound = p.results[i].status().code() == absl::StatusCode::kResourceExhausted;
+      return grpc::Status(bound ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::INVALID_ARGUMENT,
+                          std::string(p.results[i].status().message()));
+    }
+  }
+  const Item* constraining = nullptr;
+  bool overall_over = false;
+  int quotas = 0;
+  int quotas_over = 0;
+  std::vector<const RlsMeta*> passed;  // the metadata of the descriptors that pass
+  for (Item& it : p.items) {
+    auto* status = response.add_statuses();
+    status->set_code(rlsv3::RateLimitResponse::OK);
+    if (it.rule == nullptr && it.policy == nullptr && !it.deny_all) continue;  // no match
+    if (it.rule != nullptr && it.rule->unlimited && it.policy == nullptr && !it.deny_all) {
+      status->set_limit_remaining(std::numeric_limits<std::uint32_t>::max());
+      continue;
+    }
+    it.decision = it.deny_all ? deny_all(it.unit, p.now) : *p.results[it.result];
+    // Never more than the unit: a sliding window counter is back to full capacity only after up
+    // to two units and a moving window a microsecond after one, but what Envoy shows as
+    // x-ratelimit-reset is the rule's window, as with envoyproxy's fixed windows.
+    it.decision.reset_after = std::min(it.decision.reset_after, rls_unit_period(it.unit));
+    count(it, it.decision, p.charged);
+    const bool denied = blocks(it.shadow, it.decision);
+    // quota_mode: the descriptor says OVER_LIMIT; the request is refused only when every
+    // quota-mode descriptor of it is over.
+    quotas += it.quota ? 1 : 0;
+    quotas_over += it.quota && denied ? 1 : 0;
+    overall_over = overall_over || (denied && !it.quota);
+    fill_status(it, it.decision, denied, *status);
+    if (!denied && it.rule != nullptr && it.rule->metadata != nullptr) passed.push_back(it.rule->metadata.get());
+    if (it.policy == nullptr) continue;
+    const bool was_denied = constraining != nullptr && blocks(constraining->shadow, constraining->decision);
+    if (constraining == nullptr || (denied && !was_denied) ||
+        (denied == was_denied && it.decision.remaining < constraining->decision.remaining)) {
+      constraining = &it;
+    }
+  }
+  overall_over = (overall_over || (quotas > 0 && quotas_over == quotas)) && !limits_.shadow_mode;
+  if (limits_.dynamic_metadata) rls_dynamic_metadata(*p.request, passed, *response.mutable_dynamic_metadata());
+  response.set_overall_code(overall_over ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
+  const bool retryable_block = constraining != nullptr && blocks(constraining->shadow, constraining->decision) &&
+                               constraining->decision.can_retry();
+  const auto never = std::find_if(p.items.begin(), p.items.end(), never_fits);
+  if (limits_.response_headers && !retryable_block && never != p.items.end()) {
+    for (const auto& [name, value] : never_fits_headers(p.domain, *never, p.now)) add_header(response, name, value);
+  } else if (limits_.response_headers && constraining != nullptr) {
+    Decision d = constraining->decision;
+    if (constraining->shadow) d.allowed = true;
+    for_each_rate_limit_header(*constraining->policy, d, [&](std::string_view name, std::string_view value) {
+      add_header(response, name, value);
+    });
+  }
+  return grpc::Status::OK;
+}
+
+namespace {
+
+void add_header(rlsv3::RateLimitResponse& response, std::string_view name, std::string_view value) {
+  auto* h = response.add_response_headers_to_add();
+  h->set_key(name.data(), name.size());
+  h->set_value(value.data(), value.size());
+}
+
+void fill_status(const RlsService::Item& it, const Decision& d, bool denied,
+                 rlsv3::RateLimitResponse::DescriptorStatus& status) {
+  status.set_code(denied ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
+  auto* limit = status.mutable_current_limit();
+  if (it.rule != nullptr) limit->set_name(it.rule->name);
+  limit->set_requests_per_unit(it.requests_per_unit);
+  limit->set_unit(static_cast<rlsv3::RateLimitResponse::RateLimit::Unit>(it.unit));
+  // remaining ≤ requests_per_unit, as Envoy's X-RateLimit-Limit/-Remaining read them: a bucket
+  // with a burst above the rate may hold more, and the lower figure is still a true promise.
+  std::int64_t remaining = std::max<std::int64_t>(0, d.remaining);
+  if (it.requests_per_unit > 0) remaining = std::min<std::int64_t>(remaining, it.requests_per_unit);
+  status.set_limit_remaining(static_cast<std::uint32_t>(
+      std::min<std::int64_t>(remaining, std::numeric_limits<std::uint32_t>::max())));
+  set_duration(*status.mutable_duration_until_reset(), d.reset_after);
+}
+
+}  // namespace
+
+}  // namespace floodgate::server
