@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace floodgate {
@@ -121,6 +122,15 @@ int ManualClock::sleepers() const {
 std::shared_ptr<const SystemClock> SystemClock::instance() {
   static const auto clock = std::make_shared<const SystemClock>();
   return clock;
+}
+
+std::string format_seconds(Micros d) {
+  const bool negative = d < 0;
+  const std::uint64_t a = negative ? static_cast<std::uint64_t>(-(d + 1)) + 1 : static_cast<std::uint64_t>(d);
+  std::string frac = std::to_string(a % 1'000'000);
+  frac.insert(0, 6 - frac.size(), '0');
+  while (frac.size() > 1 && frac.back() == '0') frac.pop_back();
+  return absl::StrCat(negative ? "-" : "", a / 1'000'000, ".", frac);
 }
 
 }  // namespace floodgate

@@ -8,7 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "util/key_locks.hpp"
+#include "key_locks.hpp"
 
 namespace floodgate {
 

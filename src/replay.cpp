@@ -28,15 +28,6 @@ absl::StatusOr<std::string> replay_storage_url(std::string_view url) {
   return std::string(url) + (url.find('?') == std::string_view::npos ? "?" : "&") + "clock=client";
 }
 
-std::string format_seconds(Micros d) {
-  const bool negative = d < 0;
-  const std::uint64_t a = negative ? static_cast<std::uint64_t>(-(d + 1)) + 1 : static_cast<std::uint64_t>(d);
-  std::string frac = std::to_string(a % 1'000'000);
-  frac.insert(0, 6 - frac.size(), '0');
-  while (frac.size() > 1 && frac.back() == '0') frac.pop_back();
-  return absl::StrCat(negative ? "-" : "", a / 1'000'000, ".", frac);
-}
-
 absl::StatusOr<TraceEvent> parse_trace_event(const boost::json::value& v, Micros previous) {
   const boost::json::object* obj = v.if_object();
   if (obj == nullptr) return absl::InvalidArgumentError("expected a JSON object");

@@ -4,7 +4,7 @@
 #include <boost/json/value.hpp>
 
 #include "absl/status/statusor.h"
-#include "floodgate/simulate.hpp"
+#include "floodgate/trace_event.hpp"
 
 namespace floodgate {
 

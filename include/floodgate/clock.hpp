@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <stop_token>
+#include <string>
 
 namespace floodgate {
 
@@ -20,6 +21,10 @@ using Micros = std::int64_t;
 inline constexpr Micros kNever = std::numeric_limits<Micros>::max();
 
 inline constexpr Micros kMicrosPerSecond = 1'000'000;
+
+/// Formats a duration in seconds as the shortest decimal with at most 6 fraction digits that
+/// keeps at least one ("4.0", "0.25", "0.000001").
+std::string format_seconds(Micros d);
 
 /// Source of the current time. Every component that needs "now" is given a Clock; no algorithm
 /// reads the time itself.

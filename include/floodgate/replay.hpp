@@ -35,8 +35,4 @@ absl::Status replay(const Policy& policy, Storage& storage, std::istream& in, st
 /// clock would ignore the trace's times).
 absl::StatusOr<std::string> replay_storage_url(std::string_view url);
 
-/// Formats a duration in seconds as the shortest decimal with at most 6 fraction digits that
-/// keeps at least one ("4.0", "0.25", "0.000001").
-std::string format_seconds(Micros d);
-
 }  // namespace floodgate

@@ -12,17 +12,9 @@
 #include "absl/status/statusor.h"
 #include "floodgate/clock.hpp"
 #include "floodgate/policy.hpp"
+#include "floodgate/trace_event.hpp"
 
 namespace floodgate {
-
-/// One request of a trace: at `t` (µs, relative to the trace's origin), `cost` units for `key`.
-struct TraceEvent {
-  Micros t = 0;
-  std::string key;
-  std::int64_t cost = 1;
-
-  friend bool operator==(const TraceEvent&, const TraceEvent&) = default;
-};
 
 /// The lanes a simulation can draw: the six strategies, with the fixed window twice (aligned to
 /// the clock and anchored at the first hit). Names as on the command line and in the HTTP API:

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "floodgate/decision.hpp"
-#include "floodgate/replay.hpp"
 
 namespace floodgate::server {
 
