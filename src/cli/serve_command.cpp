@@ -140,19 +140,6 @@ void write_port_file(const std::string& path, unsigned short port) {
   if (ec) spdlog::error("cannot write the port file {}: {}", path, ec.message());
 }
 
-server::RlsLimits rls_limits(const server::RlsSettings& s) {
-  server::RlsLimits l;
-  l.max_message_bytes = s.max_message_bytes;
-  l.max_descriptors = s.max_descriptors;
-  l.max_entries = s.max_entries;
-  l.max_string_bytes = s.max_string_bytes;
-  l.response_headers = s.response_headers;
-  l.dynamic_metadata = s.dynamic_metadata;
-  l.shadow_mode = s.shadow_mode;
-  l.quota_mode = s.quota_mode;
-  return l;
-}
-
 // Reloads on SIGHUP or a changed file. A configuration that fails to load or check, or that would
 // remove every policy (a file emptied, or caught between an editor's truncate and write), is
 // refused: the running one keeps serving, the log says why and the failure is counted.
@@ -208,9 +195,9 @@ struct Reloader {
 absl::Status start_rls(const Loaded& loaded, server::Service& service, const server::TlsState* tls,
                        std::unique_ptr<server::RlsService>& rls, std::unique_ptr<server::GrpcServer>& grpc) {
   const server::Config& c = loaded.config;
-  server::RlsLimits limits = rls_limits(c.rls);
-  limits.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
-  rls = std::make_unique<server::RlsService>(service.limiter(), limits);  // one pipeline for both
+  server::RlsSettings settings = c.rls;
+  settings.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
+  rls = std::make_unique<server::RlsService>(service.limiter(), std::move(settings));  // one pipeline for both
   rls->reload(loaded.rules);
   service.set_json_rls([r = rls.get()](std::string_view body, server::Response& res) {
     server::answer_rls_json(*r, body, res);
@@ -288,7 +275,8 @@ int run(const ServeArgs& args) {
   auto storage = open_service_storage(loaded->config);
   if (!storage.ok()) return failed_to_start(storage.status());
   auto installed = std::make_shared<const server::Config>(loaded->config);
-  server::Service service(installed, *storage);
+  Limiter limiter(*storage);  // one decision pipeline, borrowed by the HTTP API and the gRPC service
+  server::Service service(installed, limiter);
   server::ReloadCounters reloads;
   std::unique_ptr<server::RlsService> rls;
   std::unique_ptr<server::GrpcServer> grpc;

@@ -163,7 +163,7 @@ class RlsErl : public ::testing::Test {
  protected:
   static constexpr Micros kStart = 1'700'000'040 * kMicrosPerSecond + 10 * kMicrosPerSecond;
 
-  void load(const std::string& yaml, RlsLimits limits = {}) {
+  void load(const std::string& yaml, RlsSettings limits = {}) {
     auto c = std::make_shared<RlsConfig>();
     const absl::Status s = parse_rls_file(yaml, "test.yaml", *c);
     ASSERT_TRUE(s.ok()) << s;
@@ -307,7 +307,7 @@ descriptors:
 )";
   load(rules);
   EXPECT_FALSE(call({{{"a", "1"}}}).has_dynamic_metadata());
-  RlsLimits limits;
+  RlsSettings limits;
   limits.dynamic_metadata = true;
   load(rules, limits);
   const Response both = call({{{"a", "1"}}, {{"b", "1"}}});
@@ -333,14 +333,14 @@ descriptors:
   - {key: a, rate_limit: {unit: minute, requests_per_unit: 1}}
   - {key: b, rate_limit: {unit: minute, requests_per_unit: 1}}
 )";
-  RlsLimits shadow;
+  RlsSettings shadow;
   shadow.shadow_mode = true;  // SHADOW_MODE: decided and reported, never refused
   load(rules, shadow);
   call({{{"a", "1"}}});
   const Response r = call({{{"a", "1"}}});
   EXPECT_EQ(r.overall_code(), Response::OK);
   EXPECT_EQ(r.statuses(0).code(), Response::OVER_LIMIT);
-  RlsLimits quota;
+  RlsSettings quota;
   quota.quota_mode = true;  // QUOTA_MODE: every rule a quota
   load(rules, quota);
   call({{{"a", "1"}}});

@@ -34,7 +34,7 @@ class RlsJson : public ::testing::Test {
 
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kStart);
   std::shared_ptr<MemoryStorage> storage_ = std::make_shared<MemoryStorage>();
-  RlsService rls_{storage_, clock_, RlsLimits{}};
+  RlsService rls_{storage_, clock_, RlsSettings{}};
 };
 
 constexpr const char* kPerDay = R"({"domain": "dummy", "descriptors": [{"entries": [{"key": "perday"}]}]})";

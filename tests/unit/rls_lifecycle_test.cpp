@@ -1,4 +1,4 @@
-// Issue 19 on the rate-limit service: what accumulates over time stays bounded (policies of
+// The rate-limit service over time: what accumulates over time stays bounded (policies of
 // limit overrides, rule versions of reloads, counters), and a call whose caller has gone is not
 // charged.
 #include <atomic>
@@ -39,7 +39,7 @@ rlsv3::RateLimitRequest request(const std::string& key, const std::string& value
 
 class RlsLifecycle : public ::testing::Test {
  protected:
-  void start(const std::string& yaml, RlsLimits limits = {}) {
+  void start(const std::string& yaml, RlsSettings limits = {}) {
     MemoryStorageOptions o;
     o.max_request_policies = 64;
     storage_ = std::make_shared<MemoryStorage>(o);
@@ -130,7 +130,7 @@ void call_after_the_caller_has_gone(RlsService& service, const rlsv3::RateLimitR
 
 TEST_F(RlsLifecycle, ACallWhoseCallerHasGoneIsNotDecidedNorCharged) {
   for (const bool batching : {false, true}) {
-    RlsLimits limits;
+    RlsSettings limits;
     limits.batching = batching;
     start(kTwoRules, limits);
     const auto a = request("a", "user");
@@ -147,7 +147,7 @@ std::map<std::string, std::string> headers_of(const Response& r) {
 }
 
 TEST_F(RlsLifecycle, ABlockListRuleAnswersWithHeaders) {
-  RlsLimits limits;
+  RlsSettings limits;
   limits.response_headers = true;
   start("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 0}\n", limits);
   const Response over = call(request("k", "v"));
@@ -162,7 +162,7 @@ TEST_F(RlsLifecycle, ABlockListRuleAnswersWithHeaders) {
 }
 
 TEST_F(RlsLifecycle, HitsAboveTheLimitAnswerWithAResetAndRetryAfter) {
-  RlsLimits limits;
+  RlsSettings limits;
   limits.response_headers = true;
   start("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n", limits);
   auto r = request("k", "v");

@@ -165,13 +165,13 @@ class Rls : public ::testing::Test {
   // 10 s after a minute boundary, so fixed windows have 50 s left.
   static constexpr Micros kStart = 1'700'000'040 * kMicrosPerSecond + 10 * kMicrosPerSecond;
 
-  void load(const std::string& yaml, RlsLimits limits = {}, std::shared_ptr<Storage> storage = nullptr) {
+  void load(const std::string& yaml, RlsSettings limits = {}, std::shared_ptr<Storage> storage = nullptr) {
     auto c = std::make_shared<RlsConfig>();
     ASSERT_TRUE(parse_rls_file(yaml, "test.yaml", *c).ok());
     service_ = std::make_unique<RlsService>(storage ? storage : std::make_shared<MemoryStorage>(), clock_, limits);
     service_->reload(c);
   }
-  void load_examples(RlsLimits limits = {}) {
+  void load_examples(RlsSettings limits = {}) {
     auto c = load_rls_config(FLOODGATE_RLS_EXAMPLES_DIR);
     ASSERT_TRUE(c.ok()) << c.status();
     service_ = std::make_unique<RlsService>(std::make_shared<MemoryStorage>(), clock_, limits);
@@ -388,7 +388,7 @@ TEST_F(Rls, UnknownDomainIsOk) {
 }
 
 TEST_F(Rls, InvalidRequests) {
-  RlsLimits caps;
+  RlsSettings caps;
   caps.max_descriptors = 2;
   caps.max_entries = 2;
   caps.max_string_bytes = 8;
@@ -422,7 +422,7 @@ TEST_F(Rls, ResponseHeadersOnlyWhenAsked) {
   const char* yaml = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n";
   load(yaml);
   EXPECT_EQ(call(request("d", {{{"k", "a"}}})).response_headers_to_add_size(), 0);
-  RlsLimits with;
+  RlsSettings with;
   with.response_headers = true;
   load(yaml, with);
   const auto r = request("d", {{{"k", "a"}}});
@@ -473,7 +473,7 @@ TEST_F(Rls, MultiDescriptorRequestsAreAllOrNothingUnderContention) {
 }
 
 TEST_F(Rls, BatchedOnStorageThreadsWithExactTotals) {
-  RlsLimits batched;
+  RlsSettings batched;
   batched.batching = true;
   load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 50}\n"
        "  - key: g\n    rate_limit: {unit: minute, requests_per_unit: 30}\n",

@@ -1,3 +1,4 @@
+// The admin endpoints' bearer token: where it comes from and its constant-time check.
 #include "server/api/admin_auth.hpp"
 
 #include <openssl/crypto.h>

@@ -1,3 +1,4 @@
+// The live view's counters: per policy and second, with the most-denied keys.
 #include "server/api/live.hpp"
 
 namespace floodgate::server {

@@ -1,3 +1,4 @@
+// The HTTP API's counters and their Prometheus families.
 #include "server/api/metrics.hpp"
 
 #include <fmt/format.h>

@@ -9,6 +9,7 @@
 
 #include "server/api/requests.hpp"
 #include "server/api/web_assets.hpp"
+#include "server/common/forget_removed.hpp"
 
 namespace floodgate::server {
 
@@ -43,7 +44,7 @@ const Service::Route Service::kRoutes[] = {
     {"/v1/stats", http::verb::get, &Service::route_stats},
     {"/v1/keys", http::verb::delete_, &Service::route_clear, true},
     {"/metrics", http::verb::get, &Service::route_metrics},
-    {"/v1/simulate", http::verb::post, &Service::route_simulate, true},
+    {"/v1/simulate", http::verb::post, &Service::route_simulate, true, {.large_body = true, .off_thread = true}},
     {"/v1/live", http::verb::get, &Service::route_live, true},
     {"/healthz", http::verb::get, &Service::route_healthz},
     {"/healthcheck", http::verb::get, &Service::route_healthz},  // envoyproxy/ratelimit's name
@@ -51,10 +52,23 @@ const Service::Route Service::kRoutes[] = {
     {"/json", http::verb::post, &Service::route_json},  // envoyproxy/ratelimit's JSON API
 };
 
+RouteNeeds Service::needs(http::verb method, std::string_view path) noexcept {
+  for (const Route& r : kRoutes) {
+    if (r.path == path && r.verb == method) return r.needs;
+  }
+  return {};
+}
+
+Service::Service(std::shared_ptr<const Config> config, Limiter& limiter)
+    : Service(std::move(config), nullptr, &limiter) {}
+
 Service::Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> storage,
                  std::shared_ptr<const Clock> clock)
-    : limiter_(storage, std::move(clock)), installed_(nullptr) {
-  batches_ = config->batching == "on" || (config->batching == "auto" && storage->traits().networked);
+    : Service(std::move(config), std::make_unique<Limiter>(std::move(storage), std::move(clock)), nullptr) {}
+
+Service::Service(std::shared_ptr<const Config> config, std::unique_ptr<Limiter> owned, Limiter* borrowed)
+    : own_limiter_(std::move(owned)), limiter_(own_limiter_ ? *own_limiter_ : *borrowed), installed_(nullptr) {
+  batches_ = config->batching == "on" || (config->batching == "auto" && limiter_.storage().traits().networked);
   inline_slot_ = metrics_.slot("inline");
   limiter_.observe_storage_latency([this](Micros us) { metrics_.storage_latency(us); });
   reload(std::move(config));
@@ -74,21 +88,18 @@ void Service::reload(std::shared_ptr<const Config> config) {
   if (old != nullptr && old->config != nullptr) forget_removed(*old->config, *installed_.get()->config);
 }
 
-// After a reload: frees what the storage holds for the policies (and per-key overrides) whose
-// state id the new configuration no longer has; unchanged ones, and ones whose amounts changed,
-// keep their state (Policy::state_id).
+// After a reload: the policies and per-key overrides whose state the new configuration no longer
+// has are freed (common/forget_removed.hpp).
 void Service::forget_removed(const Config& old, const Config& now) {
-  absl::flat_hash_set<std::string> kept;
-  for (const ServicePolicy& p : now.policies) {
-    kept.insert(p.policy->state_id());
-    for (const auto& [key, o] : p.overrides) kept.insert(o->state_id());
-  }
-  for (const ServicePolicy& p : old.policies) {
-    if (!kept.contains(p.policy->state_id())) limiter_.storage().forget(*p.policy);
-    for (const auto& [key, o] : p.overrides) {
-      if (!kept.contains(o->state_id())) limiter_.storage().forget(*o);
+  const auto policies = [](const Config& c) {
+    std::vector<const Policy*> out;
+    for (const ServicePolicy& p : c.policies) {
+      out.push_back(p.policy.get());
+      for (const auto& [key, o] : p.overrides) out.push_back(o.get());
     }
-  }
+    return out;
+  };
+  server::forget_removed(limiter_.storage(), policies(old), policies(now));
 }
 
 void Service::count(const Pending& p, const Decision& d, Micros now) {

@@ -30,8 +30,22 @@ namespace floodgate::server {
 ///
 /// Thread-safety: `handle`, `prepare`, `decide`, `finish` and `reload` may be called from any
 /// number of threads.
+/// What a route needs from the transport before its request is read whole.
+struct RouteNeeds {
+  /// Its body may be up to HttpLimits::max_simulate_body_bytes (a trace); others get max_body_bytes.
+  bool large_body = false;
+  /// It takes milliseconds (a simulation): the transport runs it with `handle` off its I/O
+  /// threads, and `prepare` is not called for it.
+  bool off_thread = false;
+};
+
 class Service {
  public:
+  /// Decides through `limiter`, which must outlive the service. `floodgate serve` owns one Limiter
+  /// that this service and the gRPC service (RlsService) borrow, so one pipeline decides and counts
+  /// for both.
+  Service(std::shared_ptr<const Config> config, Limiter& limiter);
+  /// With a Limiter of its own over `storage` (tests, and a service embedded alone).
   Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> storage,
           std::shared_ptr<const Clock> clock = SystemClock::instance());
 
@@ -49,6 +63,14 @@ class Service {
     int denied_status = 429;
     bool head = false;  // answered without a body
   };
+
+  /// What the route of `method` and `path` (origin form, without the query) needs. Unknown routes,
+  /// and methods a route does not take, need nothing special. Cheap: asked for every request.
+  [[nodiscard]] static RouteNeeds needs(http::verb method, std::string_view path) noexcept;
+  /// The body limit of a route with `needs`.
+  [[nodiscard]] static std::size_t body_limit(const RouteNeeds& needs, const HttpLimits& limits) noexcept {
+    return needs.large_body ? limits.max_simulate_body_bytes : limits.max_body_bytes;
+  }
 
   /// Fills `res` (status, headers, body) for `req`. Never throws for bad input: it answers 4xx.
   /// Equivalent to `prepare`, then one decision, then `finish`.
@@ -103,6 +125,7 @@ class Service {
     http::verb verb;
     Handler handler;
     bool admin = false;  ///< needs the admin bearer token (api/admin_auth.hpp)
+    RouteNeeds needs{};
   };
   static const Route kRoutes[];
 
@@ -127,7 +150,10 @@ class Service {
   void count(const Pending& p, const Decision& d, Micros now);
   void forget_removed(const Config& old, const Config& now);
 
-  Limiter limiter_;
+  Service(std::shared_ptr<const Config> config, std::unique_ptr<Limiter> owned, Limiter* borrowed);
+
+  std::unique_ptr<Limiter> own_limiter_;  // with the storage constructor only
+  Limiter& limiter_;
   bool batches_ = false;
   Metrics metrics_;
   LiveStats live_;

@@ -1,3 +1,4 @@
+// What serve runs after each storage maintenance: unused compiled policies dropped, heap trimmed.
 #include "server/common/housekeeping.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// A thread that maintains the storage and probes a networked one.
 #include "server/common/storage_watch.hpp"
 
 #include <algorithm>

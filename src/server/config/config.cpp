@@ -1,3 +1,4 @@
+// Reading and checking the service's YAML configuration file into a Config.
 #include "server/config/config.hpp"
 
 #include <charconv>

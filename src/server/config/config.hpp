@@ -11,54 +11,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "floodgate/policy.hpp"
+#include "server/config/limits.hpp"
+#include "server/config/policy.hpp"
 
 namespace floodgate::server {
-
-/// The configuration schema's bounds: what the code can represent, with room to spare. Every
-/// numeric field of the file is checked against these at load (docs/configuration.md lists them).
-namespace limits {
-/// HTTP timeouts (idle, request, write, drain), in ms: at most a day, far below where a
-/// steady_clock time point plus the timeout overflows nanoseconds.
-inline constexpr std::int64_t kMaxTimeoutMs = 86'400'000;
-inline constexpr std::int64_t kMaxThreads = 1024;
-inline constexpr std::int64_t kMaxHeaderBytes = 1024 * 1024;
-inline constexpr std::int64_t kMaxBodyBytes = 64 * 1024 * 1024;
-inline constexpr std::int64_t kMaxConnections = 1'000'000;
-inline constexpr std::int64_t kMaxPipelined = 1024;
-inline constexpr std::int64_t kMaxInlinePolicies = 1'000'000;
-inline constexpr std::int64_t kMaxBlockedCache = 10'000'000;
-inline constexpr std::int64_t kMaxRlsMessageBytes = 64 * 1024 * 1024;
-inline constexpr std::int64_t kMaxRlsDescriptors = 4096;
-inline constexpr std::int64_t kMaxRlsEntries = 1024;
-inline constexpr std::int64_t kMaxRlsStringBytes = 64 * 1024;
-/// Policy names and override keys, in bytes.
-inline constexpr std::size_t kMaxNameBytes = 256;
-}  // namespace limits
-
-/// Where `GET /v1/auth` takes a policy's key from.
-struct KeySource {
-  enum class Kind : std::uint8_t { kHeader, kQuery };
-  Kind kind = Kind::kHeader;
-  std::string name = "X-Real-IP";  ///< header or query parameter name
-};
-
-/// A configured policy and what the service does around it.
-struct ServicePolicy {
-  std::shared_ptr<const Policy> policy;
-  KeySource key_source;
-  /// Decide and count, but always allow (HTTP 200/204).
-  bool shadow = false;
-  /// Keys with limits of their own ("vip-1: 1000/minute"): same strategy, own state.
-  absl::flat_hash_map<std::string, std::shared_ptr<const Policy>> overrides;
-  /// Keys that are always allowed without a decision.
-  absl::flat_hash_set<std::string> allow;
-
-  /// The policy that applies to `key`: its override, or the policy.
-  [[nodiscard]] const Policy& for_key(std::string_view key) const {
-    const auto it = overrides.find(absl::string_view(key.data(), key.size()));
-    return it == overrides.end() ? *policy : *it->second;
-  }
-};
 
 /// Limits of the HTTP server. All durations and sizes are non-zero.
 struct HttpLimits {
@@ -75,20 +31,35 @@ struct HttpLimits {
   std::chrono::milliseconds drain_timeout{4'000};  ///< SIGTERM: in-flight requests get this long
 };
 
-/// Envoy's rate-limit service over gRPC (docs/envoy.md). Served only when `config_dir` is set.
+/// Envoy's rate-limit service over gRPC (docs/envoy.md): where it listens, where its rules come
+/// from, and how RlsService answers (it takes this struct as it is). Served only when `config_dir`
+/// is set. A request beyond any `max_*` bound is answered INVALID_ARGUMENT, and so is an empty
+/// domain, an empty descriptor list, a descriptor without entries or an entry without key.
 struct RlsSettings {
   std::string config_dir;  ///< a directory of envoyproxy/ratelimit YAML files; empty: no gRPC
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8081;
-  bool response_headers = false;  ///< RateLimit / X-RateLimit-* in response_headers_to_add
   bool merge_domains = false;     ///< files of one domain merge (envoyproxy's MERGE_DOMAIN_CONFIG)
-  bool dynamic_metadata = false;  ///< response dynamic_metadata (RESPONSE_DYNAMIC_METADATA)
-  bool shadow_mode = false;       ///< every answer OK, counted as it would be (SHADOW_MODE)
-  bool quota_mode = false;        ///< every rule in quota mode (QUOTA_MODE)
-  std::size_t max_message_bytes = 64 * 1024;
-  std::size_t max_descriptors = 64;
-  std::size_t max_entries = 16;
-  std::size_t max_string_bytes = 1024;
+  /// Add RateLimit-Policy, RateLimit, X-RateLimit-* (and Retry-After when over limit) to
+  /// `response_headers_to_add`, from the most constraining descriptor (off by default, as in
+  /// envoyproxy/ratelimit).
+  bool response_headers = false;
+  /// Fill the response's dynamic_metadata as envoyproxy/ratelimit does with
+  /// RESPONSE_DYNAMIC_METADATA (rls_dynamic_metadata in rls/call.hpp). Off by default.
+  bool dynamic_metadata = false;
+  /// envoyproxy's SHADOW_MODE: the overall code is always OK (statuses and counters as decided).
+  bool shadow_mode = false;
+  /// envoyproxy's QUOTA_MODE: every matched rule in quota mode (RlsRule::quota_mode).
+  bool quota_mode = false;
+  std::size_t max_message_bytes = 64 * 1024;  ///< serialized request size
+  std::size_t max_descriptors = 64;           ///< descriptors per request
+  std::size_t max_entries = 16;               ///< entries per descriptor
+  std::size_t max_string_bytes = 1024;        ///< domain, entry key, entry value
+  /// Decide on `batch_threads` storage threads that coalesce concurrent single-descriptor
+  /// requests into one storage batch (one Redis round trip), instead of on the calling thread.
+  /// Not read from the file: `floodgate serve` sets it like the HTTP service's `batching`.
+  bool batching = false;
+  unsigned batch_threads = 2;
 };
 
 /// Who may use the admin endpoints (docs/http-api.md, "Admin endpoints").
@@ -165,13 +136,5 @@ absl::Status check_startup(const Config& config);
 /// "host:port" → host, port. The host is an IP address literal ("[::1]" for IPv6), as the
 /// servers bind it. Errors name the text.
 absl::Status parse_listen(std::string_view text, std::string& host, std::uint16_t& port);
-
-/// A policy name the configuration accepts: 1 to kMaxNameBytes bytes, no control characters,
-/// none of the names the service uses itself ("inline", "other", or starting with "inline ").
-/// Errors: InvalidArgument with the reason.
-absl::Status check_policy_name(std::string_view name);
-
-/// An HTTP field name (RFC 9110 token: 1*tchar).
-bool is_http_token(std::string_view name) noexcept;
 
 }  // namespace floodgate::server

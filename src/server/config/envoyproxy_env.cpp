@@ -1,3 +1,4 @@
+// envoyproxy/ratelimit's environment variables applied to a Config (serve --envoyproxy-env).
 #include "server/config/envoyproxy_env.hpp"
 
 #include <algorithm>

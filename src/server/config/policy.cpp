@@ -1,7 +1,9 @@
+// Reading one `policies:` entry of the configuration file into a ServicePolicy.
 #include "server/config/policy.hpp"
 
 #include <fmt/format.h>
 
+#include "server/config/limits.hpp"
 #include "server/config/yaml_errors.hpp"
 
 namespace floodgate::server {

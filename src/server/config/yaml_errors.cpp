@@ -1,3 +1,4 @@
+// Typed reads of YAML nodes whose errors name the file, line, column and field.
 #include "server/config/yaml_errors.hpp"
 
 #include <fcntl.h>

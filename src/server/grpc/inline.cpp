@@ -1,3 +1,4 @@
+// ShouldRateLimit answered on gRPC's own threads when the storage decides in memory.
 #include "server/grpc/inline.hpp"
 
 #include <chrono>

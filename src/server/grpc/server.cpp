@@ -1,3 +1,4 @@
+// The gRPC server of Envoy's RateLimitService: listeners, TLS, and calls handed to RlsService.
 #include "server/grpc/server.hpp"
 
 #include <grpcpp/grpcpp.h>
@@ -96,7 +97,7 @@ absl::Status GrpcServer::start() {
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(address, credentials(tls_), &bound);
-  if (rls_.limits().batching) {
+  if (rls_.settings().batching) {
     handler_ = std::make_unique<Handler>(rls_);
     builder.RegisterService(handler_.get());
   } else {
@@ -105,7 +106,7 @@ absl::Status GrpcServer::start() {
   }
   // A request larger than the service's own cap is answered INVALID_ARGUMENT by RlsService; far
   // larger ones are refused by gRPC before they are parsed (RESOURCE_EXHAUSTED).
-  const std::size_t cap = rls_.limits().max_message_bytes;
+  const std::size_t cap = rls_.settings().max_message_bytes;
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<std::size_t>(cap * 4, 64u << 20)));
   server_ = builder.BuildAndStart();
   if (!server_ || bound == 0) {

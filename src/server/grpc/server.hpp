@@ -20,7 +20,7 @@ class TlsState;
 
 /// Serves ShouldRateLimit with no thread per call or per connection. With the memory store a call
 /// is decided on the one thread that polls gRPC's completion queue and read it (microseconds;
-/// grpc/inline.hpp); with a networked storage (RlsLimits::batching) gRPC's callback API matches it
+/// grpc/inline.hpp); with a networked storage (RlsSettings::batching) gRPC's callback API matches it
 /// and hands it to the service's storage threads, which decide concurrent calls in one batch (one
 /// Redis round trip) and finish them, so no gRPC thread waits for Redis (docs/envoy.md).
 ///

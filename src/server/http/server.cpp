@@ -1,3 +1,4 @@
+// The HTTP server: listeners, one I/O thread per core, and draining on SIGTERM.
 #include "server/http/server.hpp"
 
 #include <algorithm>
@@ -19,7 +20,7 @@ using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT
 
 namespace {
 
-void accept_loop(std::shared_ptr<HttpServer::Shared> shared, tcp::acceptor& acceptor, Batcher& batcher) {
+void accept_loop(std::shared_ptr<ServerState> shared, tcp::acceptor& acceptor, Batcher& batcher) {
   acceptor.async_accept([shared, &acceptor, &batcher](beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
     if (!ec) {
@@ -43,7 +44,7 @@ HttpServer::HttpServer(Service& service, const Config& config, const TlsState* t
       host_(config.listen_host),
       port_(config.listen_port),
       threads_(config.threads > 0 ? config.threads : std::max(1u, std::thread::hardware_concurrency())),
-      shared_(std::make_shared<Shared>()) {
+      shared_(std::make_shared<ServerState>()) {
   shared_->service = &service_;
   shared_->limits = config.http;
   shared_->tls = tls;

@@ -14,6 +14,7 @@
 namespace floodgate::server {
 
 class TlsState;
+struct ServerState;
 
 /// Listens on one address with one acceptor per I/O thread (SO_REUSEPORT: the kernel spreads
 /// connections, the threads share nothing but the service). Keep-alive; requests pipelined on a
@@ -39,14 +40,12 @@ class HttpServer {
   /// Waits for the I/O threads to end.
   void join();
 
-  struct Shared;  // what sessions share (implementation detail)
-
  private:
   Service& service_;
   std::string host_;
   std::uint16_t port_;
   unsigned threads_;
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<ServerState> shared_;
   std::vector<std::thread> workers_;
 };
 

@@ -14,13 +14,14 @@
 #include <boost/url/parse.hpp>
 #include <fmt/format.h>
 
+#include "server/http/request_target.hpp"
 #include "server/net/tls.hpp"
 
 namespace floodgate::server::detail {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared, Batcher& batcher,
+  Session(tcp::socket socket, std::shared_ptr<ServerState> shared, Batcher& batcher,
           std::shared_ptr<const TlsMaterial> tls)
       : stream_(std::move(socket), tls ? tls->http.get() : nullptr),
         tls_(std::move(tls)),
@@ -63,16 +64,6 @@ class Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
-  // POST /v1/simulate carries a trace: its body may be larger (max_simulate_body_bytes). The
-  // limit is chosen from the request line, which is nearly always in the buffer already; if it is
-  // not, the header is read first (one more step, for this rare case only).
-  static bool is_simulate(std::string_view request_line) {
-    constexpr std::string_view kPost = "POST ";
-    if (!request_line.starts_with(kPost)) return false;
-    const std::string_view target = request_line.substr(kPost.size());
-    return is_simulate_target(target.substr(0, target.find(' ')));
-  }
-
   // The header is read first (from the buffer when it is already there), then the body: a client
   // that sent `Expect: 100-continue` waits for the interim answer before sending its body.
   void read_request() {
@@ -80,8 +71,9 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto data = buffer_.cdata();
     const std::string_view head(static_cast<const char*>(data.data()), data.size());
     const std::size_t eol = head.find('\n');
-    // Beast checks Content-Length against the limit while parsing the header: when the target is
-    // not known yet, allow the larger one there; on_header holds the request to its own limit.
+    // Beast checks Content-Length against the limit while parsing the header, so the route's own
+    // limit is chosen from the request line, which is nearly always in the buffer already; when it
+    // is not, the larger limit holds there and on_header holds the request to its route's.
     parser_->body_limit(eol == std::string_view::npos
                             ? std::max(shared_->limits.max_body_bytes, shared_->limits.max_simulate_body_bytes)
                             : body_limit_for(head.substr(0, eol)));
@@ -100,15 +92,21 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   std::size_t body_limit_for(std::string_view request_line) const {
-    return is_simulate(request_line) ? shared_->limits.max_simulate_body_bytes : shared_->limits.max_body_bytes;
+    const std::optional<RequestLine> line = parse_request_line(request_line);
+    const RouteNeeds needs = line ? Service::needs(line->method, line->path) : RouteNeeds{};
+    return Service::body_limit(needs, shared_->limits);
+  }
+
+  // What the route of the request being read needs (the service's route table says).
+  RouteNeeds route_needs() const {
+    const auto& req = parser_->get();
+    return Service::needs(req.method(), target_path(std::string_view(req.target().data(), req.target().size())));
   }
 
   void on_header(beast::error_code ec) {
     if (ec) return on_read(ec);
     const auto& req = parser_->get();
-    const std::size_t limit = req.method() == http::verb::post && is_simulate_target(req.target())
-                                  ? shared_->limits.max_simulate_body_bytes
-                                  : shared_->limits.max_body_bytes;
+    const std::size_t limit = Service::body_limit(route_needs(), shared_->limits);
     parser_->body_limit(limit);  // chunked bodies count against it
     const auto field = req[http::field::content_length];
     std::uint64_t length = 0;
@@ -150,8 +148,8 @@ class Session : public std::enable_shared_from_this<Session> {
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     res_ = {};
     Service& service = *shared_->service;
-    if (parser_->get().method() == http::verb::post && is_simulate_target(parser_->get().target())) {
-      return simulate_elsewhere(service);
+    if (route_needs().off_thread) {
+      return run_elsewhere(service);
     }
     if (!service.prepare(parser_->get(), res_, pending_)) return write();
     if (!service.batches()) {
@@ -181,22 +179,6 @@ class Session : public std::enable_shared_from_this<Session> {
     return nullptr;
   }
 
-  // RFC 9112 §3.2.2: a server must accept a target in absolute form, "http://host:port/path?query"
-  // (which a client sends to a proxy). The path and query of an http or https one, as the origin
-  // form would give them; nothing for any other target (an origin form: the usual case, not parsed).
-  static std::optional<std::string> origin_of_absolute(std::string_view target) {
-    if (target.empty() || target.front() == '/') return std::nullopt;
-    const auto uri = boost::urls::parse_absolute_uri(target);
-    if (!uri || (uri->scheme_id() != boost::urls::scheme::http && uri->scheme_id() != boost::urls::scheme::https)) {
-      return std::nullopt;
-    }
-    std::string origin = uri->encoded_path().empty() ? "/" : std::string(uri->encoded_path());
-    if (uri->has_query()) {
-      origin += '?';
-      origin += uri->encoded_query();
-    }
-    return origin;
-  }
   // The service reads a target in origin form: an absolute one is rewritten so.
   static void to_origin_form(http::request<http::string_body>& req) {
     if (auto origin = origin_of_absolute(std::string_view(req.target().data(), req.target().size()))) {
@@ -204,22 +186,16 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  static bool is_simulate_target(beast::string_view target) {
-    constexpr std::string_view kPath = "/v1/simulate";
-    const std::optional<std::string> origin = origin_of_absolute(std::string_view(target.data(), target.size()));
-    const std::string_view t = origin ? std::string_view(*origin) : std::string_view(target.data(), target.size());
-    return t.starts_with(kPath) && (t.size() == kPath.size() || t[kPath.size()] == '?');
-  }
-
-  // POST /v1/simulate on the simulation thread; the answer is written back on this session's I/O
-  // thread. The session starts no other operation meanwhile, so the two threads never share it.
-  void simulate_elsewhere(Service& service) {
-    if (shared_->simulating.fetch_add(1) >= HttpServer::Shared::kMaxSimulations) {
+  // A route that runs off the I/O threads (RouteNeeds::off_thread: a simulation) on the
+  // simulation pool; the answer is written back on this session's I/O thread. The session starts
+  // no other operation meanwhile, so the two threads never share it.
+  void run_elsewhere(Service& service) {
+    if (shared_->simulating.fetch_add(1) >= ServerState::kMaxSimulations) {
       shared_->simulating.fetch_sub(1);
       res_.version(parser_->get().version());
       res_.keep_alive(parser_->get().keep_alive());
       respond_error(res_, http::status::service_unavailable,
-                    fmt::format("{} simulations are running or queued: try again", HttpServer::Shared::kMaxSimulations));
+                    fmt::format("{} simulations are running or queued: try again", ServerState::kMaxSimulations));
       res_.set(http::field::retry_after, "1");
       service.metrics().http_status(503);
       return write();
@@ -335,7 +311,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   Stream stream_;
   std::shared_ptr<const TlsMaterial> tls_;  // keeps the context of this connection's handshake
-  std::shared_ptr<HttpServer::Shared> shared_;
+  std::shared_ptr<ServerState> shared_;
   Batcher& batcher_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -362,7 +338,7 @@ void decide_batch(Batcher& batcher, Service& service, std::vector<std::shared_pt
   });
 }
 
-void start_session(tcp::socket socket, const std::shared_ptr<HttpServer::Shared>& shared, Batcher& batcher) {
+void start_session(tcp::socket socket, const std::shared_ptr<ServerState>& shared, Batcher& batcher) {
   std::shared_ptr<const TlsMaterial> tls = shared->tls != nullptr ? shared->tls->current() : nullptr;
   std::make_shared<Session>(std::move(socket), shared, batcher, std::move(tls))->start();
 }

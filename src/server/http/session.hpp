@@ -1,5 +1,5 @@
-// What the HTTP server's connections share, and the stream they read and write (plain or TLS).
-// Internal to http/server.cpp and http/session.cpp.
+// A connection of the HTTP server: the stream it reads and writes (plain or TLS), and how it is
+// started and answered. Internal to http/server.cpp and http/session.cpp.
 #pragma once
 
 #include <atomic>
@@ -13,8 +13,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 
-#include "server/common/coalescer.hpp"
-#include "server/http/server.hpp"
+#include "server/http/server_state.hpp"
 #include "server/net/stream_deadline.hpp"
 #include "server/net/tls_stream.hpp"
 
@@ -25,21 +24,6 @@ namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
 class Session;
-
-// Requests of one I/O thread waiting for a decision from a networked storage: collected while the
-// thread handles the events that are ready, then handed to its coalescer (common/coalescer.hpp), whose
-// storage thread decides everything handed over since its last batch with one round trip, so the
-// I/O thread goes on reading requests (and filling the next batch) while a batch is on the wire.
-// Also the I/O thread's own state for Session::give_way (its yield between rounds).
-struct Batcher {
-  static constexpr std::size_t kMax = 256;
-  asio::io_context* io = nullptr;
-  bool yield_due = false;  // I/O thread only: Session::give_way's yield is queued
-  std::chrono::steady_clock::time_point gave_way{};  // I/O thread only: its last yield
-  std::vector<std::shared_ptr<Session>> waiting;  // I/O thread only
-  bool scheduled = false;                         // I/O thread only
-  std::unique_ptr<Coalescer<std::shared_ptr<Session>>> coalescer;
-};
 
 // A connection's byte stream: TCP, or TLS over TCP (TlsStream). It is an Asio stream like either
 // (Beast's readers and Asio's writers take it), so one Session serves both; the TLS handshake is
@@ -100,34 +84,13 @@ class Stream {
 
 }  // namespace floodgate::server::detail
 
-namespace floodgate::server {
-
-struct HttpServer::Shared {
-  Service* service;
-  HttpLimits limits;
-  const TlsState* tls = nullptr;  // null: plain HTTP
-  std::vector<std::unique_ptr<detail::Batcher>> batchers;  // one per I/O thread
-  std::vector<std::unique_ptr<detail::asio::io_context>> contexts;
-  std::vector<std::unique_ptr<detail::tcp::acceptor>> acceptors;
-  std::atomic<bool> draining{false};
-  std::atomic<std::int64_t> in_flight{0};
-  // POST /v1/simulate (up to 10,000 requests through seven strategies: milliseconds to a few
-  // hundred under sanitizers) runs here, off the I/O threads, so that it never delays decisions.
-  // At most kMaxSimulations at once, queued included; beyond that: 503 with Retry-After.
-  static constexpr int kMaxSimulations = 4;
-  detail::asio::thread_pool simulations{1};
-  std::atomic<int> simulating{0};
-};
-
-namespace detail {
+namespace floodgate::server::detail {
 
 /// Starts serving an accepted connection (TLS with the material in force when the server has it).
-void start_session(tcp::socket socket, const std::shared_ptr<HttpServer::Shared>& shared, Batcher& batcher);
+void start_session(tcp::socket socket, const std::shared_ptr<ServerState>& shared, Batcher& batcher);
 
 /// On a storage thread: decides a batch of waiting requests with one round trip, then answers them
 /// back on their I/O thread.
 void decide_batch(Batcher& batcher, Service& service, std::vector<std::shared_ptr<Session>>& batch);
 
-}  // namespace detail
-
-}  // namespace floodgate::server
+}  // namespace floodgate::server::detail

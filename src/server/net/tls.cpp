@@ -1,3 +1,4 @@
+// The service's certificate: loading and checking the PEM files, and swapping them on reload.
 #include "server/net/tls.hpp"
 
 #include <fcntl.h>

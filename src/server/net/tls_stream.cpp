@@ -1,3 +1,4 @@
+// TLS over a TCP socket with GnuTLS, as an Asio stream (the HTTPS server's connections).
 #include "server/net/tls_stream.hpp"
 
 #include <sys/socket.h>

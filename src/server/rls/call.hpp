@@ -1,16 +1,35 @@
-// The gRPC service's view of one request between its steps (rls/service.cpp prepares and decides it,
-// rls/respond.cpp answers it).
+// One ShouldRateLimit call between its steps: the rules it runs under, each descriptor matched,
+// decided and answered (rls/service.cpp prepares and decides it, rls/respond.cpp answers it).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "server/rls/service.hpp"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "envoy/service/ratelimit/v3/rls.pb.h"
+#include "floodgate/clock.hpp"
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+#include "floodgate/storage.hpp"
+#include "server/rls/metrics.hpp"
+#include "server/rls/rules.hpp"
 
 namespace floodgate::server {
 
-struct RlsService::Item {
+namespace rlsv3 = ::envoy::service::ratelimit::v3;
+
+/// The rules a call runs under, with each rule's metrics slot; replaced whole by a reload.
+struct RlsInstalled {
+  std::shared_ptr<const RlsConfig> config;
+  absl::flat_hash_map<const RlsRule*, std::size_t> slots;
+};
+
+/// One descriptor of a call.
+struct RlsItem {
   const RlsRule* rule = nullptr;          // the matched rule (null: no match)
   std::shared_ptr<const Policy> policy;   // what the storage applies (null: no storage call)
   std::string key;
@@ -25,11 +44,12 @@ struct RlsService::Item {
   Decision decision;
 };
 
-struct RlsService::Prepared {
+/// A call between matching and deciding.
+struct RlsCall {
   const rlsv3::RateLimitRequest* request = nullptr;  // lives until the answer (should_rate_limit_async)
-  std::shared_ptr<const Installed> installed;
+  std::shared_ptr<const RlsInstalled> installed;
   std::string domain;
-  std::vector<Item> items;
+  std::vector<RlsItem> items;
   std::vector<Storage::BatchItem> batch;  // the items with a policy, in order
   std::vector<absl::StatusOr<Decision>> results;
   Micros now = 0;
@@ -39,6 +59,9 @@ struct RlsService::Prepared {
   // One storage call and nothing denied without it: the request can join any batch of hits.
   [[nodiscard]] bool single_hit() const { return batch.size() == 1 && !over; }
 };
+
+/// Whether a decision refuses the call: denied, and not by a rule in shadow mode.
+inline bool blocks(bool shadow, const Decision& d) noexcept { return !d.allowed && !shadow; }
 
 /// envoyproxy's response dynamic metadata: the domain, each descriptor's entries ("key=value"),
 /// limit and hits_addend, the request's hits_addend, and under "metadata" the `metadata` of the

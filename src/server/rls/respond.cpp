@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "floodgate/headers.hpp"
-#include "server/rls/call.hpp"
+#include "server/rls/service.hpp"
 
 namespace floodgate::server {
 
@@ -19,7 +19,6 @@ void set_duration(google::protobuf::Duration& out, Micros us) {
   out.set_seconds((us + kMicrosPerSecond - 1) / kMicrosPerSecond);
 }
 
-bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
 
 // The decision of a block-list rule (requests_per_unit 0): always over, until the unit's end.
 Decision deny_all(RlsUnit unit, Micros now) {
@@ -32,19 +31,19 @@ Decision deny_all(RlsUnit unit, Micros now) {
   return d;
 }
 
-void fill_status(const RlsService::Item& it, const Decision& d, bool denied, rlsv3::RateLimitResponse::DescriptorStatus& status);
+void fill_status(const RlsItem& it, const Decision& d, bool denied, rlsv3::RateLimitResponse::DescriptorStatus& status);
 void add_header(rlsv3::RateLimitResponse& response, std::string_view name, std::string_view value);
 
 // A blocking descriptor that no retry of the same cost can pass: a 0 limit (a block list) or hits
 // above the limit.
-bool never_fits(const RlsService::Item& it) {
+bool never_fits(const RlsItem& it) {
   return blocks(it.shadow, it.decision) && (it.deny_all || !it.decision.can_retry());
 }
 
 // The headers of such a descriptor. rate_limit_headers would give none (no policy) or
 // `Reset: 0` without `Retry-After`; here every field is the time to the end of the rule's unit
 // window, the soonest the answer can change (docs/envoy.md).
-std::vector<Header> never_fits_headers(const std::string& domain, const RlsService::Item& it, Micros now) {
+std::vector<Header> never_fits_headers(const std::string& domain, const RlsItem& it, Micros now) {
   const std::string name = it.rule != nullptr ? fmt::format("{}/{}", domain, it.rule->path) : domain + "/override";
   const Micros period = rls_unit_period(it.unit);
   const std::string q = std::to_string(it.requests_per_unit);
@@ -59,7 +58,7 @@ std::vector<Header> never_fits_headers(const std::string& domain, const RlsServi
 
 }  // namespace
 
-void RlsService::count(const Item& it, const Decision& d, bool charged) {
+void RlsService::count(const RlsItem& it, const Decision& d, bool charged) {
   if (it.slot >= RlsMetrics::kMaxSeries) return;
   const auto hits = static_cast<std::uint64_t>(it.hits);
   metrics_.add(it.slot, RlsMetrics::kTotalHits, hits);
@@ -74,7 +73,7 @@ void RlsService::count(const Item& it, const Decision& d, bool charged) {
   }
 }
 
-grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response) {
+grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response) {
   for (std::size_t i = 0; i < p.batch.size(); ++i) {
     if (!p.results[i].ok()) {  // a request the storage refuses (never a storage failure: Limiter)
       const bool bound = p.results[i].status().code() == absl::StatusCode::kResourceExhausted;
@@ -82,12 +81,12 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
                           std::string(p.results[i].status().message()));
     }
   }
-  const Item* constraining = nullptr;
+  const RlsItem* constraining = nullptr;
   bool overall_over = false;
   int quotas = 0;
   int quotas_over = 0;
   std::vector<const RlsMeta*> passed;  // the metadata of the descriptors that pass
-  for (Item& it : p.items) {
+  for (RlsItem& it : p.items) {
     auto* status = response.add_statuses();
     status->set_code(rlsv3::RateLimitResponse::OK);
     if (it.rule == nullptr && it.policy == nullptr && !it.deny_all) continue;  // no match
@@ -116,15 +115,15 @@ grpc::Status RlsService::respond(Prepared& p, rlsv3::RateLimitResponse& response
       constraining = &it;
     }
   }
-  overall_over = (overall_over || (quotas > 0 && quotas_over == quotas)) && !limits_.shadow_mode;
-  if (limits_.dynamic_metadata) rls_dynamic_metadata(*p.request, passed, *response.mutable_dynamic_metadata());
+  overall_over = (overall_over || (quotas > 0 && quotas_over == quotas)) && !settings_.shadow_mode;
+  if (settings_.dynamic_metadata) rls_dynamic_metadata(*p.request, passed, *response.mutable_dynamic_metadata());
   response.set_overall_code(overall_over ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
   const bool retryable_block = constraining != nullptr && blocks(constraining->shadow, constraining->decision) &&
                                constraining->decision.can_retry();
   const auto never = std::find_if(p.items.begin(), p.items.end(), never_fits);
-  if (limits_.response_headers && !retryable_block && never != p.items.end()) {
+  if (settings_.response_headers && !retryable_block && never != p.items.end()) {
     for (const auto& [name, value] : never_fits_headers(p.domain, *never, p.now)) add_header(response, name, value);
-  } else if (limits_.response_headers && constraining != nullptr) {
+  } else if (settings_.response_headers && constraining != nullptr) {
     Decision d = constraining->decision;
     if (constraining->shadow) d.allowed = true;
     for_each_rate_limit_header(*constraining->policy, d, [&](std::string_view name, std::string_view value) {
@@ -142,7 +141,7 @@ void add_header(rlsv3::RateLimitResponse& response, std::string_view name, std::
   h->set_value(value.data(), value.size());
 }
 
-void fill_status(const RlsService::Item& it, const Decision& d, bool denied,
+void fill_status(const RlsItem& it, const Decision& d, bool denied,
                  rlsv3::RateLimitResponse::DescriptorStatus& status) {
   status.set_code(denied ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
   auto* limit = status.mutable_current_limit();

@@ -1,3 +1,4 @@
+// Reading and checking envoyproxy/ratelimit rule files into an RlsConfig.
 #include "server/rls/rules.hpp"
 
 #include <algorithm>

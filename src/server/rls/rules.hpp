@@ -67,7 +67,7 @@ struct RlsRule {
   /// the metric label depends on how each entry matched (RlsDomain::walk), not only on the rule.
   bool walk = false;
   /// The descriptor's `metadata` (null when none): merged into the response's dynamic metadata
-  /// when the descriptor passes and the service is asked to (RlsLimits::dynamic_metadata).
+  /// when the descriptor passes and the service is asked to (RlsSettings::dynamic_metadata).
   std::shared_ptr<const RlsMeta> metadata;
   /// The policy the storage applies (null when unlimited or requests_per_unit is 0): the rule's
   /// algorithm (default fixed window aligned to the clock, as envoyproxy), burst and fail mode.
@@ -115,6 +115,10 @@ struct RlsNode {
 struct RlsStep {
   const RlsNode* node;
   RlsHow how;
+
+  /// The entry matched a `share_threshold` wildcard: every value it matches shares one counter,
+  /// keyed by the configured pattern instead of the value.
+  [[nodiscard]] bool shares_wildcard() const noexcept { return how == RlsHow::kWildcard && node->share_threshold; }
 };
 
 struct RlsDomain {

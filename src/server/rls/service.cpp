@@ -1,5 +1,5 @@
+// ShouldRateLimit without sockets: validating a call, matching its descriptors, deciding them.
 #include "server/rls/service.hpp"
-#include "server/rls/call.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -8,11 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "absl/container/flat_hash_set.h"
-
 #include "floodgate/headers.hpp"
 #include "floodgate/limiter.hpp"
-#include "server/api/metrics.hpp"
+#include "server/common/forget_removed.hpp"
+#include "server/rls/call.hpp"
 #include "storage/envoyproxy_layout.hpp"
 
 namespace floodgate::server {
@@ -31,7 +30,7 @@ std::string storage_key(std::string_view domain,
   for (int i = 0; i < d.entries_size(); ++i) {
     const auto& e = d.entries(i);
     const RlsStep* step = steps != nullptr ? &(*steps)[static_cast<std::size_t>(i)] : nullptr;
-    if (step != nullptr && step->how == RlsHow::kWildcard && step->node->share_threshold) {
+    if (step != nullptr && step->shares_wildcard()) {
       fmt::format_to(std::back_inserter(k), "|{}:{}*{}:{}", e.key().size(), e.key(), step->node->config_value.size(),
                      step->node->config_value);
     } else {
@@ -52,7 +51,7 @@ std::string envoyproxy_key(std::string_view domain,
   for (int i = 0; i < d.entries_size(); ++i) {
     const auto& e = d.entries(i);
     const RlsStep* step = steps != nullptr ? &(*steps)[static_cast<std::size_t>(i)] : nullptr;
-    const bool shared = step != nullptr && step->how == RlsHow::kWildcard && step->node->share_threshold;
+    const bool shared = step != nullptr && step->shares_wildcard();
     k.append(e.key()).append("_").append(shared ? step->node->config_value : e.value()).append("_");
   }
   return k;
@@ -74,7 +73,7 @@ std::string metric_label(const ::envoy::extensions::common::ratelimit::v3::RateL
       continue;
     }
     const RlsStep& step = (*steps)[static_cast<std::size_t>(i)];
-    const bool shared = step.how == RlsHow::kWildcard && step.node->share_threshold;
+    const bool shared = step.shares_wildcard();
     std::string_view value = e.value();
     if (shared || (!detailed && step.how == RlsHow::kWildcard && !step.node->value_to_metric)) {
       value = step.node->config_value;
@@ -90,26 +89,30 @@ std::string metric_label(const ::envoy::extensions::common::ratelimit::v3::RateL
 
 // ---- the service --------------------------------------------------------------------------------
 
-RlsService::RlsService(Limiter& limiter, RlsLimits limits)
-    : limiter_(limiter), limits_(limits), envoyproxy_keys_(limiter.storage().traits().envoyproxy_keys),
+RlsService::RlsService(Limiter& limiter, RlsSettings settings)
+    : RlsService(nullptr, &limiter, std::move(settings)) {}
+
+RlsService::RlsService(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> clock, RlsSettings settings)
+    : RlsService(std::make_unique<Limiter>(std::move(storage), std::move(clock)), nullptr, std::move(settings)) {}
+
+RlsService::RlsService(std::unique_ptr<Limiter> owned, Limiter* borrowed, RlsSettings settings)
+    : own_limiter_(std::move(owned)),
+      limiter_(own_limiter_ ? *own_limiter_ : *borrowed),
+      settings_(std::move(settings)),
+      envoyproxy_keys_(limiter_.storage().traits().envoyproxy_keys),
       installed_(nullptr) {
   limiter_.expect_groups();  // multi-descriptor calls are groups: single calls on their keys wait for them
   reload(std::make_shared<const RlsConfig>());
-  if (limits_.batching) {
-    coalescer_ = std::make_unique<Coalescer<Job>>(limits_.batch_threads,
+  if (settings_.batching) {
+    coalescer_ = std::make_unique<Coalescer<Job>>(settings_.batch_threads,
                                                   [this](std::vector<Job>& jobs) { decide_jobs(jobs); });
   }
-}
-
-RlsService::RlsService(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> clock, RlsLimits limits)
-    : RlsService(*new Limiter(std::move(storage), std::move(clock)), limits) {
-  own_limiter_.reset(&limiter_);
 }
 
 RlsService::~RlsService() { coalescer_.reset(); }
 
 void RlsService::reload(std::shared_ptr<const RlsConfig> config) {
-  auto in = std::make_shared<Installed>();
+  auto in = std::make_shared<RlsInstalled>();
   std::vector<std::pair<std::string, std::string>> rules;
   for (std::size_t i = 0; i < config->rules.size(); ++i) rules.emplace_back(config->rule_domains[i], config->rules[i]->path);
   metrics_.retain(rules);  // the series of removed rules go
@@ -118,7 +121,7 @@ void RlsService::reload(std::shared_ptr<const RlsConfig> config) {
       in->slots.emplace(config->rules[i], *s);
     }
   }
-  const std::shared_ptr<const Installed> old = installed_.get();
+  const std::shared_ptr<const RlsInstalled> old = installed_.get();
   in->config = std::move(config);
   installed_.publish(std::move(in));
   if (old != nullptr && old->config != nullptr) forget_removed(*old->config);
@@ -130,42 +133,40 @@ void RlsService::reload(std::shared_ptr<const RlsConfig> config) {
 // After a reload: frees what the storage holds for the rules whose state id the new rules no longer
 // have (removed, or another unit or algorithm); a rule whose amount changed keeps its usage.
 void RlsService::forget_removed(const RlsConfig& old) {
-  const std::shared_ptr<const Installed> now = installed_.get();
-  absl::flat_hash_set<std::string> kept;
-  for (const auto& rule : now->config->rules) {
-    if (rule->policy != nullptr) kept.insert(rule->policy->state_id());
-  }
-  for (const auto& rule : old.rules) {
-    if (rule->policy != nullptr && !kept.contains(rule->policy->state_id())) limiter_.storage().forget(*rule->policy);
-  }
+  const auto policies = [](const RlsConfig& c) {
+    std::vector<const Policy*> out;
+    for (const auto& rule : c.rules) out.push_back(rule->policy.get());
+    return out;
+  };
+  server::forget_removed(limiter_.storage(), policies(old), policies(*installed_.get()->config));
 }
 
 grpc::Status RlsService::validate(const rlsv3::RateLimitRequest& r) const {
   auto invalid = [](std::string message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); };
-  if (r.ByteSizeLong() > limits_.max_message_bytes) {
-    return invalid(fmt::format("the request is larger than {} bytes", limits_.max_message_bytes));
+  if (r.ByteSizeLong() > settings_.max_message_bytes) {
+    return invalid(fmt::format("the request is larger than {} bytes", settings_.max_message_bytes));
   }
   if (r.domain().empty()) return invalid("the domain is empty");
-  if (r.domain().size() > limits_.max_string_bytes) {
-    return invalid(fmt::format("the domain is longer than {} bytes", limits_.max_string_bytes));
+  if (r.domain().size() > settings_.max_string_bytes) {
+    return invalid(fmt::format("the domain is longer than {} bytes", settings_.max_string_bytes));
   }
   // NUL never reaches a key, a rule lookup or a metric name (the rule files refuse it too).
   if (r.domain().find('\0') != std::string::npos) return invalid("the domain has a NUL byte");
   if (r.descriptors_size() == 0) return invalid("the request has no descriptors");
-  if (static_cast<std::size_t>(r.descriptors_size()) > limits_.max_descriptors) {
-    return invalid(fmt::format("the request has more than {} descriptors", limits_.max_descriptors));
+  if (static_cast<std::size_t>(r.descriptors_size()) > settings_.max_descriptors) {
+    return invalid(fmt::format("the request has more than {} descriptors", settings_.max_descriptors));
   }
   for (int i = 0; i < r.descriptors_size(); ++i) {
     const auto& d = r.descriptors(i);
     if (d.entries_size() == 0) return invalid(fmt::format("descriptor {} has no entries", i));
-    if (static_cast<std::size_t>(d.entries_size()) > limits_.max_entries) {
-      return invalid(fmt::format("descriptor {} has more than {} entries", i, limits_.max_entries));
+    if (static_cast<std::size_t>(d.entries_size()) > settings_.max_entries) {
+      return invalid(fmt::format("descriptor {} has more than {} entries", i, settings_.max_entries));
     }
     for (const auto& e : d.entries()) {
       if (e.key().empty()) return invalid(fmt::format("descriptor {} has an entry with an empty key", i));
-      if (e.key().size() > limits_.max_string_bytes || e.value().size() > limits_.max_string_bytes) {
+      if (e.key().size() > settings_.max_string_bytes || e.value().size() > settings_.max_string_bytes) {
         return invalid(fmt::format("descriptor {} has a key or value longer than {} bytes", i,
-                                   limits_.max_string_bytes));
+                                   settings_.max_string_bytes));
       }
       if (e.key().find('\0') != std::string::npos || e.value().find('\0') != std::string::npos) {
         return invalid(fmt::format("descriptor {} has a NUL byte in a key or value", i));
@@ -211,7 +212,7 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
 
 // One descriptor: its rule, hits, limit (or override) and storage key.
 grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, const RlsDomain& domain,
-                                 const Installed& in, Item& it) {
+                                 const RlsInstalled& in, RlsItem& it) {
   const auto& d = request.descriptors(i);
   it.rule = domain.match(d.entries());
   std::vector<RlsStep> steps;  // how each entry matched, for rules whose key or label need it
@@ -227,7 +228,7 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
     it.unit = it.rule->unit;
     it.policy = it.rule->unlimited ? nullptr : it.rule->policy;
     if (auto s = in.slots.find(it.rule); s != in.slots.end()) it.slot = s->second;
-    it.quota = it.rule->quota_mode || limits_.quota_mode;
+    it.quota = it.rule->quota_mode || settings_.quota_mode;
     if (it.rule->detailed_metric || walked != nullptr) {
       // ERL's series name (detailed values, value_to_metric): its own bound (rls/metrics.hpp).
       std::string label = metric_label(d, walked, it.rule->detailed_metric);
@@ -257,15 +258,15 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
 
 namespace {
 // `replaces`: a matched rule that another matched rule names is not applied.
-template <class Item>
-void apply_replaces(std::vector<Item>& items) {
-  for (const Item& a : items) {
+template <class T>
+void apply_replaces(std::vector<T>& items) {
+  for (const T& a : items) {
     if (a.rule == nullptr || a.rule->replaces.empty()) continue;
-    for (Item& b : items) {
+    for (T& b : items) {
       if (&a == &b || b.rule == nullptr || b.rule->name.empty()) continue;
       for (const std::string& name : a.rule->replaces) {
         if (name == b.rule->name) {
-          b = Item{};
+          b = T{};
           break;
         }
       }
@@ -273,10 +274,9 @@ void apply_replaces(std::vector<Item>& items) {
   }
 }
 
-bool blocks(bool shadow, const Decision& d) { return !d.allowed && !shadow; }
 }  // namespace
 
-grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, Prepared& p) {
+grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, RlsCall& p) {
   if (grpc::Status s = validate(request); !s.ok()) return s;
   p.request = &request;
   p.installed = installed_.get();
@@ -289,7 +289,7 @@ grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, Prepare
     }
   }
   apply_replaces(p.items);
-  for (Item& it : p.items) {
+  for (RlsItem& it : p.items) {
     if (it.policy != nullptr) {
       it.result = p.batch.size();
       p.batch.push_back({it.policy.get(), it.key, it.hits, Effect::kHit, it.shadow || it.quota});
@@ -303,7 +303,7 @@ grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, Prepare
 // One storage call: atomic. Several: one group call, all or nothing (shadow-mode rules never
 // block the others); the Limiter makes a group atomic within this process where the storage's
 // group call is not atomic by itself.
-void RlsService::decide(Prepared& p) {
+void RlsService::decide(RlsCall& p) {
   p.now = limiter_.clock().now();
   if (p.batch.empty()) return;
   if (p.over) {  // a block-list rule denies: report the others' state, charge nothing
@@ -317,7 +317,7 @@ void RlsService::decide(Prepared& p) {
     return;
   }
   p.charged = limiter_.decide_group(p.batch, p.now, p.results);
-  for (const Item& it : p.items) {
+  for (const RlsItem& it : p.items) {
     if (it.policy != nullptr && p.results[it.result].ok()) {
       p.over = p.over || blocks(it.shadow || it.quota, *p.results[it.result]);
     }
@@ -328,7 +328,7 @@ void RlsService::decide(Prepared& p) {
 
 grpc::Status RlsService::should_rate_limit(const rlsv3::RateLimitRequest& request,
                                            rlsv3::RateLimitResponse& response) {
-  Prepared p;
+  RlsCall p;
   if (grpc::Status s = prepare(request, p); !s.ok()) return s;
   decide(p);
   return respond(p, response);
@@ -345,7 +345,7 @@ void RlsService::should_rate_limit_async(const rlsv3::RateLimitRequest& request,
     done(should_rate_limit(request, response));
     return;
   }
-  auto p = std::make_unique<Prepared>();
+  auto p = std::make_unique<RlsCall>();
   if (grpc::Status s = prepare(request, *p); !s.ok()) {
     done(s);
     return;
@@ -369,7 +369,7 @@ void RlsService::decide_jobs(std::vector<Job>& jobs) {
     return true;
   });
   std::vector<Storage::BatchItem> batch;
-  std::vector<Prepared*> owners;
+  std::vector<RlsCall*> owners;
   for (Job& j : jobs) {
     if (j.prepared->single_hit()) {
       batch.push_back(j.prepared->batch.front());

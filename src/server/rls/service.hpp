@@ -16,6 +16,8 @@
 #include "floodgate/clock.hpp"
 #include "floodgate/limiter.hpp"
 #include "server/common/coalescer.hpp"
+#include "server/config/config.hpp"
+#include "server/rls/call.hpp"
 #include "server/common/published.hpp"
 #include "server/rls/rules.hpp"
 #include "server/common/policy_cache.hpp"
@@ -24,31 +26,6 @@
 namespace floodgate::server {
 
 namespace rlsv3 = ::envoy::service::ratelimit::v3;
-
-/// Bounds on a request; a request beyond any of them is answered INVALID_ARGUMENT, and so is an
-/// empty domain, an empty descriptor list, a descriptor without entries or an entry without key.
-struct RlsLimits {
-  std::size_t max_message_bytes = 64 * 1024;  ///< serialized request size
-  std::size_t max_descriptors = 64;           ///< descriptors per request
-  std::size_t max_entries = 16;               ///< entries per descriptor
-  std::size_t max_string_bytes = 1024;        ///< domain, entry key, entry value
-  /// Add RateLimit-Policy, RateLimit, X-RateLimit-* (and Retry-After when over limit) to
-  /// `response_headers_to_add`, from the most constraining descriptor (off by default, as in
-  /// envoyproxy/ratelimit).
-  bool response_headers = false;
-  /// Decide on `batch_threads` storage threads that coalesce concurrent single-descriptor
-  /// requests into one storage batch (one Redis round trip), instead of on the calling thread.
-  /// For networked storages (`floodgate serve` sets it like the HTTP service's `batching`).
-  bool batching = false;
-  unsigned batch_threads = 2;
-  /// Fill the response's dynamic_metadata as envoyproxy/ratelimit does with
-  /// RESPONSE_DYNAMIC_METADATA (rls_dynamic_metadata in rls/call.hpp). Off by default.
-  bool dynamic_metadata = false;
-  /// envoyproxy's SHADOW_MODE: the overall code is always OK (statuses and counters as decided).
-  bool shadow_mode = false;
-  /// envoyproxy's QUOTA_MODE: every matched rule in quota mode (RlsRule::quota_mode).
-  bool quota_mode = false;
-};
 
 /// Answers ShouldRateLimit following envoyproxy/ratelimit's documented behaviour:
 /// - each descriptor's entries walk the domain's tree (RlsDomain::match); at each level a
@@ -68,11 +45,11 @@ struct RlsLimits {
 /// Thread-safety: `should_rate_limit` and `reload` may be called from any number of threads.
 class RlsService {
  public:
-  /// Decides through `limiter`, which must outlive the service (shared with the HTTP service,
-  /// so one pipeline decides and counts for both).
-  RlsService(Limiter& limiter, RlsLimits limits);
+  /// Decides through `limiter`, which must outlive the service (`floodgate serve` owns one Limiter
+  /// that this service and the HTTP API borrow, so one pipeline decides and counts for both).
+  RlsService(Limiter& limiter, RlsSettings settings);
   /// With a Limiter of its own over `storage`.
-  RlsService(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> clock, RlsLimits limits);
+  RlsService(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> clock, RlsSettings settings);
   /// Finishes the queued requests (calling their `done`), then stops the storage threads.
   ~RlsService();
 
@@ -85,7 +62,7 @@ class RlsService {
   grpc::Status should_rate_limit(const rlsv3::RateLimitRequest& request,
                                  rlsv3::RateLimitResponse& response);
 
-  /// The same, without blocking the caller when `limits().batching`: the decision is made on a
+  /// The same, without blocking the caller when `settings().batching`: the decision is made on a
   /// storage thread, and `done` is called there with the status once `response` is filled.
   /// `request` and `response` must live until then. Without batching, runs `done` before it
   /// returns.
@@ -101,45 +78,40 @@ class RlsService {
   /// `should_rate_limit` itself after asking whether its caller has gone.
   grpc::Status abandoned();
 
-  [[nodiscard]] const RlsLimits& limits() const noexcept { return limits_; }
+  [[nodiscard]] const RlsSettings& settings() const noexcept { return settings_; }
   [[nodiscard]] RlsMetrics& metrics() noexcept { return metrics_; }
   /// Drops the compiled limit overrides not used since the previous call (serve's Housekeeping
   /// calls it every few seconds; their state stays in the storage). Returns how many.
   std::size_t drop_unused_overrides() { return overrides_.drop_unused(); }
 
-  struct Item;      // one descriptor of a request (implementation detail: rls/call.hpp)
-  struct Prepared;  // a request between matching and deciding (likewise)
-
  private:
-  struct Installed {
-    std::shared_ptr<const RlsConfig> config;
-    absl::flat_hash_map<const RlsRule*, std::size_t> slots;
-  };
   struct Job {
-    std::unique_ptr<Prepared> prepared;
+    std::unique_ptr<RlsCall> prepared;
     rlsv3::RateLimitResponse* response;
     std::function<void(grpc::Status)> done;
     std::function<bool()> gone;
   };
 
   grpc::Status validate(const rlsv3::RateLimitRequest& request) const;
-  grpc::Status prepare(const rlsv3::RateLimitRequest& request, Prepared& p);
+  grpc::Status prepare(const rlsv3::RateLimitRequest& request, RlsCall& p);
   grpc::Status resolve(const rlsv3::RateLimitRequest& request, int i, const RlsDomain& domain,
-                       const Installed& in, Item& it);
-  void decide(Prepared& p);
-  grpc::Status respond(Prepared& p, rlsv3::RateLimitResponse& response);
+                       const RlsInstalled& in, RlsItem& it);
+  void decide(RlsCall& p);
+  grpc::Status respond(RlsCall& p, rlsv3::RateLimitResponse& response);
   void decide_jobs(std::vector<Job>& jobs);
   void forget_removed(const RlsConfig& old);
   std::shared_ptr<const Policy> override_policy(const RlsDomain& domain, const RlsRule* rule,
                                                 std::uint32_t requests_per_unit, RlsUnit unit);
-  void count(const Item& item, const Decision& d, bool charged);
+  void count(const RlsItem& item, const Decision& d, bool charged);
+
+  RlsService(std::unique_ptr<Limiter> owned, Limiter* borrowed, RlsSettings settings);
 
   std::unique_ptr<Limiter> own_limiter_;  // with the storage constructor only
   Limiter& limiter_;
-  RlsLimits limits_;
+  RlsSettings settings_;
   bool envoyproxy_keys_;  // the storage keeps eligible rules in envoyproxy's keys (storage traits)
   RlsMetrics metrics_;
-  Published<Installed> installed_;
+  Published<RlsInstalled> installed_;
   PolicyCache overrides_{1024};  // compiled limit overrides, least recently used dropped
   std::unique_ptr<Coalescer<Job>> coalescer_;  // with batching; last, so it is destroyed first
 };

@@ -42,7 +42,7 @@ using detail::Sliding;
 // Records absent for less than this are not reclaimed by the sweep that each insertion makes (at
 // the key bound they are): a key hit again within a second of going absent keeps its record, where
 // reclaiming it at once made every decision of a busy bucket or GCRA key a removal and an insertion
-// under the shard's exclusive lock (two threads were slower than one: issue 17).
+// under the shard's exclusive lock (two threads were slower than one).
 constexpr Micros kReclaimAfter = kMicrosPerSecond;
 
 // Policies that requests create (inline limits, limit overrides) are many and mostly small.
@@ -416,29 +416,6 @@ std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy, const Mem
   return detail::with_algorithm(policy, [&](auto a) -> std::unique_ptr<MemoryStorage::Table> {
     return std::make_unique<TableImpl<decltype(a)>>(policy, options, logs);
   });
-}
-
-const LogPool* LogBudget::reserve(std::int64_t bytes) noexcept {
-  // Compare and swap, never an add and a take-back: a pool never shows more than its bound, and a
-  // reservation that does not fit makes no other one fail.
-  const auto take = [bytes](LogPool& pool) {
-    std::int64_t was = pool.used.load(std::memory_order_relaxed);
-    do {
-      if (was + bytes > pool.max) return false;
-    } while (!pool.used.compare_exchange_weak(was, was + bytes, std::memory_order_relaxed));
-    return true;
-  };
-  if (!take(*all)) return all;
-  if (request != nullptr && !take(*request)) {
-    all->used.fetch_sub(bytes, std::memory_order_relaxed);
-    return request;
-  }
-  return nullptr;
-}
-
-void LogBudget::release(std::int64_t bytes) noexcept {
-  all->used.fetch_sub(bytes, std::memory_order_relaxed);
-  if (request != nullptr) request->used.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 }  // namespace floodgate

@@ -11,12 +11,18 @@
 
 #include <fmt/format.h>
 
-#include "storage/redis/redis_storage.hpp"
+#include "absl/status/statusor.h"
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+#include "floodgate/storage.hpp"
+#include "storage/redis/node.hpp"
+#include "storage/redis/protocol.hpp"
 #include "storage/redis/scripts_gen.hpp"
 
 namespace floodgate::redis {
 
-struct RedisStorage::Call {
+/// One command on its way: built by redis_storage.cpp, sent by run.cpp.
+struct Call {
   std::vector<std::string> argv;  // EVALSHA sha numkeys keys… args… (words 0 and 1 chosen when sent), or DEL keys…
   int slot = 0;
   const scripts::Script* script = nullptr;  // null: a plain command (DEL)
@@ -54,7 +60,7 @@ inline absl::Status io_error(const Node& node, const redisContext* c, int saved_
 /// Builds `c` for a policy kept in envoyproxy/ratelimit's keys (envoyproxy.cpp): false, leaving
 /// `c` alone, when the options or the policy do not ask for that layout (envoyproxy_window).
 bool envoyproxy_call(const RedisOptions& o, const Policy& policy, std::string_view key, std::int64_t cost,
-                     Effect effect, Micros now, RedisStorage::Call& c);
+                     Effect effect, Micros now, Call& c);
 
 }  // namespace detail
 

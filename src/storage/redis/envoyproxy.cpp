@@ -19,7 +19,7 @@ std::string envoyproxy_key(std::string_view prefix, std::string_view key, Micros
 namespace detail {
 
 bool envoyproxy_call(const RedisOptions& o, const Policy& policy, std::string_view key, std::int64_t cost,
-                     Effect effect, Micros now, RedisStorage::Call& c) {
+                     Effect effect, Micros now, Call& c) {
   if (!o.envoyproxy_keys || !envoyproxy_window(policy)) return false;
   const Limit& limit = policy.limits()[0];
   c.script = &scripts::kEnvoyproxy;

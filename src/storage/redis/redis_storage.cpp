@@ -199,7 +199,7 @@ absl::Status RedisStorage::refresh_topology_locked_out(bool force) {
 namespace {
 
 absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_view key,
-                       std::int64_t cost, Effect effect, Micros now, RedisStorage::Call& c) {
+                       std::int64_t cost, Effect effect, Micros now, Call& c) {
   if (auto s = check_policy(policy); !s.ok()) return s;
   if (detail::envoyproxy_call(o, policy, key, cost, effect, now, c)) return absl::OkStatus();
   const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];

@@ -37,6 +37,8 @@
 
 namespace floodgate::redis {
 
+struct Call;  // one command on its way (call.hpp)
+
 class RedisStorage final : public Storage {
  public:
   /// Builds the storage; connects lazily (see open).
@@ -89,8 +91,6 @@ class RedisStorage final : public Storage {
   /// Whether scripts go as FCALL of the function library (false: EVALSHA; see `scripts=`).
   [[nodiscard]] bool uses_functions() const noexcept { return functions_.load(); }
   [[nodiscard]] std::uint64_t redirects() const noexcept { return redirects_.load(); }
-
-  struct Call;  // one command on its way (redis_storage.cpp)
 
  private:
   Node* node_for_slot(int slot);  // null: Sentinel, no master found yet

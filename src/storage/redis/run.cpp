@@ -3,6 +3,7 @@
 #include <map>
 
 #include "storage/redis/call.hpp"
+#include "storage/redis/redis_storage.hpp"
 
 namespace floodgate::redis {
 
@@ -24,12 +25,12 @@ struct RedisStorage::Flight {
 };
 
 namespace {
-void finish_all(const std::vector<RedisStorage::Call*>& calls, const absl::Status& s);
+void finish_all(const std::vector<Call*>& calls, const absl::Status& s);
 
 // The command and its first argument for a script call, as it goes now.
-std::string_view script_word(const RedisStorage::Call& c, std::size_t i) {
+std::string_view script_word(const Call& c, std::size_t i) {
   if (c.fcall) return i == 0 ? std::string_view("FCALL") : c.script->function;
-  if (c.via == RedisStorage::Call::Via::kEval) return i == 0 ? std::string_view("EVAL") : c.script->text;
+  if (c.via == Call::Via::kEval) return i == 0 ? std::string_view("EVAL") : c.script->text;
   return i == 0 ? std::string_view("EVALSHA") : c.script->sha;
 }
 
@@ -43,7 +44,7 @@ void append_library_load(Lease& lease) {
 }  // namespace
 
 // Every call not done yet, by the server it goes to now (its ASK target, else its slot's owner).
-std::map<Node*, std::vector<RedisStorage::Call*>> RedisStorage::by_node(std::span<Call> calls) {
+std::map<Node*, std::vector<Call*>> RedisStorage::by_node(std::span<Call> calls) {
   std::map<Node*, std::vector<Call*>> groups;
   for (Call& c : calls) {
     if (!c.done) groups[c.ask_target != nullptr ? c.ask_target : node_for_slot(c.slot)].push_back(&c);
@@ -230,8 +231,8 @@ void RedisStorage::run(std::span<Call> calls) {
 }
 
 namespace {
-void finish_all(const std::vector<RedisStorage::Call*>& calls, const absl::Status& s) {
-  for (RedisStorage::Call* c : calls) {
+void finish_all(const std::vector<Call*>& calls, const absl::Status& s) {
+  for (Call* c : calls) {
     c->result = s;
     c->done = true;
   }

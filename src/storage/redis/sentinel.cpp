@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "storage/redis/call.hpp"
+#include "storage/redis/redis_storage.hpp"
 
 namespace floodgate::redis {
 

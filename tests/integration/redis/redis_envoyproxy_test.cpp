@@ -45,7 +45,7 @@ class RedisEnvoyproxy : public ::testing::Test {
     EXPECT_TRUE(server::parse_rls_file(kRules, "rules.yaml", *config).ok());
     const std::string query = layout ? "key_layout=envoyproxy&envoyproxy_prefix=" + prefix_ : "prefix=" + prefix_;
     auto storage = testing::open_url(cluster ? testing::cluster_url(query) : testing::single_url(query));
-    auto s = std::make_unique<RlsService>(storage, clock_, server::RlsLimits{});
+    auto s = std::make_unique<RlsService>(storage, clock_, server::RlsSettings{});
     s->reload(config);
     return s;
   }
