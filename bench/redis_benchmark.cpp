@@ -3,7 +3,7 @@
 // ratio is the client's overhead); redis-benchmark running the minimal script of the same
 // algorithm (bench/redis/minimal/*.lua, the yardstick named in the last column) the same way,
 // whose rate over our script's is the server cost of our script in units of the minimal one
-// (issue 17: goal ≤ 1.5); the server's own µs per call of each (INFO commandstats, usec_per_call:
+// ; the server's own µs per call of each (INFO commandstats, usec_per_call:
 // the script's run alone, without request parsing and reply writing; plain connections only) and
 // their ratio (the second "cost"); and the latency of single apply() calls (p50, p99).
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a rule set with nested wildcards and share_threshold costs per descriptor, against a plain
-# one-key rule (issue 14: "no slower than today's per descriptor"): ShouldRateLimit decisions/s
+# one-key rule: ShouldRateLimit decisions/s
 # and the server's CPU time per decision (utime + stime from /proc), memory store, REPS runs each,
 # interleaved, medians. An optional second binary (a build from before) runs the plain rule too.
 #   bench/grpc/rule_cost.sh build/release/floodgate build/release/bench/rls_load [BASE_FLOODGATE]

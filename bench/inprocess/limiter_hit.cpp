@@ -1,5 +1,5 @@
 // Limiter::hit with the system clock on the in-memory storage, in the scenarios of the peers
-// harness (../shared/peers/bench/floodgate/fg_inmem.cpp): one key or 100k keys visited
+// harness (bench/peers): one key or 100k keys visited
 // round-robin, "allow" (1e9/hour: never reached) or "deny" (1/hour: every timed decision is a
 // rejection), one thread or two threads on distinct halves of the keys, after one warm-up pass.
 // Scenarios 6 and 7 visit the 100k keys in a shuffled order instead (the warm-up still adds them
@@ -7,7 +7,7 @@
 // that lays records out in insertion order turns into a sequential scan the CPU prefetches, and
 // a service's traffic does not (bench/inprocess/visit_order.sh puts Guava beside it).
 // It reports the median of REPS runs per scenario, so that a change to the decision path shows
-// here before the side-by-side run (issue 17's target: 1.5× Guava's tryAcquire in each scenario).
+// here before the side-by-side run.
 //
 //   build/release/bench/limiter_hit [seconds=1] [reps=3] [algorithms=all, comma-separated]
 //                                   [scenarios=all: indexes into kScenarios, e.g. 01]

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Soak: policies that come and go (issue 19). Starts `floodgate serve` (memory store, gRPC rules)
+# Soak: policies that come and go. Starts `floodgate serve` (memory store, gRPC rules)
 # and drives it with policy_soak.js: distinct limit overrides over gRPC, distinct inline limits over
 # HTTP, reloads that change every limit, then an idle wait; prints RSS (start, peak, end),
 # decisions/s and the slowest call per phase, and what the service's housekeeping gave back
 # (policies dropped, trims and the longest trim, from /metrics).
 #   [SOAK_UNIT=second] bench/soak/run.sh FLOODGATE NODE_DIR [OVERRIDES] [INLINE] [RELOADS] [IDLE_SECONDS]
 # NODE_DIR holds @grpc/grpc-js (tests/integration/grpc/run.sh install NODE_DIR makes it).
-# Defaults: 100000 100000 1000 20. Use a release build, under the shared build lock:
-#   flock -o /work/.buildlock bench/soak/run.sh build/release/floodgate /tmp/node
+# Defaults: 100000 100000 1000 20. Use a release build on an otherwise idle machine:
+#   bench/soak/run.sh build/release/floodgate /tmp/node
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 floodgate="$(realpath "$1")"

@@ -1,5 +1,5 @@
 // Sliding window counter: the weighted two-bucket approximation of the moving window, with
-// epoch-aligned buckets (first-hit buckets would let a client bypass the limit; see seed 000).
+// epoch-aligned buckets (first-hit buckets would let a client bypass the limit: docs/algorithms.md).
 #include <algorithm>
 
 #include "algorithms/arith.hpp"

@@ -23,7 +23,7 @@ struct PaceArgs {
   bool stats = false;
 };
 
-// The policy of a run. Burst 1 (the default): the leaky bucket as a shaper (seed 002): every
+// The policy of a run. Burst 1 (the default): the leaky bucket as a shaper: every
 // admitted line gets the exact instant it may leave (`delay`), computed from the bucket's level
 // rather than from when this thread happened to wake, so scheduling latency never accumulates into
 // a lower rate. Its capacity of 2 is slack for that latency, not a burst: a shaper spaces lines by

@@ -1,4 +1,4 @@
-// The pure algorithm functions: the seeds' worked examples, and properties checked on random
+// The pure algorithm functions: the worked examples of docs/algorithms.md, and properties checked on random
 // request sequences against independent reference models.
 #include "floodgate/algorithms.hpp"
 
@@ -19,7 +19,7 @@ Limit limit(std::int64_t amount, Micros period, std::int64_t burst = 0) {
   return Limit::make(amount, period, burst).value();
 }
 
-// ---- seed 000: the moving window, 10/minute -------------------------------------------------
+// ---- the worked example: the moving window, 10/minute -------------------------------------------------
 TEST(MovingWindow, Seed000TenPerMinute) {
   const Limit l = limit(10, 60 * kSec);
   moving_window::State s;
@@ -44,7 +44,7 @@ TEST(MovingWindow, Seed000TenPerMinute) {
   EXPECT_EQ(d.remaining, 0);
 }
 
-// ---- seed 000: the sliding window counter, 100/minute with 80 + 40 -------------------------
+// ---- the worked example: the sliding window counter, 100/minute with 80 + 40 -------------------------
 TEST(SlidingWindow, Seed000EightyPlusForty) {
   const Limit l = limit(100, 60 * kSec);
   const Micros bucket = 600 * kSec;  // an epoch-aligned minute
@@ -66,7 +66,7 @@ TEST(SlidingWindow, Seed000EightyPlusForty) {
   EXPECT_TRUE(sliding_window::evaluate(s, l, bucket + 31'500'001, 2).allowed);
 }
 
-// ---- seed 001: a token bucket of 3 that refills one token every 4 s ---------------------------
+// ---- the worked example: a token bucket of 3 that refills one token every 4 s ---------------------------
 TEST(Bucket, Seed001ThreeTokensOneEveryFourSeconds) {
   const Limit l = limit(3, 12 * kSec);
   bucket::State s;
@@ -93,7 +93,7 @@ TEST(Bucket, Seed001ThreeTokensOneEveryFourSeconds) {
   }
 }
 
-// ---- seed 002: the leaky bucket as a shaper returns the wait for the water already in it ------
+// ---- the worked example: the leaky bucket as a shaper returns the wait for the water already in it ------
 TEST(Bucket, Seed002ShaperDelayIsLevelBeforeOverRate) {
   const Limit l = limit(3, 12 * kSec);  // leaks one drop every 4 s, holds 3
   bucket::State s;

@@ -1,4 +1,4 @@
-// The key space (issue 13): the state of (policy identity, user key) is reached by that pair
+// The key space: the state of (policy identity, user key) is reached by that pair
 // only. A property test generates adversarial names, overrides, rule paths and keys, and finds no
 // two distinct pairs sharing a memory table (the fingerprint) or a Redis key.
 #include <gtest/gtest.h>

@@ -102,8 +102,8 @@ TEST(MemoryStorage, AbsentEntriesAreReclaimedIncrementally) {
   EXPECT_EQ(storage.evictions(), 0u);
 }
 
-// Issue 17: keys revisited soon after going absent kept being removed and re-inserted (every
-// decision of a busy GCRA key took the shard's exclusive lock). Within a second of going absent a
+// Keys revisited soon after going absent are not removed and re-inserted (which would make every
+// decision of a busy GCRA key take the shard's exclusive lock): within a second of going absent a
 // record stays, and a decision on it is a plain decision.
 TEST(MemoryStorage, KeysAbsentForLessThanASecondAreNotReclaimed) {
   MemoryStorageOptions o;

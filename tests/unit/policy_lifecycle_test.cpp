@@ -1,5 +1,5 @@
 // Policies come and go: the memory store bounds and frees the tables of policies no longer used
-// (issue 19). Before: a table per policy, never freed, and the whole table map copied per policy.
+// (a table per policy, freed when idle; the table map is never copied per policy).
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -168,8 +168,8 @@ TEST(PolicyLifecycle, StorageUrlTakesTheLogBounds) {
   EXPECT_NE(unknown.status().message().find("max_request_log_bytes"), std::string_view::npos) << unknown.status();
 }
 
-// Issue 19: after a flood, an idle service kept its tables (and RSS) until the next decision;
-// the storage watch of `serve` now calls Storage::maintain after each probe.
+// After a flood, an idle service gives its tables (and RSS) back without waiting for a decision:
+// the storage watch of `serve` calls Storage::maintain after each probe.
 TEST(PolicyLifecycle, MaintainFreesIdleTablesWithoutADecision) {
   MemoryStorage storage;
   const Policy p = Policy::make("idle", Strategy::kGcra, "10/second").value();
@@ -203,7 +203,7 @@ TEST(PolicyLifecycle, TheStorageWatchMaintainsTheStorage) {
   EXPECT_GE(storage->calls.load(), 3);
 }
 
-// Issue 19, the soak's idle RSS: the directory of tables kept the slots of a flood's thousands of
+// The soak's idle RSS: the directory of tables must not keep the slots of a flood's thousands of
 // tables once they were freed (an absl map never shrinks by itself), and those slots, with the
 // cached policies below, pinned the pages of the freed tables around them.
 TEST(PolicyLifecycle, FreeingTablesGivesBackTheDirectorysSlots) {

@@ -215,8 +215,8 @@ TEST_F(ServiceTest, DegradedTotalsAgreeBetweenTheLiveViewThePoliciesAndMetrics) 
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503);  // a fail-closed policy's store is down
 }
 
-// Issue 19: a reload drops the metric series of the policies it removed (before: they stayed in
-// /metrics until restart, and took one of the bounded slots each); kept ones keep their counts.
+// A reload drops the metric series of the policies it removed (they would otherwise stay in
+// /metrics until restart, and take one of the bounded slots each); kept ones keep their counts.
 TEST_F(ServiceTest, AReloadDropsTheSeriesOfRemovedPoliciesAndKeepsTheOthers) {
   ASSERT_EQ(hit("api", "a").result_int(), 200);
   ASSERT_EQ(hit("login", "a").result_int(), 200);
@@ -239,7 +239,7 @@ TEST_F(ServiceTest, AReloadDropsTheSeriesOfRemovedPoliciesAndKeepsTheOthers) {
   EXPECT_EQ(metric(metrics(), "floodgate_decisions_total{policy=\"login\",result=\"allowed\"}"), 1u);
 }
 
-// Issue 15: the service may start before its store. While the store does not answer its probe,
+// The service may start before its store. While the store does not answer its probe,
 // a fail-closed policy makes /readyz 503; once it answers, failures from before no longer count.
 TEST_F(ServiceTest, ReadinessFollowsTheStorageProbe) {
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 200);

@@ -1,4 +1,4 @@
-// acquire on simulated time: the seed 004 scenario at exact instants, deadlines answered at once,
+// acquire on simulated time: 3 per second with 10 requests at once, at exact instants, deadlines answered at once,
 // FIFO order, shutdown and cancellation, the shaper; and the asynchronous form on real time.
 #include "floodgate/throttle.hpp"
 
@@ -47,9 +47,9 @@ struct Sim {
   void release_all() const { clock->set(kT0 + 100 * 3600 * kSec); }
 };
 
-// Seed 004: 3 per second, 10 requests at once. Returns the instants (µs after kT0) at which the
+// 3 per second, 10 requests at once. Returns the instants (µs after kT0) at which the
 // requests were admitted, checking at each step that none is admitted a microsecond early.
-std::vector<Micros> run_seed_004(Strategy strategy, const std::vector<Micros>& instants) {
+std::vector<Micros> run_three_per_second(Strategy strategy, const std::vector<Micros>& instants) {
   Sim sim;
   const Policy p = Policy::make("api", strategy, "3/second").value();
   std::atomic<int> granted{0};
@@ -84,7 +84,7 @@ std::vector<Micros> run_seed_004(Strategy strategy, const std::vector<Micros>& i
 TEST(Throttle, Seed004MovingWindowThreePerSecondTenAtOnce) {
   // The log frees all three slots one microsecond after they are a second old.
   const std::vector<Micros> at =
-      run_seed_004(Strategy::kMovingWindow, {kSec + 1, 2 * kSec + 2, 3 * kSec + 3});
+      run_three_per_second(Strategy::kMovingWindow, {kSec + 1, 2 * kSec + 2, 3 * kSec + 3});
   EXPECT_EQ(at, (std::vector<Micros>{0, 0, 0, kSec + 1, kSec + 1, kSec + 1, 2 * kSec + 2,
                                      2 * kSec + 2, 2 * kSec + 2, 3 * kSec + 3}));
 }
@@ -93,7 +93,7 @@ TEST(Throttle, Seed004GcraThreePerSecondTenAtOnce) {
   // 3 at once, then one every third of a second, each at ⌈k·10^6/3⌉ µs.
   std::vector<Micros> instants;
   for (int k = 1; k <= 7; ++k) instants.push_back((k * kSec + 2) / 3);
-  const std::vector<Micros> at = run_seed_004(Strategy::kGcra, instants);
+  const std::vector<Micros> at = run_three_per_second(Strategy::kGcra, instants);
   std::vector<Micros> want = {0, 0, 0};
   want.insert(want.end(), instants.begin(), instants.end());
   EXPECT_EQ(at, want);

@@ -1,4 +1,4 @@
-// The hardened configuration against the real binary (issue 13): a reload that would remove every
+// The hardened configuration against the real binary: a reload that would remove every
 // policy or that fails keeps the running configuration and is counted in /metrics; `--check-config`
 // refuses what `serve` would refuse; `promtool check metrics` accepts /metrics with policy names
 // chosen to provoke clashes.

@@ -85,7 +85,7 @@ TEST(Degraded, RedisKilledUnderLoadCountsEveryDegradedDecisionOnceEverywhere) {
   std::filesystem::remove_all(dir);
 }
 
-// Issue 15: `serve` used to exit when Redis was not reachable yet. Now it starts, decides by each
+// `serve` with Redis not reachable yet starts, decides by each
 // policy's fail mode (counted as degraded), reports not ready while a fail-closed policy's store
 // is down, and takes real decisions once Redis answers (connected in the background).
 TEST(Degraded, StartsBeforeRedisAndSwitchesToRealDecisionsOnceItAnswers) {
