@@ -97,6 +97,10 @@ absl::Status GrpcServer::start() {
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(address, credentials(tls_), &bound);
+  // gRPC binds with SO_REUSEPORT by default: a second server on this address would share its
+  // connections (and split the counts) without a word. Off: an address another process holds is
+  // refused at start.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (rls_.settings().batching) {
     handler_ = std::make_unique<Handler>(rls_);
     builder.RegisterService(handler_.get());
@@ -112,7 +116,10 @@ absl::Status GrpcServer::start() {
   if (!server_ || bound == 0) {
     if (inline_) inline_->stop();
     server_.reset();
-    return absl::UnavailableError(fmt::format("cannot listen for gRPC on {}", address));
+    return absl::UnavailableError(fmt::format(
+        "cannot listen for gRPC on {}: the address is in use (another process listening there?) or not "
+        "this machine's",
+        address));
   }
   port_ = static_cast<std::uint16_t>(bound);
   if (inline_) inline_->start();

@@ -1,7 +1,10 @@
 // The HTTP server: listeners, one I/O thread per core, and draining on SIGTERM.
 #include "server/http/server.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <thread>
 
@@ -16,7 +19,6 @@ using detail::Session;
 namespace asio = detail::asio;
 namespace beast = detail::beast;
 using tcp = detail::tcp;
-using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
 namespace {
 
@@ -59,21 +61,37 @@ absl::Status HttpServer::start() {
   beast::error_code ec;
   const auto address = asio::ip::make_address(host_, ec);
   if (ec) return absl::InvalidArgumentError(fmt::format("listen address \"{}\": {}", host_, ec.message()));
+  // One listening socket, bound without SO_REUSEPORT, so that an address another process holds
+  // (a second floodgate, a stale one after a restart) is refused instead of shared: with
+  // SO_REUSEPORT the kernel would split the connections between two processes, each with its own
+  // counts. Each I/O thread accepts on its own duplicate of that socket.
+  const tcp::endpoint endpoint(address, port_);
   for (unsigned i = 0; i < threads_; ++i) {
     shared_->contexts.push_back(std::make_unique<asio::io_context>(1));
     shared_->batchers.push_back(std::make_unique<Batcher>());
     shared_->batchers.back()->io = shared_->contexts.back().get();
     auto acceptor = std::make_unique<tcp::acceptor>(*shared_->contexts.back());
-    const tcp::endpoint endpoint(address, port_);
-    acceptor->open(endpoint.protocol(), ec);
-    if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor->set_option(reuse_port(true), ec);
-    if (!ec) acceptor->bind(endpoint, ec);
-    if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    if (i == 0) {
+      acceptor->open(endpoint.protocol(), ec);
+      if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);  // past TIME_WAIT only
+      if (!ec) acceptor->bind(endpoint, ec);
+      if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+      if (ec == asio::error::address_in_use) {
+        return absl::UnavailableError(fmt::format(
+            "cannot listen on {}:{}: another process is listening there (a second floodgate serve?); "
+            "stop it or choose another address with --listen",
+            host_, port_));
+      }
+      if (!ec) port_ = acceptor->local_endpoint().port();  // fixes an ephemeral port
+    } else {
+      const int fd = ::dup(shared_->acceptors.front()->native_handle());
+      if (fd < 0) ec.assign(errno, boost::system::system_category());
+      if (!ec) acceptor->assign(endpoint.protocol(), fd, ec);
+      if (ec && fd >= 0) ::close(fd);
+    }
     if (ec) {
       return absl::UnavailableError(fmt::format("cannot listen on {}:{}: {}", host_, port_, ec.message()));
     }
-    port_ = acceptor->local_endpoint().port();  // the first acceptor fixes an ephemeral port
     shared_->acceptors.push_back(std::move(acceptor));
   }
   for (unsigned i = 0; i < threads_; ++i) {

@@ -16,8 +16,9 @@ namespace floodgate::server {
 class TlsState;
 struct ServerState;
 
-/// Listens on one address with one acceptor per I/O thread (SO_REUSEPORT: the kernel spreads
-/// connections, the threads share nothing but the service). Keep-alive; requests pipelined on a
+/// Listens on one address, which no other process may hold (no SO_REUSEPORT: a second server on
+/// the same address is refused at start), and accepts on every I/O thread (the threads share
+/// nothing but the listening socket and the service). Keep-alive; requests pipelined on a
 /// connection are answered in order, with at most `max_pipelined` requests buffered ahead; header
 /// and body limits (431, 413); idle, request and write deadlines (slow clients are dropped); a
 /// bound on open connections. With a TlsState it speaks HTTPS only: each connection is set up with
@@ -30,7 +31,8 @@ class HttpServer {
   HttpServer(Service& service, const Config& config, const TlsState* tls = nullptr);
   ~HttpServer();
 
-  /// Binds and starts the I/O threads. Errors: Unavailable naming the address (in use, denied).
+  /// Binds and starts the I/O threads. Errors: Unavailable naming the address (held by another
+  /// process, denied).
   absl::Status start();
   /// The bound port (useful when the configured port was 0).
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
