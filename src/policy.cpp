@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "absl/status/status.h"
 #include "util/text.hpp"
@@ -36,6 +37,11 @@ absl::StatusOr<Strategy> parse_strategy(std::string_view name) {
   std::replace(normal.begin(), normal.end(), '_', '-');
   for (const auto& [strategy, n] : kStrategies) {
     if (normal == n) return strategy;
+  }
+  if (normal == "fixed-window-first-hit") {  // simulate's name for a lane
+    return absl::InvalidArgumentError(
+        "strategy \"fixed-window-first-hit\" is the fixed window anchored at each key's first hit: give "
+        "strategy fixed-window with anchor first-hit (anchor: first-hit in a file, --anchor first-hit)");
   }
   return absl::InvalidArgumentError(fmt::format(
       "unknown strategy \"{}\": expected fixed-window, moving-window, sliding-window-counter, "
@@ -87,6 +93,27 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
         fmt::format("policy \"{}\": anchor first-hit applies to fixed-window only, not {}", name, to_string(strategy)));
   }
   if (options.burst > 0) {
+    // A burst for the whole policy fills the limits without one of their own. Filling more than
+    // one is nearly always a mistake ("10/second; 1000/hour" with burst 20 makes the hour a bucket
+    // of 20 that refills one every 3.6 s): the burst is written beside the limit it belongs to.
+    std::vector<std::string> bare;
+    for (const Limit& l : limits) {
+      if (l.burst == 0) bare.push_back(to_string(l));
+    }
+    if (bare.size() > 1) {
+      std::string example;
+      bool placed = false;
+      for (const Limit& l : limits) {
+        if (!example.empty()) example += "; ";
+        example += to_string(l);
+        if (l.burst == 0 && !placed) example += fmt::format(" burst {}", options.burst);
+        placed = placed || l.burst == 0;
+      }
+      return absl::InvalidArgumentError(fmt::format(
+          "policy \"{}\": burst {} would be the capacity of each of the limits {}; write it beside the "
+          "limit it belongs to, e.g. \"{}\"",
+          name, options.burst, fmt::join(bare, ", "), example));
+    }
     for (Limit& l : limits) {
       if (l.burst == 0) l.burst = options.burst;
     }

@@ -1,5 +1,5 @@
-// The configuration schema (server/config/config.hpp): each hostile input of issue 13 that lies in the
-// loader, refused with file:line:column and the field, or checked as `serve` would start it.
+// The configuration schema (server/config/config.hpp): each hostile input that lies in the loader,
+// refused with file:line:column and the field, or checked as `serve` would start it.
 #include "server/config/config.hpp"
 
 #include <gtest/gtest.h>
@@ -154,6 +154,27 @@ TEST(RlsSchema, RulesAreCheckedAgainstTheStorage) {
   EXPECT_TRUE(check_rules_storage(c, "memory").ok());
   // capacity × period / amount = 1000 years: beyond what the Redis bucket script keeps exactly.
   EXPECT_FALSE(check_rules_storage(c, "redis://127.0.0.1:6379").ok());
+}
+
+// A `burst:` that would fill several limits is refused where it is written, naming the policy once
+// and showing the notation that says which limit it belongs to.
+TEST(ConfigSchema, APolicyWideBurstOverSeveralLimitsIsRefusedAtTheBurstLine) {
+  EXPECT_EQ(error_of("policies:\n  - name: api\n    strategy: gcra\n    limit: 10/second; 1000/hour\n    burst: 20\n"),
+            "cfg.yaml:5:12: policy \"api\": burst 20 would be the capacity of each of the limits 10/second, "
+            "1000/hour; write it beside the limit it belongs to, e.g. \"10/second burst 20; 1000/hour\"");
+  EXPECT_EQ(error_of("policies:\n  - {name: api, strategy: gcra, limit: 10/second burst 20; 1000/hour}\n"), "<ok>");
+  // The policy is named once, and a limit's own problem still points at `limit:`.
+  EXPECT_EQ(error_of("policies:\n  - {name: api, limit: 10/fortnight}\n").find("policy \"api\": policy"),
+            std::string::npos);
+  EXPECT_NE(error_of("policies:\n  - name: api\n    limit: 10/fortnight\n").find("cfg.yaml:3:12: policy \"api\": "),
+            std::string::npos);
+}
+
+TEST(ConfigSchema, AKeySourceWithoutANameSaysSo) {
+  EXPECT_EQ(error_of("policies:\n  - name: a\n    limit: 1/second\n    key: {header: }\n"),
+            "cfg.yaml:4:15: policy \"a\": key header needs a name, e.g. {header: X-Api-Key}");
+  EXPECT_NE(error_of("policies:\n  - name: a\n    limit: 1/second\n    key: {query: \"\"}\n").find("key query needs a name"),
+            std::string::npos);
 }
 
 }  // namespace

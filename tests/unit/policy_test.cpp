@@ -47,10 +47,24 @@ TEST(Strategy, NamesRoundTrip) {
     EXPECT_EQ(parse_strategy(to_string(s)).value(), s);
   }
   EXPECT_EQ(parse_strategy("token_bucket").value(), Strategy::kTokenBucket);
+  const auto lane = parse_strategy("fixed-window-first-hit");
+  ASSERT_FALSE(lane.ok());
+  EXPECT_NE(std::string(lane.status().message()).find("anchor first-hit"), std::string::npos) << lane.status();
   const auto bad = parse_strategy("lottery");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(std::string(bad.status().message()).find("\"lottery\""), std::string::npos);
 }
 
 }  // namespace
+TEST(Policy, APolicyBurstThatWouldFillSeveralLimitsIsRefused) {
+  PolicyOptions o;
+  o.burst = 20;
+  const auto p = Policy::make("api", Strategy::kGcra, "10/second; 1000/hour", o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("e.g. \"10/second burst 20; 1000/hour\""), std::string_view::npos) << p.status();
+  // One limit, or one limit left without a burst of its own: the burst is that limit's.
+  EXPECT_TRUE(Policy::make("api", Strategy::kGcra, "10/second", o).ok());
+  EXPECT_TRUE(Policy::make("api", Strategy::kGcra, "10/second; 1000/hour burst 1000", o).ok());
+}
+
 }  // namespace floodgate

@@ -92,6 +92,10 @@ KeySource parse_key_source(const std::string& source, const YAML::Node& key, con
   const bool header = static_cast<bool>(key["header"]);
   const YAML::Node& name = header ? key["header"] : key["query"];
   ks.kind = header ? KeySource::Kind::kHeader : KeySource::Kind::kQuery;
+  if (name.IsNull() || (name.IsScalar() && name.Scalar().empty())) {
+    fail(source, name, fmt::format("{}: key {} needs a name, e.g. {}", where, header ? "header" : "query",
+                                   header ? "{header: X-Api-Key}" : "{query: api_key}"));
+  }
   ks.name = scalar<std::string>(source, name, where + " key");
   if (header && !is_http_token(ks.name)) {
     fail(source, name, fmt::format("{}: key header \"{}\" is not an HTTP field name (letters, digits "
@@ -105,6 +109,23 @@ KeySource parse_key_source(const std::string& source, const YAML::Node& key, con
   return ks;
 }
 
+// Policy::make's message without its own `policy "NAME": ` prefix (the caller names the policy).
+std::string reason_of(const absl::Status& status, std::string_view name) {
+  std::string_view m(status.message().data(), status.message().size());
+  const std::string prefix = fmt::format("policy \"{}\": ", name);
+  if (m.starts_with(prefix)) m.remove_prefix(prefix.size());
+  return std::string(m);
+}
+
+// The field a refusal of Policy::make is about: burst, shape or anchor when it names one and the
+// entry has it, else the limit.
+YAML::Node field_of(const YAML::Node& node, std::string_view reason) {
+  for (const char* field : {"burst", "shape", "anchor"}) {
+    if (reason.find(field) != std::string_view::npos && node[field]) return node[field];
+  }
+  return node["limit"];
+}
+
 void parse_overrides(const std::string& source, const YAML::Node& overrides, const std::string& where,
                      const Policy& base, const PolicyOptions& options, ServicePolicy& sp) {
   if (!overrides.IsMap()) fail(source, overrides, where + ": overrides must map keys to limits");
@@ -116,7 +137,8 @@ void parse_overrides(const std::string& source, const YAML::Node& overrides, con
     const auto text = scalar<std::string>(source, kv.second, "override");
     auto op = Policy::make(fmt::format("{}/override/{}", base.name(), key), base.strategy(), text, options);
     if (!op.ok()) {
-      fail(source, kv.second, fmt::format("{} override \"{}\": {}", where, key, std::string(op.status().message())));
+      fail(source, kv.second, fmt::format("{} override \"{}\": {}", where, key,
+                                          reason_of(op.status(), fmt::format("{}/override/{}", base.name(), key))));
     }
     // Its own state, whatever the names: the identity is (policy, key), not the display name.
     sp.overrides.emplace(key, std::make_shared<const Policy>(op->with_identity(PolicyKind::kOverride, {base.name(), key})));
@@ -142,7 +164,10 @@ ServicePolicy parse_policy(const std::string& source, const YAML::Node& node) {
   PolicyOptions o = parse_options(source, node, where);
   const YAML::Node& limit_node = node["limit"];
   auto policy = Policy::make(name, *strategy, scalar<std::string>(source, limit_node, "limit"), o);
-  if (!policy.ok()) fail(source, limit_node, where + ": " + std::string(policy.status().message()));
+  if (!policy.ok()) {
+    const std::string reason = reason_of(policy.status(), name);
+    fail(source, field_of(node, reason), where + ": " + reason);
+  }
 
   ServicePolicy sp;
   sp.policy = std::make_shared<const Policy>(*std::move(policy));
