@@ -63,7 +63,7 @@ absl::StatusOr<std::shared_ptr<Storage>> open_storage(std::string_view text, Sto
     if (!o.ok()) return o.status();
     return std::make_shared<MemoryStorage>(*o);
   }
-  if (auto opened = open_memcached_storage(*url)) return *std::move(opened);
+  if (auto opened = open_memcached_storage(*url, start)) return *std::move(opened);
   if (auto opened = open_registered_storage(*url, start)) return *std::move(opened);
   return unknown_storage(text);
 }

@@ -80,9 +80,10 @@ absl::StatusOr<PolicyCheck> check_storage_url(std::string_view text);
 /// check_storage_url for the storage kinds that plug in (as open_registered_storage).
 std::optional<absl::StatusOr<PolicyCheck>> check_registered_storage(const StorageUrl& url);
 
-/// The memcached storage (storage/memcached/): nullopt for a scheme other than memcached.
+/// The memcached storage (storage/memcached/): nullopt for a scheme other than memcached. With
+/// kFailFast an unreachable server is an error; with kBackground it is not (as Redis).
 std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_memcached_storage(
-    const StorageUrl& url);
+    const StorageUrl& url, StorageStart start);
 
 /// check_storage_url for memcached:// (storage/memcached/): nullopt for another scheme.
 std::optional<absl::StatusOr<PolicyCheck>> check_memcached_storage(const StorageUrl& url);

@@ -1,5 +1,8 @@
 #include "storage/memcached/memcached_storage.hpp"
 
+#include <cctype>
+#include <cstring>
+
 #include <libmemcached/memcached.h>
 #include <libmemcachedutil-1.0/pool.h>
 
@@ -16,6 +19,16 @@ namespace floodgate::memcached {
 namespace {
 
 // Whether a return code means the server (or the way to it) failed, as opposed to an answer.
+// libmemcached's name of `rc` in lower case, with the system's reason when there is one
+// ("connection failure: Connection refused"). Its last-error message carries a pointer and a
+// source location, which no user needs.
+std::string error_text(const memcached_st* m, memcached_return_t rc) {
+  std::string t = memcached_strerror(m, rc);
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (const int e = memcached_last_error_errno(m); e != 0) t += fmt::format(": {}", std::strerror(e));
+  return t;
+}
+
 bool is_connection_failure(memcached_return_t rc) {
   switch (rc) {
     case MEMCACHED_CONNECTION_FAILURE:
@@ -111,22 +124,27 @@ MemcachedStorage::~MemcachedStorage() {
   memcached_free(master_);
 }
 
-absl::StatusOr<std::shared_ptr<MemcachedStorage>> MemcachedStorage::open(MemcachedOptions options) {
+absl::StatusOr<std::shared_ptr<MemcachedStorage>> MemcachedStorage::open(MemcachedOptions options,
+                                                                       StorageStart start) {
   auto storage = std::make_shared<MemcachedStorage>(std::move(options));
   if (storage->pool_ == nullptr) return absl::InternalError("memcached: cannot create the pool");
-  auto lease = storage->acquire();
+  if (start == StorageStart::kFailFast) {
+    if (auto s = storage->probe(); !s.ok()) return s;
+  }
+  return storage;
+}
+
+absl::Status MemcachedStorage::probe() {
+  auto lease = acquire();
   if (!lease.ok()) return lease.status();
   // memcached_stat asks every server: each must answer.
   memcached_return_t rc = MEMCACHED_SUCCESS;
   memcached_stat_st* stat = memcached_stat(lease->get(), nullptr, &rc);
   if (stat != nullptr) memcached_stat_free(lease->get(), stat);
-  if (rc != MEMCACHED_SUCCESS) {
-    std::string names;
-    for (const Server& s : storage->options_.servers) names += (names.empty() ? "" : ",") + s.name();
-    return absl::UnavailableError(fmt::format("memcached {}: {}", names,
-                                              memcached_last_error_message(lease->get())));
-  }
-  return storage;
+  if (rc == MEMCACHED_SUCCESS) return absl::OkStatus();
+  std::string names;
+  for (const Server& s : options_.servers) names += (names.empty() ? "" : ",") + s.name();
+  return absl::UnavailableError(fmt::format("memcached {}: no answer ({})", names, error_text(lease->get(), rc)));
 }
 
 std::vector<Storage::ServerState> MemcachedStorage::servers() const {
@@ -191,7 +209,7 @@ absl::Status MemcachedStorage::record(memcached_st* m, std::uint32_t server, int
     h.breaker.on_failure(now);
   }
   const std::string message = fmt::format("memcached {}: {}", options_.servers[server].name(),
-                                          memcached_last_error_message(m));
+                                          error_text(m, rc));
   if (rc == MEMCACHED_TIMEOUT) return absl::DeadlineExceededError(message);
   return absl::UnavailableError(message);
 }
@@ -218,7 +236,7 @@ absl::StatusOr<MemcachedStorage::Got> MemcachedStorage::get(memcached_st* m, std
   if (rc != MEMCACHED_SUCCESS) {
     return absl::InternalError(fmt::format("memcached {}: gets: {}",
                                            options_.servers[server].name(),
-                                           memcached_last_error_message(m)));
+                                           error_text(m, rc)));
   }
   return g;
 }
@@ -268,7 +286,7 @@ absl::StatusOr<Decision> MemcachedStorage::decide(memcached_st* m, const Policy&
       return absl::InternalError(fmt::format("memcached {}: {}: {}",
                                              options_.servers[server].name(),
                                              got.found ? "cas" : "add",
-                                             memcached_last_error_message(m)));
+                                             error_text(m, rc)));
     }
     conflicts_.fetch_add(1, std::memory_order_relaxed);  // another client wrote: again
   }
@@ -358,7 +376,7 @@ absl::Status MemcachedStorage::clear(const Policy& policy, std::string_view key)
   if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_NOTFOUND) {
     return absl::InternalError(fmt::format("memcached {}: delete: {}",
                                            options_.servers[server].name(),
-                                           memcached_last_error_message(lease->get())));
+                                           error_text(lease->get(), rc)));
   }
   return absl::OkStatus();
 }
@@ -369,11 +387,11 @@ absl::Status MemcachedStorage::clear(const Policy& policy, std::string_view key)
 namespace floodgate {
 
 std::optional<absl::StatusOr<std::shared_ptr<Storage>>> open_memcached_storage(
-    const StorageUrl& url) {
+    const StorageUrl& url, StorageStart start) {
   auto options = memcached::parse_memcached_url(url);
   if (!options) return std::nullopt;
   if (!options->ok()) return absl::StatusOr<std::shared_ptr<Storage>>(options->status());
-  auto storage = memcached::MemcachedStorage::open(**std::move(options));
+  auto storage = memcached::MemcachedStorage::open(**std::move(options), start);
   if (!storage.ok()) return absl::StatusOr<std::shared_ptr<Storage>>(storage.status());
   return absl::StatusOr<std::shared_ptr<Storage>>(std::shared_ptr<Storage>(*std::move(storage)));
 }

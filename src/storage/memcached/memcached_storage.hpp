@@ -45,8 +45,14 @@ class MemcachedStorage final : public Storage {
   MemcachedStorage(const MemcachedStorage&) = delete;
   MemcachedStorage& operator=(const MemcachedStorage&) = delete;
 
-  /// Builds the storage and checks that every server answers. Errors: Unavailable.
-  static absl::StatusOr<std::shared_ptr<MemcachedStorage>> open(MemcachedOptions options);
+  /// Builds the storage. With kFailFast, checks that every server answers (Unavailable naming the
+  /// servers otherwise); with kBackground, an unreachable server is no error: calls fail (and each
+  /// policy's fail mode decides) until it answers, retried with the breaker's backoff.
+  static absl::StatusOr<std::shared_ptr<MemcachedStorage>> open(MemcachedOptions options,
+                                                                StorageStart start = StorageStart::kFailFast);
+
+  /// Asks every server for its statistics: Unavailable naming them when one does not answer.
+  absl::Status probe() override;
 
   absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key, std::int64_t cost,
                                  Effect effect, Micros now) override;

@@ -436,6 +436,24 @@ double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
+// `--storage-start background` (serve's default): no server yet is no error at start; the probe
+// (and /readyz) says why, in words of our own (libmemcached's last-error text carries a pointer
+// and a source location).
+TEST(MemcachedFailure, ABackgroundStartOpensWithoutAServerAndTheProbeSaysWhy) {
+  const std::string url = url_for(free_port(), "timeout_ms=50&connect_timeout_ms=50");
+  auto opened = open_storage(url, StorageStart::kBackground);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  const absl::Status probe = (*opened)->probe();
+  EXPECT_EQ(probe.code(), absl::StatusCode::kUnavailable) << probe;
+  EXPECT_NE(probe.message().find("no answer"), std::string_view::npos) << probe;
+  const auto fail_fast = open_storage(url, StorageStart::kFailFast);
+  ASSERT_FALSE(fail_fast.ok());
+  for (const absl::Status& s : {probe, fail_fast.status()}) {
+    EXPECT_EQ(s.message().find(".cc:"), std::string_view::npos) << s;
+    EXPECT_EQ(s.message().find("0x"), std::string_view::npos) << s;
+  }
+}
+
 TEST(MemcachedFailure, NoServerFailsOpenOrClosedQuicklyAndOpenReportsIt) {
   const MemcachedOptions o = options_of(url_for(free_port(), "timeout_ms=50&connect_timeout_ms=50"));
   EXPECT_EQ(MemcachedStorage::open(o).status().code(), absl::StatusCode::kUnavailable);
