@@ -69,6 +69,9 @@ struct LogRecord {
   Micros time = 0;         ///< µs since the epoch
   std::string key;
   std::int64_t cost = 1;   ///< the JSON field "cost" when present, else 1
+  /// A field the key names is not on this line: its part of the key is "-" (as nginx logs an
+  /// absent value).
+  bool key_missing = false;
 };
 
 struct LogReaderOptions {
@@ -91,6 +94,8 @@ struct LogStats {
   std::int64_t reordered = 0;      ///< requests logged earlier than one before them (their time is
                                    ///< taken as the latest seen: logs are written at completion)
   std::vector<std::string> examples;  ///< "line 12: <problem>: <the line, cut at 200 bytes>"
+  std::int64_t key_missing = 0;    ///< records whose key names a field the line does not have
+  std::vector<std::string> fields;    ///< the fields of the first record (canonical names)
 };
 
 /// Reads a log line by line, plain or gzip'd (detected by content), with lines of at most 64 KiB.
@@ -120,6 +125,9 @@ class LineParser {
   virtual ~LineParser() = default;
   /// The request of `line`, or InvalidArgument saying what is wrong with it.
   virtual absl::StatusOr<LogRecord> parse(std::string_view line) = 0;
+  /// The canonical names of the fields of the line parsed last (canonical_field), for messages
+  /// such as "no field ipp; this log's fields: …".
+  [[nodiscard]] virtual std::vector<std::string> fields() const = 0;
 };
 
 /// The format a log's first line looks like (kAuto when none fits).

@@ -26,7 +26,8 @@ struct StreamOptions {
   /// neighbours) whenever the trace outgrows them, so between half and all of them are in use.
   std::size_t columns = 600;
   /// Requests are kept one by one (with every row's decision) while there are at most this many;
-  /// past it only those of `focus` are kept (and at most this many of them).
+  /// past it only those of `focus` are kept (and at most this many of them). With a `focus`, the
+  /// result holds that key's requests alone, whatever the trace's size.
   std::size_t max_marks = 20'000;
   std::string focus;               ///< a key whose requests are always kept (empty = none)
   std::size_t top_keys = 15;       ///< how many keys StreamResult::top lists
@@ -61,7 +62,7 @@ struct StreamResult {
   std::size_t bins = 0;        ///< bins in use (each row's bins.size())
   std::vector<StreamRow> rows;
   /// The requests kept one by one (t relative to `first`): all of them when `all_marked`, else
-  /// only the focus key's.
+  /// only the focus key's (none when no request has it).
   std::vector<TraceEvent> marked;
   bool all_marked = false;
   struct TopKey {

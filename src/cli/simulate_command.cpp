@@ -1,10 +1,12 @@
 // floodgate simulate: traffic (generated, or an access log of any size) through several strategies
 // and policies side by side; a summary table and a chart or an HTML report.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "floodgate/access_log.hpp"
@@ -38,6 +40,19 @@ int fail(std::string_view message, int code = 2) {
 
 bool generated(std::string_view traffic) {
   return traffic.starts_with("poisson:") || traffic.starts_with("burst:");
+}
+
+// "poison:rate=…": a misspelt kind of generated traffic, not a log file to open.
+absl::Status check_traffic(const std::string& traffic) {
+  if (generated(traffic) || std::filesystem::exists(traffic)) return absl::OkStatus();
+  const std::size_t colon = traffic.find(':');
+  if (colon == std::string::npos || colon == 0) return absl::OkStatus();
+  const std::string kind = traffic.substr(0, colon);
+  if (kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos) return absl::OkStatus();
+  return absl::InvalidArgumentError(fmt::format(
+      "--traffic \"{}\": unknown kind \"{}\" (poisson:rate=R,duration=D or burst:n=N,at=T, parts joined "
+      "with +), and no file of that name",
+      traffic, kind));
 }
 
 absl::Status feed_generated(const SimulateArgs& a, StreamingSimulation& sim) {
@@ -82,12 +97,26 @@ absl::Status feed_log(const SimulateArgs& a, StreamingSimulation& sim, std::vect
     for (const std::string& n : notes) message += "\n  " + n;
     return absl::InvalidArgumentError(message);
   }
+  // A key field that no line has (a typo, a header the format does not log) would put every
+  // request under one key "-" and change every figure: refused. Some lines without it: a warning.
+  const std::string known = st.fields.empty() ? std::string("none") : fmt::format("{}", fmt::join(st.fields, ", "));
+  if (!o.key.parts.empty() && st.key_missing == st.records) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--key {}: no request of {} has that field, so every key would be \"-\"; the log's fields: {}", a.key,
+        a.traffic, known));
+  }
+  if (st.key_missing * 10 > st.records) {
+    notes.push_back(fmt::format("warning: --key {}: {} of {} requests lack a field of the key and count under \"-\" "
+                                "(the log's fields: {})",
+                                a.key, st.key_missing, st.records, known));
+  }
   return absl::OkStatus();
 }
 
 void print_table(const StreamResult& r, std::string_view traffic) {
   const Micros span = r.requests ? r.last - r.first : 0;
-  std::cout << fmt::format("{} requests over {} s ({}), {} keys\n", r.requests, format_seconds(span), traffic, r.keys);
+  std::cout << fmt::format("{} requests over {} s ({}), {} key{}\n", r.requests, format_seconds(span), traffic, r.keys,
+                           r.keys == 1 ? "" : "s");
   std::string limit;
   for (const StreamRow& row : r.rows) {
     if (row.limit != limit || &row == &r.rows.front()) {
@@ -136,10 +165,17 @@ int run(const SimulateArgs& a) {
   auto sim = StreamingSimulation::make(o);
   if (!sim.ok()) return fail(std::string(sim.status().message()));
   std::vector<std::string> notes;
+  if (absl::Status s = check_traffic(a.traffic); !s.ok()) return fail(std::string(s.message()));
   const absl::Status fed = generated(a.traffic) ? feed_generated(a, **sim) : feed_log(a, **sim, notes);
   if (!fed.ok()) return fail(std::string(fed.message()));
   for (std::size_t i = 1; i < notes.size(); ++i) std::cerr << "floodgate simulate: " << notes[i] << "\n";
   const StreamResult r = (*sim)->result();
+  if (!a.focus.empty() && r.marked.empty()) {
+    std::string top;
+    for (std::size_t i = 0; i < std::min<std::size_t>(r.top.size(), 5); ++i) top += (i == 0 ? "" : ", ") + r.top[i].key;
+    std::cerr << "floodgate simulate: warning: --focus \"" << a.focus << "\": no request has this key"
+              << (top.empty() ? std::string() : " (the most blocked: " + top + ")") << "\n";
+  }
   print_table(r, a.traffic);
   return a.out.empty() ? 0 : write_output(a, r, notes);
 }

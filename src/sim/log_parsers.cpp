@@ -64,7 +64,7 @@ class FieldsParser : public LineParser {
     auto time = find_time();
     if (!time.ok()) return time.status();
     r.time = *time;
-    if (absl::Status s = build_key(r.key); !s.ok()) return s;
+    if (absl::Status s = build_key(r.key, r.key_missing); !s.ok()) return s;
     if (auto cost = value("cost")) {
       std::int64_t c = -1;
       const auto [end, ec] = std::from_chars(cost->data(), cost->data() + cost->size(), c);
@@ -106,7 +106,7 @@ class FieldsParser : public LineParser {
     return std::nullopt;
   }
 
-  absl::Status build_key(std::string& key) const {
+  absl::Status build_key(std::string& key, bool& missing) const {
     if (options_.key.parts.empty()) {  // auto: the trace's "key", else the client address
       if (auto v = value("key"); v && !v->empty()) {
         key = *v;
@@ -121,6 +121,7 @@ class FieldsParser : public LineParser {
       if (i > 0) key += '|';
       const auto v = p.field == "ip" ? address() : value(p.field);
       if (p.field == "ip" && !v) return bad("no client address (choose a key field with --key)");
+      if (!v) missing = true;
       if (!v || v->empty()) {
         key += '-';
       } else if (p.field == "ip" || p.prefix_bits >= 0) {
@@ -182,6 +183,9 @@ class LayoutParser final : public FieldsParser {
   std::optional<std::string_view> value(std::string_view name) const override {
     return named(names_, values_, name);
   }
+
+ public:
+  [[nodiscard]] std::vector<std::string> fields() const override { return names_; }
 
  private:
   bool add(std::string& literal, std::string_view name) {
@@ -259,6 +263,13 @@ class JsonParser final : public FieldsParser {
     return std::nullopt;
   }
 
+ public:
+  [[nodiscard]] std::vector<std::string> fields() const override {
+    std::vector<std::string> out;
+    for (const auto& [n, v] : fields_) out.emplace_back(n);
+    return out;
+  }
+
  private:
   boost::json::value doc_;
   // raw name → canonical (names repeat); a node-based map, as fields_ points into its values
@@ -318,6 +329,9 @@ class CsvParser final : public FieldsParser {
   std::optional<std::string_view> value(std::string_view name) const override {
     return named(names_, values_, name);
   }
+
+ public:
+  [[nodiscard]] std::vector<std::string> fields() const override { return names_; }
 
  private:
   std::vector<std::string> names_;

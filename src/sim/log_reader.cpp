@@ -75,6 +75,8 @@ class FileLogReader final : public LogReader {
       }
       latest_ = r->time;
       ++stats_.records;
+      if (r->key_missing) ++stats_.key_missing;
+      if (stats_.records == 1) stats_.fields = parser_->fields();
       return *std::move(r);
     }
     return std::nullopt;

@@ -221,6 +221,18 @@ StreamResult Simulation::result() const {
   }
   r.marked = marked_;
   r.all_marked = all_marked_;
+  if (all_marked_ && !options_.focus.empty()) {
+    // A focus draws that key's requests alone, however few the requests are.
+    std::vector<TraceEvent> events;
+    for (StreamRow& row : r.rows) row.marks.clear();
+    for (std::size_t i = 0; i < marked_.size(); ++i) {
+      if (marked_[i].key != options_.focus) continue;
+      events.push_back(marked_[i]);
+      for (std::size_t k = 0; k < rows_.size(); ++k) r.rows[k].marks.push_back(rows_[k].out.marks[i]);
+    }
+    r.marked = std::move(events);
+    r.all_marked = false;
+  }
   std::vector<std::pair<std::int64_t, const std::string*>> blocked;
   for (const auto& [key, ks] : keys_) {
     if (!ks.blocked) continue;

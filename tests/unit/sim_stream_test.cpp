@@ -110,6 +110,25 @@ TEST(StreamingSimulation, MarksGiveWayToTheFocusKey) {
   EXPECT_EQ(r.rows[0].marks.size(), r.marked.size());
 }
 
+// A focus draws that key's requests alone on a small trace too (not every request).
+TEST(StreamingSimulation, AFocusKeepsItsKeyAloneAtAnySize) {
+  auto s = make({"5/second"}, {"gcra"}, 600, 100'000, "hot");
+  const auto trace = mixed(10);
+  std::size_t hot = 0;
+  for (const TraceEvent& e : trace) {
+    ASSERT_TRUE(s->add(e.t, e.key, e.cost).ok());
+    hot += e.key == "hot" ? 1 : 0;
+  }
+  ASSERT_LT(trace.size(), 100'000u);
+  ASSERT_GT(hot, 0u);
+  ASSERT_LT(hot, trace.size());
+  const StreamResult r = s->result();
+  EXPECT_FALSE(r.all_marked);
+  EXPECT_EQ(r.marked.size(), hot);
+  for (const TraceEvent& e : r.marked) EXPECT_EQ(e.key, "hot");
+  EXPECT_EQ(r.rows[0].marks.size(), hot);
+}
+
 TEST(StreamingSimulation, RejectsBadInput) {
   StreamOptions o;
   EXPECT_FALSE(StreamingSimulation::make(o).ok());  // no limit

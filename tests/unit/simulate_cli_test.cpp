@@ -165,6 +165,12 @@ TEST(SimulateCli, BadInputIsNamed) {
   r = run("--limit 3/minute --strategies gcra,lottery --traffic 'burst:n=3,at=0s'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown strategy \"lottery\""), std::string::npos) << r.output;
+  r = run("--limit 3/minute --traffic 'burst:n=3,at=0s'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(burst:n=3,at=0s), 1 key\n"), std::string::npos) << r.output;
+  r = run("--limit 3/minute --traffic 'poison:rate=1/second,duration=10s'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown kind \"poison\""), std::string::npos) << r.output;
   r = run("--limit 3/minute --traffic 'burst:n=3,at=0s' --out chart.png");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("must end in .svg or .html"), std::string::npos) << r.output;
@@ -179,6 +185,25 @@ TEST(SimulateCli, BadInputIsNamed) {
   r = run("--limit 3/minute --traffic " + all_bad);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("no request could be read"), std::string::npos) << r.output;
+}
+
+// A key field no line has would put every request under "-": refused, naming the log's fields. A
+// focus key no request has is a warning.
+TEST(SimulateCli, AKeyFieldNoLineHasIsRefusedAndAnUnknownFocusWarned) {
+  const std::string log = scratch("keys.jsonl");
+  std::ofstream(log) << "{\"t\": 1, \"ip\": \"10.0.0.1\", \"user\": \"a\"}\n"
+                     << "{\"t\": 2, \"ip\": \"10.0.0.2\", \"user\": \"b\"}\n"
+                     << "{\"t\": 3, \"ip\": \"10.0.0.2\"}\n";
+  CliRun r = run("--limit 3/minute --traffic " + log + " --key ipp");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--key ipp: no request of"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fields: t, ip, user"), std::string::npos) << r.output;
+  r = run("--limit 3/minute --traffic " + log + " --key user");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: --key user: 1 of 3 requests lack a field"), std::string::npos) << r.output;
+  r = run("--limit 3/minute --traffic " + log + " --key user --focus nobody");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: --focus \"nobody\": no request has this key"), std::string::npos) << r.output;
 }
 
 }  // namespace
