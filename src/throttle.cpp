@@ -85,7 +85,7 @@ Throttle::Attempt Throttle::attempt(const Policy& policy, std::string_view key, 
     auto peek = limiter_->test(policy, key, cost);
     if (peek.ok() && peek->allowed && peek->delay > deadline - clock.now()) {
       return Attempt::finished(absl::DeadlineExceededError(fmt::format(
-                                      "the slot comes in {} µs, after the deadline", peek->delay)));
+                                      "the slot comes in {} s, after the deadline", format_seconds(peek->delay))));
     }
   }
   auto d = limiter_->hit(policy, key, cost);
@@ -97,8 +97,8 @@ Throttle::Attempt Throttle::attempt(const Policy& policy, std::string_view key, 
   }
   const Micros now = clock.now();
   if (d->retry_after > deadline - now) {
-    return Attempt::finished(absl::DeadlineExceededError(fmt::format("the slot comes in {} µs, after the deadline ({} µs left)",
-                                                    d->retry_after, std::max<Micros>(0, deadline - now))));
+    return Attempt::finished(absl::DeadlineExceededError(fmt::format("the slot comes in {} s, after the deadline ({} s left)",
+                                                    format_seconds(d->retry_after), format_seconds(std::max<Micros>(0, deadline - now)))));
   }
   return Attempt{Attempt::kRetry, absl::OkStatus(), Decision{}, now + d->retry_after};
 }
@@ -109,7 +109,7 @@ absl::Status Throttle::leave_at_rate(const Decision& d, Micros deadline, std::st
   if (d.delay <= 0) return absl::OkStatus();
   if (d.delay > deadline - clock.now()) {
     return absl::DeadlineExceededError(
-        fmt::format("the slot comes in {} µs, after the deadline (it was taken meanwhile)", d.delay));
+        fmt::format("the slot comes in {} s, after the deadline (it was taken meanwhile)", format_seconds(d.delay)));
   }
   if (!clock.wait_until(clock.now() + d.delay, stop)) {
     return absl::CancelledError("cancelled while waiting for the shaper's delay");
@@ -226,7 +226,7 @@ struct AsyncAcquire : std::enable_shared_from_this<AsyncAcquire> {
       const Micros now = clock.now();
       if (d->retry_after > deadline - now) {
         return complete(absl::DeadlineExceededError(
-            fmt::format("the slot comes in {} µs, after the deadline", d->retry_after)));
+            fmt::format("the slot comes in {} s, after the deadline", format_seconds(d->retry_after))));
       }
       wait_until = now + d->retry_after;
     } else if (clock.now() >= deadline) {

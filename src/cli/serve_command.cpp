@@ -186,7 +186,8 @@ struct Reloader {
     }
     service.reload(std::make_shared<const server::Config>(std::move(next->config)));
     counters.succeeded();
-    spdlog::info("reloaded the configuration ({}): {} policies", why, service.config()->policies.size());
+    spdlog::info("reloaded the configuration ({}): {} polic{}", why, service.config()->policies.size(),
+                 service.config()->policies.size() == 1 ? "y" : "ies");
   }
 };
 
@@ -251,8 +252,16 @@ absl::StatusOr<std::unique_ptr<server::TlsState>> open_tls(const Loaded& loaded)
 }
 
 void log_started(const server::Config& c, std::uint16_t port, bool tls) {
-  spdlog::info("listening on {}://{}:{} ({} policies, storage {})", tls ? "https" : "http", c.listen_host, port,
-               c.policies.size(), redact_storage_url(c.storage));
+  spdlog::info("listening on {}://{}:{} ({} polic{}, storage {})", tls ? "https" : "http", c.listen_host, port,
+               c.policies.size(), c.policies.size() == 1 ? "y" : "ies", redact_storage_url(c.storage));
+  // The dashboard's address; its data needs the admin token, which is never logged: the page asks
+  // for it, or takes it after '#token=' in the address (it stays in the browser).
+  const bool any = c.listen_host == "0.0.0.0" || c.listen_host == "::";
+  const std::string host = any ? "127.0.0.1" : c.listen_host;
+  spdlog::info("dashboard: {}://{}:{}/{}", tls ? "https" : "http",
+               host.find(':') != std::string::npos ? "[" + host + "]" : host, port,
+               c.admin.token.empty() ? " (its data needs an admin token: none is configured)"
+                                     : " (add #token=<the admin token> to the address, or paste it in the page)");
   if (c.admin.token.empty()) {
     spdlog::warn("no admin token ({} or admin.token_file): DELETE /v1/keys, /v1/simulate and /v1/live "
                  "(the dashboard's data) are refused", server::kAdminTokenEnv);
