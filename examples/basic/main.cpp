@@ -12,7 +12,7 @@ int main() {
   auto clock = std::make_shared<ManualClock>(1'700'000'000 * kMicrosPerSecond);
   Limiter limiter(std::make_shared<MemoryStorage>(), clock);
 
-  // Seed 001's bucket: 3 at once, then one every 4 seconds.
+  // A bucket of 3 that refills one every 4 seconds: 3 at once, then one every 4 seconds.
   auto policy = Policy::make("chat", Strategy::kGcra, "3 per 12 seconds");
   if (!policy.ok()) {
     std::cerr << policy.status().message() << "\n";
