@@ -30,12 +30,18 @@ async function adminFetch(url, options = {}) {
   const res = await fetch(url, { ...options, headers });
   if (res.status === 401 || res.status === 403) {
     $('admin').hidden = false;
-    $('admin-msg').textContent = res.status === 403
-      ? 'The service has no admin token configured (FLOODGATE_ADMIN_TOKEN or admin.token_file).'
+    // 403: no token is configured, so none typed here could work: the form says so, no field.
+    const none = res.status === 403;
+    $('admin-token-field').hidden = none;
+    $('admin-use').hidden = none;
+    $('admin-msg').textContent = none
+      ? 'The playground and the live view need an admin token, and the service has none: start it with FLOODGATE_ADMIN_TOKEN or admin.token_file.'
       : (token ? 'The service refused this token.' : 'The service needs its admin token.');
   }
   return res;
 }
+// The service answered 401 or 403: the form above says why; nothing was decided.
+const refusedForToken = (res) => res.status === 401 || res.status === 403;
 function initAdminForm() {
   $('admin').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -152,6 +158,7 @@ async function sync() {
   const sent = performance.now();
   try {
     const res = await adminFetch('/v1/simulate', { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
+    if (refusedForToken(res)) { if (generation === pg.generation) showError('Not decided: the service needs the admin token (above).'); return; }
     const json = await res.json();
     if (generation !== pg.generation) return;
     if (!res.ok) {
@@ -320,6 +327,7 @@ function applySettings(ev) {
 async function validate() {
   const res = await adminFetch('/v1/simulate', { method: 'POST', body: JSON.stringify({
     limit: pg.settings.limit, burst: pg.settings.burst, strategies: LANES, trace: [] }) });
+  if (refusedForToken(res)) { showError('Not decided: the service needs the admin token (above).'); return; }
   const json = await res.json();
   if (!res.ok) { showError(`The service rejected the settings: ${json.error}`); return; }
   for (const s of json.strategies) pg.lanes.get(s.strategy).policy.textContent = s.policy;
@@ -361,21 +369,32 @@ function policyCard(name) {
     '<span>allowed <b class="rate-allowed">0</b>/s</span><span>denied <b class="rate-denied">0</b>/s</span>' +
     '<span>total allowed <b class="total-allowed">0</b></span><span>total denied <b class="total-denied">0</b></span>' +
     '<span>degraded <b class="total-degraded">0</b></span></div>' +
-    '<svg class="bars" role="img" aria-label="allowed and denied per second, last 3 minutes"></svg>' +
+    '<svg class="bars" role="img" aria-label="allowed and denied per second"></svg><div class="axis"></div>' +
     '<table><thead><tr><th>most denied keys (last 1–2 min)</th><th class="n">denied</th></tr></thead><tbody></tbody></table>';
   $('policies').appendChild(card);
   return card;
 }
 
 // Stacked bars per second: allowed (green) under denied (vermillion). The last second is still
-// filling and is not drawn; the chart spans the last minute, or longer once there is older traffic.
-function drawBars(svg, allAllowed, allDenied) {
+// filling and is not drawn; the chart spans the last minute, or longer once there is older traffic,
+// the same span on every card, with its axis under it.
+// The seconds every card draws: from the first second any policy saw a request (at most 60 s
+// before the last complete one), so that the cards share one time axis.
+function liveStart(policies) {
+  let start = Infinity;
+  for (const p of policies) {
+    const total = p.allowed.length - 1;
+    let first = 0;
+    while (first < total && p.allowed[first] + p.denied[first] === 0) first++;
+    start = Math.min(start, Math.min(first, total - 60));
+  }
+  return Number.isFinite(start) ? Math.max(0, start) : 0;
+}
+
+function drawBars(svg, allAllowed, allDenied, start) {
   const width = svg.clientWidth || 500;
   const height = svg.clientHeight || 90;
   const total = allAllowed.length - 1;
-  let first = 0;
-  while (first < total && allAllowed[first] + allDenied[first] === 0) first++;
-  const start = Math.min(first, total - 60);
   const allowed = allAllowed.slice(start, total);
   const denied = allDenied.slice(start, total);
   const n = allowed.length;
@@ -392,13 +411,21 @@ function drawBars(svg, allAllowed, allDenied) {
     if (hd > 0) d += `M${x} ${(height - ha - hd).toFixed(1)}h${bw}v${hd.toFixed(1)}h-${bw}Z`;
   }
   svg.innerHTML = `<path class="bar-a" d="${a}"/><path class="bar-d" d="${d}"/>` +
-    `<text x="4" y="11" font-size="10" fill="#555">last ${n} s · top of the chart ${max}/s · ` +
+    `<text x="4" y="11" font-size="10" fill="#555">top of the chart ${max}/s · ` +
     '<tspan fill="#00664a">■ allowed</tspan> <tspan fill="#a33d00">■ denied</tspan></text>';
+  const axis = svg.parentNode.querySelector('.axis');
+  if (axis) axis.innerHTML = `<span>−${n} s</span><span>now</span>`;
 }
 
 async function refreshLive() {
   try {
     const res = await adminFetch('/v1/live', { cache: 'no-store' });
+    if (refusedForToken(res)) {
+      const e = $('live-error');
+      e.hidden = false;
+      e.textContent = 'Nothing to show: the service needs the admin token (above).';
+      return;
+    }
     const json = await res.json();
     if (!res.ok) throw new Error(json.error || res.status);
     $('live-error').hidden = true;
@@ -410,6 +437,7 @@ async function refreshLive() {
         ? '<span class="badge degraded">breaker open</span>'
         : s.reconnecting ? '<span class="badge degraded">reconnecting</span>'
           : `<span class="badge ok">breaker closed</span> ${s.connections} conn.`)).join('');
+    const start = liveStart(json.policies);
     for (const p of json.policies) {
       const idle = p.totals.allowed + p.totals.denied + p.totals.shadow_denied + p.totals.degraded === 0;
       if (p.name === 'inline' && idle && !live.cards.has(p.name)) continue;  // shown once used
@@ -426,7 +454,7 @@ async function refreshLive() {
       card.querySelector('.total-allowed').textContent = p.totals.allowed;
       card.querySelector('.total-denied').textContent = p.totals.denied + p.totals.shadow_denied;
       card.querySelector('.total-degraded').textContent = p.totals.degraded;
-      drawBars(card.querySelector('.bars'), p.allowed, p.denied);
+      drawBars(card.querySelector('.bars'), p.allowed, p.denied, start);
       card.querySelector('tbody').innerHTML = p.top_denied.length
         ? p.top_denied.map((k) => `<tr><td>${escapeHtml(k.key)}</td><td class="n">${k.count}${k.error ? ` (±${k.error})` : ''}</td></tr>`).join('')
         : '<tr><td class="empty" colspan="2">no denials</td></tr>';

@@ -112,7 +112,7 @@ absl::StatusOr<std::vector<TraceEvent>> read_trace(std::istream& in);
 
 /// Draws the lanes as a standalone SVG document: per lane a row of admitted requests (filled
 /// circles) and a row of blocked ones (crosses) on a shared time axis, the level drawn under them
-/// as a step line, and the counts. Colours are the Okabe–Ito palette (colour-blind safe) and the
+/// as a step line (with several keys, the busiest key's, as the legend says), and the counts. Colours are the Okabe–Ito palette (colour-blind safe) and the
 /// two kinds also differ in shape.
 std::string render_svg(const std::vector<SimLane>& lanes, std::span<const TraceEvent> trace,
                        std::string_view title);

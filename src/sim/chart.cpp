@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include "floodgate/simulate.hpp"
@@ -64,7 +66,7 @@ struct XScale {
   [[nodiscard]] double operator()(Micros t) const { return kLeft + static_cast<double>(t) / 1e6 / span_s * plot; }
 };
 
-std::string svg_head(double height, std::string_view title) {
+std::string svg_head(double height, std::string_view title, std::string_view level_of) {
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
       "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
@@ -77,14 +79,17 @@ std::string svg_head(double height, std::string_view title) {
       "<path d=\"M86 34 l8 8 m0 -8 l-8 8\" stroke=\"{1}\" stroke-width=\"2\"/>"
       "<text x=\"100\" y=\"42\">blocked</text>"
       "<path d=\"M160 42 h8 v-6 h8\" fill=\"none\" stroke=\"{2}\" stroke-width=\"1.5\"/>"
-      "<text x=\"182\" y=\"42\">level: units in use of the limit after each request (0 to capacity)</text></g>\n",
-      kAllowed, kBlocked, kLevel);
+      "<text x=\"182\" y=\"42\">level{3}: units in use of the limit after each request (0 to capacity)</text></g>\n",
+      kAllowed, kBlocked, kLevel, xml_escape(level_of));
   return out;
 }
 
 // A lane's marks: a dot per admitted request, a cross per blocked one, and the level as a step
-// line. Requests at the same instant (a burst) are spread 3 px apart so that each one shows.
-std::string lane_marks(const SimLane& lane, std::span<const TraceEvent> trace, const XScale& x, double y0) {
+// line: of `level_key`'s requests only when it is set (the levels of several keys mixed in one line
+// would zig-zag between unrelated states). Requests at the same instant (a burst) are spread 3 px
+// apart so that each one shows.
+std::string lane_marks(const SimLane& lane, std::span<const TraceEvent> trace, const XScale& x, double y0,
+                       const std::string* level_key) {
   const double allowed_y = y0 + 14;
   const double blocked_y = y0 + 30;
   const double level_top = y0 + 40;
@@ -102,6 +107,7 @@ std::string lane_marks(const SimLane& lane, std::span<const TraceEvent> trace, c
     } else {
       blocked_path += fmt::format("M{:.1f} {:.1f}l6 6m0 -6l-6 6", px - 3, blocked_y - 3);
     }
+    if (level_key != nullptr && trace[k].key != *level_key) continue;
     const double fill =
         s.capacity > 0 ? std::min(1.0, static_cast<double>(s.level) / static_cast<double>(s.capacity)) : 0.0;
     level_path += fmt::format("H{:.1f}V{:.1f}", px, level_bottom - fill * (level_bottom - level_top));
@@ -122,7 +128,8 @@ std::string lane_marks(const SimLane& lane, std::span<const TraceEvent> trace, c
   return out;
 }
 
-std::string lane_group(const SimLane& lane, std::size_t i, std::span<const TraceEvent> trace, const XScale& x) {
+std::string lane_group(const SimLane& lane, std::size_t i, std::span<const TraceEvent> trace, const XScale& x,
+                       const std::string* level_key) {
   const double y0 = kTop + kLaneHeight * static_cast<double>(i);
   std::string out = fmt::format("<g class=\"lane\" data-lane=\"{}\">\n", xml_escape(lane.name));
   out += fmt::format("<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/>\n", kLeft,
@@ -133,7 +140,7 @@ std::string lane_group(const SimLane& lane, std::size_t i, std::span<const Trace
       "<text x=\"10\" y=\"{:.1f}\"><tspan fill=\"#00664a\">allowed {}</tspan>  "
       "<tspan fill=\"#a33d00\">blocked {}</tspan></text>\n",
       y0 + 18, xml_escape(lane.name), y0 + 34, xml_escape(lane.policy), y0 + 50, lane.allowed, lane.blocked);
-  out += lane_marks(lane, trace, x, y0);
+  out += lane_marks(lane, trace, x, y0, level_key);
   out += "</g>\n";
   return out;
 }
@@ -161,8 +168,26 @@ std::string render_svg(const std::vector<SimLane>& lanes, std::span<const TraceE
   const Micros end = trace.empty() ? 0 : trace.back().t;
   const XScale x{std::max(1.0, static_cast<double>(end) / 1e6 * 1.02), kWidth - kLeft - kRight};
   const double height = kTop + kLaneHeight * static_cast<double>(lanes.size()) + 40;
-  std::string out = svg_head(height, title);
-  for (std::size_t i = 0; i < lanes.size(); ++i) out += lane_group(lanes[i], i, trace, x);
+  // Several keys: the level line follows the busiest one (most requests; the first seen on a tie).
+  std::map<std::string_view, std::size_t> counts;
+  std::vector<std::string_view> order;
+  for (const TraceEvent& e : trace) {
+    if (counts[e.key]++ == 0) order.push_back(e.key);
+  }
+  std::string busiest;
+  std::string level_of;
+  if (order.size() > 1) {
+    std::string_view best = order.front();
+    for (std::string_view k : order) {
+      if (counts[k] > counts[best]) best = k;
+    }
+    busiest = std::string(best);
+    level_of = fmt::format(" of key {} (the busiest of {} keys)", busiest, order.size());
+  }
+  std::string out = svg_head(height, title, level_of);
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    out += lane_group(lanes[i], i, trace, x, busiest.empty() ? nullptr : &busiest);
+  }
   out += time_axis(x, kTop + kLaneHeight * static_cast<double>(lanes.size()) + 4);
   out += "</svg>\n";
   return out;

@@ -172,7 +172,7 @@ TEST(ConfigSchema, APolicyWideBurstOverSeveralLimitsIsRefusedAtTheBurstLine) {
 
 TEST(ConfigSchema, AKeySourceWithoutANameSaysSo) {
   EXPECT_EQ(error_of("policies:\n  - name: a\n    limit: 1/second\n    key: {header: }\n"),
-            "cfg.yaml:4:15: policy \"a\": key header needs a name, e.g. {header: X-Api-Key}");
+            "cfg.yaml:4:10: policy \"a\": key header needs a name, e.g. {header: X-Api-Key}");
   EXPECT_NE(error_of("policies:\n  - name: a\n    limit: 1/second\n    key: {query: \"\"}\n").find("key query needs a name"),
             std::string::npos);
 }

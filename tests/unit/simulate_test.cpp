@@ -273,5 +273,23 @@ TEST(Chart, DrawsADotOrCrossPerRequest) {
   EXPECT_NE(svg.find("blocked 4</tspan>"), std::string::npos);
 }
 
+// With several keys the level line is the busiest key's (one step per request of it), and the
+// legend says so; with one key it is every request's.
+TEST(Chart, TheLevelLineFollowsTheBusiestKey) {
+  std::vector<TraceEvent> trace;
+  for (int i = 0; i < 6; ++i) trace.push_back({i * kMicrosPerSecond, i % 3 == 0 ? "b" : "a", 1});  // a: 4, b: 2
+  auto lanes = simulate(opt("3 per 10 seconds", 0, {"gcra"}), trace);
+  ASSERT_TRUE(lanes.ok());
+  const std::string svg = render_svg(*lanes, trace, "two keys");
+  EXPECT_NE(svg.find("level of key a (the busiest of 2 keys)"), std::string::npos) << svg;
+  const auto level = svg.substr(svg.find("class=\"level\" d=\""));
+  const auto path = level.substr(0, level.find('"', 17));
+  std::size_t steps = 0;
+  for (std::size_t at = path.find('V'); at != std::string::npos; at = path.find('V', at + 1)) ++steps;
+  EXPECT_EQ(steps, 4u) << path;
+  const std::string one = render_svg(*simulate(opt("3 per 10 seconds", 0, {"gcra"}), at_seconds({1, 2, 3})), at_seconds({1, 2, 3}), "one");
+  EXPECT_EQ(one.find("the busiest"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace floodgate

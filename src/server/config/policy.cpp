@@ -93,7 +93,7 @@ KeySource parse_key_source(const std::string& source, const YAML::Node& key, con
   const YAML::Node& name = header ? key["header"] : key["query"];
   ks.kind = header ? KeySource::Kind::kHeader : KeySource::Kind::kQuery;
   if (name.IsNull() || (name.IsScalar() && name.Scalar().empty())) {
-    fail(source, name, fmt::format("{}: key {} needs a name, e.g. {}", where, header ? "header" : "query",
+    fail(source, key, fmt::format("{}: key {} needs a name, e.g. {}", where, header ? "header" : "query",
                                    header ? "{header: X-Api-Key}" : "{query: api_key}"));
   }
   ks.name = scalar<std::string>(source, name, where + " key");

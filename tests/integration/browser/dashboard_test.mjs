@@ -304,6 +304,10 @@ try {
   }, 5000);
   check(api.bars.length > 0 && api.deniedBars.length > 0, 'live: the api policy draws allowed and denied bars');
   check(api.top[0] === 'crawler-1', `live: api's most-denied key is crawler-1 (${api.top.join(', ')})`);
+  // Every card draws the same span of seconds, and says which.
+  const axes = await page.$$eval('article.policy .axis', (es) => es.map((e) => e.textContent));
+  check(axes.length >= 2 && axes.every((a) => a === axes[0] && a.endsWith('now')),
+    `live: the cards share one time axis (${axes.join(' | ')})`);
   await page.waitForTimeout(1200);
   await page.screenshot({ path: path.join(artifacts, 'live.png'), fullPage: true });
 
@@ -313,6 +317,11 @@ try {
   await small.goto(`${base}/`, { waitUntil: 'load' });  // no token yet: the page asks for it
   await until('the admin token form', () => small.$eval('#admin', (e) => !e.hidden));
   check(!small.url().includes('token'), 'the address carries no token');
+  // The service answered 401: the page says a token is needed, not that the settings were refused
+  // or that the service did not answer.
+  const refused = await until('the playground says why', () => small.$eval('#error', (e) => !e.hidden && e.textContent));
+  check(refused.includes('needs the admin token') && !refused.includes('rejected') && !refused.includes('did not answer'),
+    `without a token the playground says a token is needed ("${refused}")`);
   await small.fill('#admin-token', adminToken);
   await small.click('#admin button');
   await until('the lanes described (narrow)', () => small.$eval('[data-lane="gcra"] .lane-policy', (e) => e.textContent));
@@ -322,6 +331,27 @@ try {
   check(overflow <= 0, `a 390 px screen does not scroll sideways (overflow ${overflow} px)`);
   await small.screenshot({ path: path.join(artifacts, 'playground-narrow.png'), fullPage: true });
   await phone.close();
+
+  // ---- a service with no admin token: the form says so and offers no field that cannot work ------
+  const bareDir = mkdtempSync(path.join(tmpdir(), 'floodgate-browser-bare-'));
+  const barePortFile = path.join(bareDir, 'port');
+  const bareEnv = { ...process.env };
+  delete bareEnv.FLOODGATE_ADMIN_TOKEN;
+  const bare = spawn(binary, ['serve', '--listen', '127.0.0.1:0', '--port-file', barePortFile, '--threads', '1',
+    '--log-level', 'error'], { stdio: ['ignore', 'inherit', 'inherit'], env: bareEnv });
+  try {
+    const barePort = await until('the second port file', () => existsSync(barePortFile) && readFileSync(barePortFile, 'utf8').trim());
+    const plain = await browser.newPage();
+    await plain.goto(`http://127.0.0.1:${barePort}/`, { waitUntil: 'load' });
+    await until('the admin form (no token configured)', () => plain.$eval('#admin', (e) => !e.hidden));
+    const msg = await plain.$eval('#admin-msg', (e) => e.textContent);
+    const fieldHidden = await plain.$eval('#admin-token-field', (e) => e.hidden);
+    check(fieldHidden && msg.includes('has none'), `no token configured: no token field, and the page says why ("${msg}")`);
+    await plain.close();
+  } finally {
+    bare.kill('SIGTERM');
+    rmSync(bareDir, { recursive: true, force: true });
+  }
 
   check(foreign.length === 0, `nothing is fetched from another origin (${foreign.join(', ') || 'none'})`);
   check(pageErrors.length === 0, `no script errors (${pageErrors.join('; ') || 'none'})`);
