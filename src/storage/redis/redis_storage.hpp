@@ -6,9 +6,11 @@
 // With Sentinel the storage is the single-server storage whose server is the master the sentinels
 // name (asked in turn, checked with ROLE), asked again after an error, a READONLY reply and every
 // `sentinel_check_ms` (sentinel.cpp); a replica is never written to (READONLY fails the call). Keys: prefix{user key}:<policy hash>:<limit index>, each with a
-// TTL after which its state equals "absent". Scripts run with EVALSHA; NOSCRIPT (a restart, a
-// failover, SCRIPT FLUSH, a cluster node that has not seen the script) is answered by EVAL of the
-// same text, transparently. Requires Redis 7.0 or later (the scripts declare `#!lua`, so that a
+// TTL after which its state equals "absent". Scripts run as FCALL of one Redis function library
+// (loaded again after "Function not found"), or with EVALSHA where the server or its ACL refuses
+// functions (`scripts=eval` from the start); with EVALSHA a NOSCRIPT (a restart, a failover,
+// SCRIPT FLUSH, a cluster node that has not seen the script) is answered by EVAL of the same text,
+// transparently. Requires Redis 7.0 or later either way (the scripts declare `#!lua`, so that a
 // server out of memory refuses the whole script instead of applying part of it).
 //
 // Errors (never an "allowed"): InvalidArgument for a policy the scripts cannot run exactly
