@@ -13,6 +13,7 @@ void combine(Decision& into, const Decision& one, bool first) noexcept {
     into.limit = one.limit;
     into.period = one.period;
     into.remaining = one.remaining;
+    into.limit_reset_after = one.reset_after;
   }
   // retry_after: the maximum over the limits that deny (0 for the ones that allow).
   into.retry_after = std::max(into.retry_after, one.retry_after);

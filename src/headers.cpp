@@ -78,8 +78,10 @@ void for_each_rate_limit_header(const Policy& policy, const Decision& d,
   const std::int64_t remaining = sf_int(std::min(d.remaining, current_quota));
   const bool retry = !d.allowed && d.can_retry();
   const std::int64_t retry_after = retry ? std::max<std::int64_t>(1, ceil_seconds(d.retry_after)) : 0;
-  // Retry-After takes precedence over t; t never says "sooner" than it.
-  const std::int64_t reset = sf_int(std::max(ceil_seconds(d.reset_after), retry_after));
+  // t is the named limit's reset (with several limits, `reset_after` is the whole key's: the
+  // longest of them). Retry-After takes precedence over t; t never says "sooner" than it.
+  const Micros named_reset = limits.size() > 1 && current >= 0 ? d.limit_reset_after : d.reset_after;
+  const std::int64_t reset = sf_int(std::max(ceil_seconds(named_reset), retry_after));
   field.clear();
   append_sf_name(field, policy.name(), current);
   fmt::format_to(fmt::appender(field), ";r={};t={}", remaining, reset);

@@ -90,7 +90,10 @@ Decision decide(typename A::State* st, std::span<const Limit> limits, bool shape
   const std::size_t k = limits.size();
   // One named result throughout, so that it is built in the caller's place.
   Decision out = A::evaluate(st[0], limits[0], now, cost, shape);  // a policy has at least one limit
-  for (std::size_t i = 1; i < k; ++i) combine(out, A::evaluate(st[i], limits[i], now, cost, shape), false);
+  if (k > 1) {
+    out.limit_reset_after = out.reset_after;
+    for (std::size_t i = 1; i < k; ++i) combine(out, A::evaluate(st[i], limits[i], now, cost, shape), false);
+  }
   if (out.allowed && effect == Effect::kHit) {
     if (!guard.before_commit(st, limits, now, cost)) [[unlikely]] return out;
     for (std::size_t i = 0; i < k; ++i) A::commit(st[i], limits[i], now, cost);
@@ -104,6 +107,7 @@ Decision decide(typename A::State* st, std::span<const Limit> limits, bool shape
   const Micros retry_after = out.retry_after;
   const Micros delay = out.delay;
   out = A::evaluate(st[0], limits[0], now, 0, false);
+  out.limit_reset_after = out.reset_after;  // k > 1 here
   for (std::size_t i = 1; i < k; ++i) combine(out, A::evaluate(st[i], limits[i], now, 0, false), false);
   out.allowed = allowed;
   out.retry_after = retry_after;

@@ -1,6 +1,11 @@
 #include "floodgate/headers.hpp"
 
+#include <memory>
+
 #include <gtest/gtest.h>
+
+#include "floodgate/limiter.hpp"
+#include "floodgate/memory_storage.hpp"
 
 namespace floodgate {
 namespace {
@@ -138,6 +143,22 @@ TEST(Headers, TheFieldsComeInOrderAndADecisionOfNoLimitNamesThePolicy) {
   std::vector<std::string> from_vector;
   for (const auto& [name, value] : rate_limit_headers(p, d)) from_vector.push_back(name + ": " + value);
   EXPECT_EQ(from_vector, expected);
+}
+
+// With several limits, t is the named limit's reset, not the whole key's: one hit on
+// "10/second; 1000/hour" (GCRA) leaves the second 9 of 10 (reset in 0.1 s) and the hour 999 of
+// 1000 (reset in 3.6 s): the header names the second and says t=1, not t=4.
+TEST(Headers, TheResetIsTheNamedLimitsOwn) {
+  const Policy p = Policy::make("api", Strategy::kGcra, "10/second; 1000/hour").value();
+  Limiter limiter(std::make_shared<MemoryStorage>(), std::make_shared<ManualClock>(1'000 * kMicrosPerSecond));
+  const auto d = limiter.hit(p, "k");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->remaining, 9);
+  EXPECT_EQ(d->reset_after, 3'600'000);
+  EXPECT_EQ(d->limit_reset_after, 100'000);
+  const auto hs = rate_limit_headers(p, *d);
+  EXPECT_EQ(header(hs, "RateLimit"), "\"api-0\";r=9;t=1");
+  EXPECT_EQ(header(hs, "X-RateLimit-Reset"), "1");
 }
 
 }  // namespace

@@ -83,16 +83,21 @@ absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* rep
 
 namespace {
 // The decision in a reply element: the string of 7 integers, "allowed limit period remaining
-// reset_after retry_after delay", separated by single spaces; nullopt if it is anything else.
+// reset_after retry_after delay", and an 8th (the named limit's reset_after) after several limits
+// were combined, separated by single spaces; nullopt if it is anything else.
 std::optional<Decision> decision_of(const redisReply* e) {
   if (e->type != REDIS_REPLY_STRING) return std::nullopt;
   std::string_view rest(e->str, e->len);
-  long long v[7];
-  for (std::size_t i = 0; i < 7; ++i) {
-    const std::size_t space = i < 6 ? rest.find(' ') : rest.size();
-    if (space == std::string_view::npos || !to_int(rest.substr(0, space), v[i])) return std::nullopt;
-    rest.remove_prefix(i < 6 ? space + 1 : space);
+  long long v[8] = {};
+  std::size_t n = 0;
+  for (;;) {
+    if (n == 8) return std::nullopt;  // more than 8 words
+    const std::size_t space = rest.find(' ');
+    if (!to_int(rest.substr(0, space), v[n++])) return std::nullopt;  // an empty word too
+    if (space == std::string_view::npos) break;
+    rest.remove_prefix(space + 1);
   }
+  if (n != 7 && n != 8) return std::nullopt;
   if (v[0] != 0 && v[0] != 1) return std::nullopt;
   Decision d;
   d.allowed = v[0] == 1;
@@ -102,6 +107,7 @@ std::optional<Decision> decision_of(const redisReply* e) {
   d.reset_after = v[4];
   d.retry_after = v[5] < 0 ? kNever : v[5];
   d.delay = v[6];
+  d.limit_reset_after = n == 8 ? v[7] : 0;
   return d;
 }
 

@@ -40,16 +40,17 @@ inline std::string replay_cli(const Case& c, const std::string& url) {
 /// Every field of a decision, for failure messages.
 inline std::string describe(const Decision& d) {
   return fmt::format("allowed={} limit={} period={} remaining={} reset_after={} retry_after={} "
-                     "delay={}",
+                     "delay={} limit_reset_after={}",
                      d.allowed, d.limit, d.period, d.remaining, d.reset_after, d.retry_after,
-                     d.delay);
+                     d.delay, d.limit_reset_after);
 }
 
 /// Whether two decisions agree field for field.
 inline bool same(const Decision& a, const Decision& b) {
   return a.allowed == b.allowed && a.limit == b.limit && a.period == b.period &&
          a.remaining == b.remaining && a.reset_after == b.reset_after &&
-         a.retry_after == b.retry_after && a.delay == b.delay && a.degraded == b.degraded;
+         a.retry_after == b.retry_after && a.delay == b.delay && a.degraded == b.degraded &&
+         a.limit_reset_after == b.limit_reset_after;
 }
 
 }  // namespace floodgate::redis::testing

@@ -181,6 +181,21 @@ TEST(RedisResp, AppendRespWritesWhatHiredisFormats) {
   EXPECT_GT(ours.size(), long_arg.size());
 }
 
+// Several limits: the 8th integer is the named limit's own reset.
+TEST(RedisDecisionReply, TheEighthIntegerIsTheNamedLimitsReset) {
+  redisReply* r = read_resp("$34\r\n1 10 1000000 9 3600000 0 0 100000\r\n");
+  auto d = parse_decision(r);
+  freeReplyObject(r);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->reset_after, 3'600'000);
+  EXPECT_EQ(d->limit_reset_after, 100'000);
+  r = read_resp("$28\r\n0 10 60000000 0 5000000 -1 0\r\n");
+  d = parse_decision(r);
+  freeReplyObject(r);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->limit_reset_after, 0);
+}
+
 TEST(RedisDecisionReply, ParsesSevenIntegersAndNever) {
   redisReply* r = read_resp("$28\r\n0 10 60000000 0 5000000 -1 0\r\n");
   auto d = parse_decision(r);
@@ -203,13 +218,13 @@ TEST(RedisDecisionReply, ParsesSevenIntegersAndNever) {
   EXPECT_EQ(d->delay, 9007199254740991);
 }
 
-// The one reply form: one string of exactly 7 integers with single spaces. The table of 7
-// integers of the previous stops, and the short form before it, are refused.
-TEST(RedisDecisionReply, RejectsAnythingButAStringOfSevenIntegers) {
+// The one reply form: one string of exactly 7 integers (8 after several limits) with single
+// spaces. A table of integers, and the short form, are refused.
+TEST(RedisDecisionReply, RejectsAnythingButAStringOfSevenOrEightIntegers) {
   for (const char* resp : {"*7\r\n:0\r\n:10\r\n:60000000\r\n:0\r\n:5\r\n:-1\r\n:0\r\n",
                            "*4\r\n:-1\r\n:0\r\n:1000000\r\n:-1\r\n", ":1\r\n", "$0\r\n\r\n",
                            "$11\r\n1 1 1 1 1 1\r\n",      // 6 integers
-                           "$15\r\n1 1 1 1 1 1 1 1\r\n",  // 8
+                           "$17\r\n1 1 1 1 1 1 1 1 1\r\n",  // 9
                            "$14\r\n1 1 1 1 1 1 1 \r\n",   // a trailing space
                            "$14\r\n1 1 1  1 1 1 1\r\n",   // two spaces
                            "$13\r\n1 1 1 1 1 1 x\r\n",    // not a number

@@ -20,6 +20,7 @@ void expect_same(const Decision& want, const absl::StatusOr<Decision>& got, cons
   EXPECT_EQ(got->reset_after, want.reset_after) << what;
   EXPECT_EQ(got->retry_after, want.retry_after) << what;
   EXPECT_EQ(got->delay, want.delay) << what;
+  EXPECT_EQ(got->limit_reset_after, want.limit_reset_after) << what;
 }
 
 // A bucket's remaining, ⌊(capacity − used) / P⌋, where N·P is far above 2^53 (100000000/hour): a

@@ -3,10 +3,13 @@
 
 local function combine(into, one)
   if into == nil then return one end
+  -- From the second limit on: the reset of the limit that `limit` and `period` name.
+  if into.limit_reset_after == nil then into.limit_reset_after = into.reset_after end
   if one.remaining < into.remaining then
     into.limit = one.limit
     into.period = one.period
     into.remaining = one.remaining
+    into.limit_reset_after = one.reset_after
   end
   -- retry_after: the maximum over the limits that deny (0 for the ones that allow); never wins.
   if one.retry_after == NEVER or into.retry_after == NEVER then
@@ -22,5 +25,6 @@ end
 
 -- The reply of a decision (common.lua's `answer`).
 local function reply(d)
-  return answer(d.allowed, d.limit, d.period, d.remaining, d.reset_after, d.retry_after, d.delay)
+  return answer(d.allowed, d.limit, d.period, d.remaining, d.reset_after, d.retry_after, d.delay,
+                d.limit_reset_after)
 end
