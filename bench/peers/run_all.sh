@@ -91,7 +91,7 @@ build_fg() {
       return 1
     fi
   else
-    FG_NOTE="no FG_BENCH, FG_PREFIX or build/release: floodgate not measured"
+    FG_NOTE="no FG_BENCH, no FG_PREFIX, no build/release in this clone"
     return 1
   fi
   local dir="$WORK/fg-bench"
