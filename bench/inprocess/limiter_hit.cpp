@@ -3,11 +3,13 @@
 // round-robin, "allow" (1e9/hour: never reached) or "deny" (1/hour: every timed decision is a
 // rejection), one thread or two threads on distinct halves of the keys, after one warm-up pass.
 // Scenarios 6 and 7 visit the 100k keys in a shuffled order instead (the warm-up still adds them
-// in order): the harness's round-robin visits them in the order they were added, which a store
-// that lays records out in insertion order turns into a sequential scan the CPU prefetches, and
-// a service's traffic does not (bench/inprocess/visit_order.sh puts Guava beside it).
+// in order): a round-robin visits them in the order they were added, which a store that lays
+// records out in insertion order turns into a sequential scan the CPU prefetches, and a service's
+// traffic does not (bench/inprocess/visit_order.sh puts Guava beside it).
 // It reports the median of REPS runs per scenario, so that a change to the decision path shows
-// here before the side-by-side run.
+// here before the side-by-side run. The harness's own program, bench/peers/floodgate/fg_inmem.cpp,
+// visits the 100k keys in the order every peer shares (xorshift32) and prints JSON lines; it is
+// built against an installed floodgate, this one in the tree.
 //
 //   build/release/bench/limiter_hit [seconds=1] [reps=3] [algorithms=all, comma-separated]
 //                                   [scenarios=all: indexes into kScenarios, e.g. 01]

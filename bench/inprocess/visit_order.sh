@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# 100k keys on one thread, visited in the order they were added (the peers harness's round-robin)
-# and in a shuffled order, for floodgate's Limiter::hit (limiter_hit's scenarios 2, 3, 6, 7) and
+# 100k keys on one thread, visited in the order they were added (round-robin) and in a shuffled
+# order, for floodgate's Limiter::hit (limiter_hit's scenarios 2, 3, 6, 7) and
 # Guava's tryAcquire (GuavaOrder.java), alternating the two programs REPS times and printing each
-# run's medians. Needs a JDK and Guava (Debian: default-jdk-headless libguava-java; the peers
-# harness's setup installs both).
+# run's medians. Needs a JDK and Guava (Debian: default-jdk-headless libguava-java;
+# bench/peers/setup.sh installs both).
 #
 #   bench/inprocess/visit_order.sh [limiter_hit=build/release/bench/limiter_hit] [algorithms=fixed_window,gcra]
 set -euo pipefail
