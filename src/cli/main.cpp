@@ -2,11 +2,12 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/version.hpp"  // generated (cmake/version.hpp.in)
 
 int main(int argc, char** argv) {
   CLI::App app{"floodgate: rate limiting for C++ services, and as a service"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "floodgate 0.1.0");
+  app.set_version_flag("--version", "floodgate " FLOODGATE_VERSION " (" FLOODGATE_COMMIT ")");
   auto run_replay = floodgate::cli::add_replay(app);
   auto run_serve = floodgate::cli::add_serve(app);
   auto run_pace = floodgate::cli::add_pace(app);
