@@ -25,6 +25,16 @@ set(FLOODGATE_DEBIAN_REVISION 1 CACHE STRING "Debian revision of the packages")
 # Manual pages from the program's help (help2man), gzip'd changelogs (lintian wants
 # changelog.Debian.gz, and the upstream one as changelog.gz), dated by the commit.
 configure_file(${_fg_pkg}/debian/changelog.in ${_fg_gen}/changelog.Debian @ONLY)
+# For scripts/package.sh: the names of what it builds.
+execute_process(COMMAND dpkg --print-architecture OUTPUT_VARIABLE _fg_arch OUTPUT_STRIP_TRAILING_WHITESPACE
+  ERROR_QUIET)
+file(CONFIGURE OUTPUT ${_fg_gen}/version.env CONTENT [[
+FLOODGATE_VERSION='@FLOODGATE_VERSION@'
+FLOODGATE_DEBIAN_VERSION='@FLOODGATE_DEBIAN_VERSION@-@FLOODGATE_DEBIAN_REVISION@'
+FLOODGATE_COMMIT='@FLOODGATE_COMMIT@'
+FLOODGATE_COMMIT_EPOCH='@FLOODGATE_COMMIT_EPOCH@'
+FLOODGATE_DEB_ARCH='@_fg_arch@'
+]] @ONLY)
 set(_fg_man_pages floodgate floodgate-replay floodgate-serve floodgate-pace floodgate-simulate)
 list(TRANSFORM _fg_man_pages PREPEND ${_fg_gen}/man/ OUTPUT_VARIABLE _fg_man_outputs)
 list(TRANSFORM _fg_man_outputs APPEND .1.gz)

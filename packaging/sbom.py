@@ -65,6 +65,8 @@ def owners(paths):
 
 def versions(packages):
     """package -> (version, architecture), from dpkg's database."""
+    if not packages:
+        return {}
     res = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Version}\t${Architecture}\n"] + sorted(packages),
                          check=True, capture_output=True, text=True)
     return {name: (version, arch) for name, version, arch in (l.split("\t") for l in res.stdout.splitlines())}
