@@ -27,7 +27,11 @@ deb="dist/floodgate_${FLOODGATE_DEBIAN_VERSION}_${FLOODGATE_DEB_ARCH}.deb"
 image="dist/floodgate-${FLOODGATE_VERSION}-oci.tar"
 [[ -f "$deb" ]] || { echo "package.sh: cpack did not make $deb" >&2; ls dist >&2; exit 1; }
 
-packaging/image/build-image.sh "$deb" "$image" "$FLOODGATE_VERSION" "$FLOODGATE_COMMIT" "$FLOODGATE_COMMIT_EPOCH"
+# buildah keeps its (temporary) store as root; through sudo otherwise, like deps.sh.
+sudo=""
+if [[ "$(id -u)" != 0 ]]; then sudo="sudo"; fi
+$sudo packaging/image/build-image.sh "$deb" "$image" "$FLOODGATE_VERSION" "$FLOODGATE_COMMIT" "$FLOODGATE_COMMIT_EPOCH"
+if [[ -n "$sudo" ]]; then sudo chown "$(id -u):$(id -g)" "$image"; fi
 
 common=(--binary build/release/floodgate --version "$FLOODGATE_VERSION" --commit "$FLOODGATE_COMMIT"
         --epoch "$FLOODGATE_COMMIT_EPOCH")
