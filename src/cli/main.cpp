@@ -11,9 +11,10 @@ namespace {
 // envoyproxy/ratelimit's binary is /bin/ratelimit, and Envoy Gateway runs its rate-limit
 // container with command ["/bin/ratelimit"] and the settings in the environment; the container
 // image links that name to floodgate. Invoked so, floodgate is `floodgate serve --envoyproxy-env`,
-// with any arguments given after it.
+// with any arguments given after it (but `ratelimit --version` is floodgate's --version).
 bool invoked_as_ratelimit(int argc, char** argv) {
   if (argc < 1 || argv[0] == nullptr) return false;
+  if (argc > 1 && std::string_view(argv[1]) == "--version") return false;
   std::string_view name(argv[0]);
   if (auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
   return name == "ratelimit";
