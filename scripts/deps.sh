@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages floodgate needs, only those that are missing.
 #   scripts/deps.sh          build and run
+#   scripts/deps.sh --package  also what scripts/package.sh needs (help2man for the manual pages,
+#                            dpkg-dev's dpkg-shlibdeps for Depends, buildah for the image, the CA
+#                            bundle it holds, python3 for the bills of materials)
 #   scripts/deps.sh --test   also what the test suite needs (clang + libFuzzer runtime, servers,
 #                            chromium and Node.js for the dashboard's browser test, xmllint,
 #                            promtool from Debian's prometheus for /metrics, memcached;
-#                            pymemcache for bench/memcached's Python `limits` peer)
+#                            pymemcache for bench/memcached's Python `limits` peer), and what
+#                            scripts/package.sh and its check need (lintian, systemd-analyze,
+#                            man-db for the unit's man: links, PyYAML for the manifests' test)
 set -euo pipefail
 
 packages=(g++ cmake make ccache pkg-config
@@ -12,8 +17,12 @@ packages=(g++ cmake make ccache pkg-config
           libspdlog-dev libyaml-cpp-dev libhiredis-dev libmemcached-dev libssl-dev libgnutls28-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc)
+if [[ "${1:-}" == "--test" || "${1:-}" == "--package" ]]; then
+  packages+=(help2man dpkg-dev buildah ca-certificates python3)
+fi
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev redis-server redis-sentinel redis-tools memcached python3-pymemcache nginx wrk curl nodejs
+  packages+=(lintian systemd man-db python3-yaml
+            clang libclang-rt-14-dev redis-server redis-sentinel redis-tools memcached python3-pymemcache nginx wrk curl nodejs
             chromium fonts-dejavu-core libxml2-utils prometheus openssl)
   # npm installs the gRPC end-to-end test's Node client, playwright-core (tests/integration/browser)
   # and structured-headers (tests/integration/headers);

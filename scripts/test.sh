@@ -8,7 +8,11 @@
 #      rule loader, and HTTP requests through the API in process;
 #   4. a release build of the binary, the benchmark (a short smoke run) and the library's tests,
 #      `cmake --install`, the example in examples/ built against the installed package with
-#      find_package(floodgate CONFIG), then the library's tests and nginx against the release binary.
+#      find_package(floodgate CONFIG), then the library's tests and nginx against the release binary;
+#   5. the packages from that release build (scripts/package.sh: the Debian packages, the OCI image,
+#      the bills of materials in dist/) and their checks (tests/packaging/check.sh: lintian,
+#      systemd-analyze, installed with dpkg -i, served, purged; the image run from its own root
+#      file system; the Kubernetes manifests' probes against the real binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -52,3 +56,10 @@ echo "installed example and binary: ok"
 
 step "Release: the library's tests (unit, conformance) and nginx in front of the release binary"
 ctest --preset release -j"$jobs" -L 'unit|nginx' --output-on-failure
+
+step "Packages: Debian packages, OCI image and SBOMs from the release build; lintian, systemd-analyze, install, run, purge; the image; the Kubernetes manifests"
+packages_start=$SECONDS
+scripts/package.sh
+# As root (it installs and purges the packages, uses chroot and network namespaces), like deps.sh.
+if [[ "$(id -u)" == 0 ]]; then tests/packaging/check.sh dist; else sudo tests/packaging/check.sh dist; fi
+echo "packages: $((SECONDS - packages_start)) s"
