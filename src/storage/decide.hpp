@@ -107,7 +107,7 @@ Decision decide(typename A::State* st, std::span<const Limit> limits, bool shape
   const Micros retry_after = out.retry_after;
   const Micros delay = out.delay;
   out = A::evaluate(st[0], limits[0], now, 0, false);
-  out.limit_reset_after = out.reset_after;  // k > 1 here
+  if (k > 1) out.limit_reset_after = out.reset_after;
   for (std::size_t i = 1; i < k; ++i) combine(out, A::evaluate(st[i], limits[i], now, 0, false), false);
   out.allowed = allowed;
   out.retry_after = retry_after;

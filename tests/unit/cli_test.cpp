@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -82,6 +83,33 @@ TEST(PaceCli, ALineThatCannotGetASlotInTimeStopsTheRunWithAnError) {
   const auto bad = cli("pace --limit 10/fortnight", "x\n");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("fortnight"), std::string::npos) << bad.output;
+}
+
+// Invoked as `ratelimit` (envoyproxy/ratelimit's binary name, which Envoy Gateway runs), floodgate
+// is `floodgate serve --envoyproxy-env`; `--version` stays floodgate's and names the commit.
+TEST(Cli, AsRatelimitItServesWithEnvoyproxysEnvironment) {
+  const std::string dir = ::testing::TempDir() + "/ratelimit-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string link = dir + "/ratelimit";
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(FLOODGATE_BINARY, link);
+  const auto run = [](const std::string& cmd) {
+    FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+    std::string out;
+    char buf[4096];
+    for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    const int status = pclose(pipe);
+    return std::pair<int, std::string>(WEXITSTATUS(status), out);
+  };
+  // serve's own options are parsed: a bad --envoyproxy-env value stops the start naming it.
+  const auto [code, out] = run("env -i PATH=/usr/bin:/bin PORT=notaport " + link);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("PORT"), std::string::npos) << out;
+  const auto [vcode, version] = run(link + " --version");
+  EXPECT_EQ(vcode, 0) << version;
+  EXPECT_EQ(version.rfind("floodgate ", 0), 0u) << version;
+  EXPECT_NE(version.find('('), std::string::npos) << version;  // the commit
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ TEST(Headers, DeniedMultiLimitNamesTheConstrainingLimit) {
   d.period = 60 * kMicrosPerSecond;
   d.remaining = 0;
   d.reset_after = 59'000'000;
+  d.limit_reset_after = 59'000'000;  // the named limit's (10/minute) own reset
   d.retry_after = 1;  // one microsecond still means "retry after 1 second"
   const auto hs = rate_limit_headers(p, d);
   EXPECT_EQ(header(hs, "RateLimit-Policy"), "\"web-0\";q=2;w=1, \"web-1\";q=10;w=60");

@@ -183,7 +183,7 @@ TEST(RedisResp, AppendRespWritesWhatHiredisFormats) {
 
 // Several limits: the 8th integer is the named limit's own reset.
 TEST(RedisDecisionReply, TheEighthIntegerIsTheNamedLimitsReset) {
-  redisReply* r = read_resp("$34\r\n1 10 1000000 9 3600000 0 0 100000\r\n");
+  redisReply* r = read_resp("$33\r\n1 10 1000000 9 3600000 0 0 100000\r\n");
   auto d = parse_decision(r);
   freeReplyObject(r);
   ASSERT_TRUE(d.ok()) << d.status();
