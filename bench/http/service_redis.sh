@@ -2,7 +2,7 @@
 # Decisions per second through the service with a Redis storage, against the storage's own batch
 # benchmark on the same scratch Redis, in one run. The service coalesces concurrent requests into
 # one pipelined round trip per I/O thread (batching: auto).
-#   bench/http/service_redis.sh build/release/floodgate build/release/bench/floodgate_redis_benchmark [seconds]
+#   bench/http/service_redis.sh build/release/floodgate build/release/tests/integration/redis/bench/floodgate_redis_benchmark [seconds]
 set -euo pipefail
 floodgate="$1"; storage_bench="$2"; seconds="${3:-10}"
 here="$(cd "$(dirname "$0")" && pwd)"
