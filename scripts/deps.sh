@@ -21,7 +21,7 @@ if [[ "${1:-}" == "--test" || "${1:-}" == "--package" ]]; then
   packages+=(help2man dpkg-dev buildah ca-certificates python3)
 fi
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(lintian systemd man-db python3-yaml
+  packages+=(lintian systemd man-db python3-yaml python3-grpcio
             clang libclang-rt-14-dev redis-server redis-sentinel redis-tools memcached python3-pymemcache nginx wrk curl nodejs
             chromium fonts-dejavu-core libxml2-utils prometheus openssl)
   # npm installs the gRPC end-to-end test's Node client, playwright-core (tests/integration/browser)

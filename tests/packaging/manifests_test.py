@@ -11,8 +11,9 @@ default) and runs what the Deployment says as the kubelet would, without a clust
 - then every probe it names — startup, readiness, liveness — on the port it names (a name is
   resolved through the container's ports) at the pod address, and the ServiceMonitor's path on
   the Service port it names, and a connection to each container port; a probe that is not
-  answered 200–399, or whose port nothing declares or nothing listens on, fails the test; gRPC and exec probes fail (floodgate has no
-  grpc.health.v1, the image no shell). Before running: the selectors of the Service, the PDB and the
+  answered 200–399, or whose port nothing declares or nothing listens on, fails the test; a gRPC
+  probe calls grpc.health.v1's Check (raw protobuf bytes, Debian's python3-grpcio) and must get
+  SERVING; exec probes fail (the image has no shell). Before running: the selectors of the Service, the PDB and the
   ServiceMonitor match, the HPA targets the Deployment, the container is non-root with a read-only
   root file system and CPU and memory requests.
 --self-check: also runs the test on broken copies (a probe path the service lacks, a port name the
@@ -215,7 +216,24 @@ def call(probe, container, what):
         except OSError as e:
             return f"TCP port {port}: {e}"
     if "grpc" in probe:
-        return f"gRPC health probe on port {port}: floodgate does not implement grpc.health.v1"
+        # grpc.health.v1.Health/Check with raw protobuf bytes: the request's field 1 is the
+        # service name; SERVING is the reply's field 1 = 1 (08 01).
+        try:
+            import grpc
+        except ImportError:
+            return "a gRPC probe needs Debian's python3-grpcio (scripts/deps.sh --test)"
+        service = probe["grpc"].get("service", "").encode()
+        request = (b"\x0a" + bytes([len(service)]) + service) if service else b""
+        channel = grpc.insecure_channel(f"{POD_IP}:{port}")
+        try:
+            check = channel.unary_unary("/grpc.health.v1.Health/Check", request_serializer=lambda b: b,
+                                        response_deserializer=lambda b: b)
+            reply = check(request, timeout=timeout)
+        except grpc.RpcError as e:
+            return f"gRPC health Check on port {port}: {e.code().name}"
+        finally:
+            channel.close()
+        return None if reply == b"\x08\x01" else f"gRPC health Check on port {port}: not SERVING ({reply!r})"
     return f"{list(probe)}: the image has no shell or tools for an exec probe"
 
 
@@ -304,8 +322,13 @@ def run(docs, image, work):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    probes = ", ".join(f"{k} {container[k]['httpGet']['path']} on {container[k]['httpGet']['port']}"
-                       for k in ("startupProbe", "readinessProbe", "livenessProbe"))
+    def describe(probe):
+        if "httpGet" in probe:
+            return f"{probe['httpGet']['path']} on {probe['httpGet']['port']}"
+        if "grpc" in probe:
+            return f"gRPC health on {probe['grpc']['port']}"
+        return str(list(probe))
+    probes = ", ".join(f"{k} {describe(container[k])}" for k in ("startupProbe", "readinessProbe", "livenessProbe"))
     ports = ", ".join(f"{p.get('name')} {p['containerPort']}" for p in container.get("ports", []))
     return (f"{' '.join(argv)} as {uid}:{gid}: {probes}, container ports ({ports}) listening, "
             f"ServiceMonitor {[p for _, p in scrapes]}: ok")
@@ -328,12 +351,12 @@ def broken_copies(manifests):
         assert cm["data"]["floodgate.yaml"] != text
 
     return [
-        variant("readinessProbe on /livez (no such path)",
-                lambda d, c: c["readinessProbe"]["httpGet"].update(path="/livez")),
+        variant("readinessProbe on /ready (no such path)",
+                lambda d, c: c["readinessProbe"]["httpGet"].update(path="/ready")),
         variant("livenessProbe on port 'metrics' (no such port name)",
                 lambda d, c: c["livenessProbe"]["httpGet"].update(port="metrics")),
-        variant("startupProbe on the gRPC port",
-                lambda d, c: c["startupProbe"]["httpGet"].update(port="grpc")),
+        variant("startupProbe's gRPC health check on the HTTP port",
+                lambda d, c: c["startupProbe"]["grpc"].update(port=8080)),
         variant("the service listening on loopback only (the kubelet probes the pod's address)", listen_loopback),
     ]
 

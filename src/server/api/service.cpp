@@ -47,6 +47,7 @@ const Service::Route Service::kRoutes[] = {
     {"/v1/simulate", http::verb::post, &Service::route_simulate, true, {.large_body = true, .off_thread = true}},
     {"/v1/live", http::verb::get, &Service::route_live, true},
     {"/healthz", http::verb::get, &Service::route_healthz},
+    {"/livez", http::verb::get, &Service::route_healthz},  // Kubernetes' name for liveness
     {"/healthcheck", http::verb::get, &Service::route_healthz},  // envoyproxy/ratelimit's name
     {"/readyz", http::verb::get, &Service::route_readyz},
     {"/json", http::verb::post, &Service::route_json},  // envoyproxy/ratelimit's JSON API

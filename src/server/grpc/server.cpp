@@ -2,6 +2,7 @@
 #include "server/grpc/server.hpp"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 
 #include "absl/synchronization/mutex.h"
@@ -94,6 +95,9 @@ absl::Status GrpcServer::start() {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const std::string address = host_.find(':') != std::string::npos ? fmt::format("[{}]:{}", host_, port_)
                                                                     : fmt::format("{}:{}", host_, port_);
+  // The standard health service (grpc.health.v1.Health: Check and Watch), for Kubernetes' gRPC
+  // probes: SERVING once started, NOT_SERVING from shutdown on.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(address, credentials(tls_), &bound);
@@ -123,11 +127,17 @@ absl::Status GrpcServer::start() {
   }
   port_ = static_cast<std::uint16_t>(bound);
   if (inline_) inline_->start();
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(std::string(rlsv3::RateLimitService::service_full_name()), true);
+    health->SetServingStatus(true);
+  }
   return absl::OkStatus();
 }
 
 void GrpcServer::shutdown(std::chrono::milliseconds deadline) {
   if (!server_) return;
+  // Health watchers hear NOT_SERVING before the calls in flight drain.
+  if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
   server_->Shutdown(std::chrono::system_clock::now() + deadline);
   server_->Wait();
   // The inline service's queue is drained while the server still exists: its last events (call

@@ -11,7 +11,8 @@ proto="$here/../../../proto"
 if [[ "$1" == install ]]; then
   node_dir="$2"
   mkdir -p "$node_dir"
-  cp "$here/package.json" "$here/package-lock.json" "$here/rls_client.js" "$here/tls_client.js" "$node_dir/"
+  cp "$here/package.json" "$here/package-lock.json" "$here/rls_client.js" "$here/tls_client.js" \
+    "$here/health_client.js" "$node_dir/"
   (cd "$node_dir" && npm ci --no-audit --no-fund --silent)
   exit 0
 fi
@@ -46,6 +47,11 @@ if [[ ! -s "$work/grpc.port" ]]; then
 fi
 echo "storage $storage, gRPC port $(cat "$work/grpc.port")"
 if ! node "$node_dir/rls_client.js" "$(cat "$work/grpc.port")" "$(cat "$work/http.port")" "$proto"; then
+  echo "floodgate log:"; cat "$work/serve.log"
+  exit 1
+fi
+# Last, as it stops the server: the standard health service, and what SIGTERM does to it.
+if ! node "$node_dir/health_client.js" "$(cat "$work/grpc.port")" "$here/health.proto" "$(cat "$work/pid")"; then
   echo "floodgate log:"; cat "$work/serve.log"
   exit 1
 fi
