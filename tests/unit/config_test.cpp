@@ -177,5 +177,10 @@ TEST(ConfigSchema, AKeySourceWithoutANameSaysSo) {
             std::string::npos);
 }
 
+TEST(ConfigSchema, LogFormatIsTextOrJson) {
+  EXPECT_EQ(error_of("log_format: json\n"), "<ok>");
+  EXPECT_EQ(error_of("log_format: xml\n"), "cfg.yaml:1:13: log_format must be text or json");
+}
+
 }  // namespace
 }  // namespace floodgate::server

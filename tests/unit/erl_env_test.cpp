@@ -33,7 +33,7 @@ TEST(ErlEnv, EveryHonouredVariable) {
                                  {"LOG_LEVEL", "DEBUG"}, {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"},
                                  {"MERGE_DOMAIN_CONFIG", "1"}, {"RESPONSE_DYNAMIC_METADATA", "T"},
                                  {"SHADOW_MODE", "true"}, {"QUOTA_MODE", "True"}, {"NEAR_LIMIT_RATIO", "0.8"},
-                                 {"USE_PROMETHEUS", "true"}, {"PROMETHEUS_ADDR", ":9000"}},
+                                 {"USE_PROMETHEUS", "true"}, {"PROMETHEUS_ADDR", ":9000"}, {"LOG_FORMAT", "JSON"}},
                                 c);
   ASSERT_TRUE(warnings.ok()) << warnings.status();
   EXPECT_TRUE(warnings->empty()) << (*warnings)[0];
@@ -45,6 +45,7 @@ TEST(ErlEnv, EveryHonouredVariable) {
   EXPECT_EQ(c.storage, "redis://:s3cret@redis.local:6380?timeout_ms=1500&pool=4&key_layout=envoyproxy");
   EXPECT_TRUE(check_storage_url(c.storage).ok()) << check_storage_url(c.storage).status();
   EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.log_format, "json");
   EXPECT_TRUE(c.rls.response_headers && c.rls.merge_domains && c.rls.shadow_mode && c.rls.quota_mode &&
               c.rls.dynamic_metadata);
 }
@@ -85,6 +86,7 @@ TEST(ErlEnv, ValuesEnvoyproxyRefusesAreErrorsNamingTheVariable) {
     return r.ok() ? std::string("ok") : std::string(r.status().message());
   };
   EXPECT_EQ(error({{"PORT", "http"}}), "PORT=http: not a port number");
+  EXPECT_EQ(error({{"LOG_FORMAT", "xml"}}), "LOG_FORMAT=xml: text or json");
   EXPECT_EQ(error({{"GRPC_PORT", "70000"}}), "GRPC_PORT=70000: not a port number");
   EXPECT_EQ(error({{"REDIS_TIMEOUT", "10"}}), "REDIS_TIMEOUT=10: a duration needs a unit (ns, us, ms, s, m, h)");
   EXPECT_EQ(error({{"REDIS_TYPE", "ring"}}), "REDIS_TYPE=ring: expected single, cluster or sentinel");

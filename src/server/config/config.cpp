@@ -162,7 +162,7 @@ void parse_policies(const std::string& source, const YAML::Node& policies, Confi
 void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
   check_keys(source, root,
-             {"listen", "threads", "storage", "batching", "log_level", "inline_limits", "max_inline_policies",
+             {"listen", "threads", "storage", "batching", "log_level", "log_format", "inline_limits", "max_inline_policies",
               "auth_denied_status", "http", "rls", "admin", "tls", "policies"},
              "the configuration");
   if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
@@ -184,6 +184,10 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
     }
   }
   if (root["log_level"]) c.log_level = scalar<std::string>(source, root["log_level"], "log_level");
+  if (const auto& n = root["log_format"]) {
+    c.log_format = scalar<std::string>(source, n, "log_format");
+    if (c.log_format != "text" && c.log_format != "json") fail(source, n, "log_format must be text or json");
+  }
   if (root["inline_limits"]) c.allow_inline = scalar<bool>(source, root["inline_limits"], "inline_limits");
   if (const auto& n = root["max_inline_policies"]) {
     c.max_inline_policies = size(source, n, "max_inline_policies", limits::kMaxInlinePolicies, "policies");

@@ -105,6 +105,9 @@ struct Config {
   /// "on" or "off".
   std::string batching = "auto";
   std::string log_level = "info";
+  /// "text" (a line of text per message) or "json" (a JSON object per line: time in UTC, level,
+  /// msg), for log shippers.
+  std::string log_format = "text";
   bool allow_inline = true;           ///< /v1/hit with {"limit": …} and no configured policy
   std::size_t max_inline_policies = 1024;
   int auth_denied_status = 429;       ///< nginx auth_request passes only 401/403 through

@@ -203,6 +203,8 @@ absl::StatusOr<std::vector<std::string>> apply_erl_env(const Environment& env, C
   c.log_level = lower(get(env, "LOG_LEVEL", "warn"));
   if (c.log_level == "warning") c.log_level = "warn";
   if (c.log_level == "fatal" || c.log_level == "panic") c.log_level = "critical";
+  c.log_format = lower(get(env, "LOG_FORMAT", "text"));
+  if (c.log_format != "text" && c.log_format != "json") return bad("LOG_FORMAT", c.log_format, "text or json");
   struct Flag {
     const char* name;
     bool* into;

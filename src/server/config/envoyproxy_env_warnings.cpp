@@ -20,7 +20,6 @@ constexpr Unhonoured kUnhonoured[] = {
     {"GRPC_MAX_CONNECTION_AGE", "connections are not aged out"},
     {"GRPC_MAX_CONNECTION_AGE_GRACE", "connections are not aged out"},
     {"GRPC_CLIENT_TLS_SAN", "any client certificate signed by GRPC_CLIENT_TLS_CACERT is accepted"},
-    {"LOG_FORMAT", "logs are text lines"},
     {"FORCE_START_WITHOUT_INITIAL_CONFIG", "the rules directory must exist at start"},
     {"CONFIG_GRPC_XDS_*", "rules come from files only (no xDS)"},
     {"XDS_CLIENT_*", "rules come from files only (no xDS)"},

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <boost/json.hpp>
+
 #include "server_fixture.hpp"
 
 namespace floodgate::testing {
@@ -103,4 +105,36 @@ TEST(Metrics, PromtoolAcceptsMetricsWithNamesChosenToClash) {
 }
 
 }  // namespace
+// log_format: json writes one JSON object a line (time, level, msg), whatever the message holds:
+// a refused reload's message quotes the bad limit, and the quotes survive as JSON.
+TEST(LogFormat, JsonIsOneObjectALine) {
+  ServerProcess server("log_format: json\npolicies:\n  - {name: a, limit: 10/minute}\n");
+  ASSERT_NE(server.port(), 0);
+  ASSERT_EQ(server.request(http::verb::get, "/healthz").result_int(), 200);
+  server.write_config("log_format: json\npolicies:\n  - {name: a, limit: 10/fortnight}\n");
+  kill(server.pid(), SIGHUP);
+  ASSERT_TRUE(eventually([&] { return server.log_text().find("fortnight") != std::string::npos; })) << server.log_text();
+  std::istringstream lines(server.log_text());
+  bool quoted = false;
+  int objects = 0;
+  bool listening = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    boost::system::error_code ec;
+    const boost::json::value v = boost::json::parse(line, ec);
+    ASSERT_FALSE(ec) << "not JSON: " << line;
+    ASSERT_TRUE(v.is_object()) << line;
+    const auto& o = v.as_object();
+    ASSERT_TRUE(o.contains("time") && o.contains("level") && o.contains("msg")) << line;
+    EXPECT_EQ(std::string_view(o.at("time").as_string()).back(), 'Z') << line;
+    const std::string_view msg = o.at("msg").as_string();
+    listening = listening || msg.find("listening on") != std::string_view::npos;
+    quoted = quoted || msg.find("\"10/fortnight\"") != std::string_view::npos;
+    ++objects;
+  }
+  EXPECT_GT(objects, 0);
+  EXPECT_TRUE(listening) << server.log_text();
+  EXPECT_TRUE(quoted) << server.log_text();
+}
+
 }  // namespace floodgate::testing
