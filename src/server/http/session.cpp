@@ -106,7 +106,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_header(beast::error_code ec) {
     if (ec) return on_read(ec);
     const auto& req = parser_->get();
-    const std::size_t limit = Service::body_limit(route_needs(), shared_->limits);
+    needs_ = route_needs();
+    const std::size_t limit = Service::body_limit(needs_, shared_->limits);
     parser_->body_limit(limit);  // chunked bodies count against it
     const auto field = req[http::field::content_length];
     std::uint64_t length = 0;
@@ -148,7 +149,7 @@ class Session : public std::enable_shared_from_this<Session> {
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     res_ = {};
     Service& service = *shared_->service;
-    if (route_needs().off_thread) {
+    if (needs_.off_thread) {
       return run_elsewhere(service);
     }
     if (!service.prepare(parser_->get(), res_, pending_)) return write();
@@ -315,6 +316,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Batcher& batcher_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  RouteNeeds needs_{};  // of the request being read, from its header (on_header)
   Response res_;
   Service::Pending pending_;
   std::string out_;
