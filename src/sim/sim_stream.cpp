@@ -14,6 +14,23 @@ namespace floodgate {
 
 namespace {
 
+// Keeps the requests of `focus` among `marked` (none when it is empty), and the same ones of each
+// row's decisions in `marks` (in `marked`'s order).
+void keep_focus(std::string_view focus, std::vector<TraceEvent>& marked, const std::vector<std::vector<SimStep>*>& marks) {
+  std::vector<std::size_t> keep;
+  for (std::size_t i = 0; i < marked.size(); ++i) {
+    if (!focus.empty() && marked[i].key == focus) keep.push_back(i);
+  }
+  std::vector<TraceEvent> events;
+  for (std::size_t i : keep) events.push_back(std::move(marked[i]));
+  marked = std::move(events);
+  for (std::vector<SimStep>* m : marks) {
+    std::vector<SimStep> steps;
+    for (std::size_t i : keep) steps.push_back((*m)[i]);
+    *m = std::move(steps);
+  }
+}
+
 constexpr Micros kFirstBinWidth = 1000;  // 1 ms
 constexpr std::size_t kSweepEvery = std::size_t{1} << 16;
 
@@ -188,18 +205,9 @@ absl::Status Simulation::decide(Row& row, std::size_t r, Micros t, std::string_v
 // Past max_marks requests, only the focus key's stay.
 void Simulation::stop_marking_all() {
   all_marked_ = false;
-  std::vector<std::size_t> keep;
-  for (std::size_t i = 0; i < marked_.size(); ++i) {
-    if (!options_.focus.empty() && marked_[i].key == options_.focus) keep.push_back(i);
-  }
-  std::vector<TraceEvent> events;
-  for (std::size_t i : keep) events.push_back(std::move(marked_[i]));
-  marked_ = std::move(events);
-  for (Row& row : rows_) {
-    std::vector<SimStep> steps;
-    for (std::size_t i : keep) steps.push_back(row.out.marks[i]);
-    row.out.marks = std::move(steps);
-  }
+  std::vector<std::vector<SimStep>*> marks;
+  for (Row& row : rows_) marks.push_back(&row.out.marks);
+  keep_focus(options_.focus, marked_, marks);
 }
 
 // Forgets the admitted requests of keys idle for longer than every period.
@@ -221,16 +229,10 @@ StreamResult Simulation::result() const {
   }
   r.marked = marked_;
   r.all_marked = all_marked_;
-  if (all_marked_ && !options_.focus.empty()) {
-    // A focus draws that key's requests alone, however few the requests are.
-    std::vector<TraceEvent> events;
-    for (StreamRow& row : r.rows) row.marks.clear();
-    for (std::size_t i = 0; i < marked_.size(); ++i) {
-      if (marked_[i].key != options_.focus) continue;
-      events.push_back(marked_[i]);
-      for (std::size_t k = 0; k < rows_.size(); ++k) r.rows[k].marks.push_back(rows_[k].out.marks[i]);
-    }
-    r.marked = std::move(events);
+  if (all_marked_ && !options_.focus.empty()) {  // a focus draws its key alone, at any size
+    std::vector<std::vector<SimStep>*> marks;
+    for (StreamRow& row : r.rows) marks.push_back(&row.marks);
+    keep_focus(options_.focus, r.marked, marks);
     r.all_marked = false;
   }
   std::vector<std::pair<std::int64_t, const std::string*>> blocked;
