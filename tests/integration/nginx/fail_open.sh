@@ -6,8 +6,6 @@
 set -euo pipefail
 floodgate="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
-examples="$here/../../../examples/nginx"
-nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 prefix="$(mktemp -d)"
 stop_nginx() {
   [[ -f "$prefix/nginx.pid" ]] && kill "$(cat "$prefix/nginx.pid")" 2>/dev/null || true

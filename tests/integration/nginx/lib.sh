@@ -1,5 +1,8 @@
-# Starting Debian's nginx on loopback for the nginx tests (sourced by run.sh and simulate.sh).
-# Needs: $prefix (a scratch directory), nginx_bin. Sets nginx_port and upstream_port.
+# Starting Debian's nginx on loopback for the nginx tests (sourced by run.sh, simulate.sh and fail_open.sh).
+# Needs: $prefix (a scratch directory). Sets nginx_bin and examples (examples/nginx) now, and
+# nginx_port and upstream_port when start_nginx succeeds.
+nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
+examples="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../examples/nginx" && pwd)"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
   || echo $((20000 + RANDOM % 20000)); }

@@ -5,8 +5,6 @@
 set -euo pipefail
 floodgate="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
-examples="$here/../../../examples/nginx"
-nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 prefix="$(mktemp -d)"
 cleanup() {
   [[ -f "$prefix/floodgate.pid" ]] && kill "$(cat "$prefix/floodgate.pid")" 2>/dev/null || true

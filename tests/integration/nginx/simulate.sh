@@ -7,7 +7,6 @@
 set -euo pipefail
 floodgate="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
-nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 prefix="$(mktemp -d)"
 cleanup() {
   [[ -f "$prefix/nginx.pid" ]] && kill "$(cat "$prefix/nginx.pid")" 2>/dev/null || true
