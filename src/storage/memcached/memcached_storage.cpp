@@ -19,16 +19,6 @@ namespace floodgate::memcached {
 namespace {
 
 // Whether a return code means the server (or the way to it) failed, as opposed to an answer.
-// libmemcached's name of `rc` in lower case, with the system's reason when there is one
-// ("connection failure: Connection refused"). Its last-error message carries a pointer and a
-// source location, which no user needs.
-std::string error_text(const memcached_st* m, memcached_return_t rc) {
-  std::string t = memcached_strerror(m, rc);
-  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (const int e = memcached_last_error_errno(m); e != 0) t += fmt::format(": {}", std::strerror(e));
-  return t;
-}
-
 bool is_connection_failure(memcached_return_t rc) {
   switch (rc) {
     case MEMCACHED_CONNECTION_FAILURE:
@@ -41,6 +31,18 @@ bool is_connection_failure(memcached_return_t rc) {
     default:
       return false;
   }
+}
+
+// libmemcached's name of `rc` in lower case, with the system's reason for a connection failure
+// ("connection failure: Connection refused"; another error's errno may be an older one's). Its
+// last-error message carries a pointer and a source location, which no user needs.
+std::string error_text(const memcached_st* m, memcached_return_t rc) {
+  std::string t = memcached_strerror(m, rc);
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (const int e = memcached_last_error_errno(m); e != 0 && is_connection_failure(rc)) {
+    t += fmt::format(": {}", std::strerror(e));
+  }
+  return t;
 }
 
 bool is_server_failure(memcached_return_t rc) {
