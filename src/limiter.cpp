@@ -7,6 +7,8 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include <random>
+
 #include "absl/strings/str_cat.h"
 #include "key_locks.hpp"
 
@@ -19,6 +21,27 @@ absl::Status check_cost(std::int64_t cost) {
         absl::StrCat("cost ", cost, " is out of range: expected 0 to 2^53"));
   }
   return absl::OkStatus();
+}
+
+// The cost, and a reservation's id and time to live.
+absl::Status check_request(const Storage::BatchItem& r) {
+  if (r.cost < 0 || r.cost > kMaxAmount) return check_cost(r.cost);
+  if (!reserves(r.effect)) return absl::OkStatus();
+  if (r.reservation.empty() || r.reservation.size() > kMaxReservationId) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reservation id of ", r.reservation.size(), " bytes: expected 1 to ", kMaxReservationId));
+  }
+  if (r.effect != Effect::kSettle && (r.ttl < kMinReservationTtl || r.ttl > kMaxReservationTtl)) {
+    return absl::InvalidArgumentError(absl::StrCat("reservation ttl of ", r.ttl / 1000,
+                                                   " ms is out of range: expected 1 ms to 24 hours"));
+  }
+  return absl::OkStatus();
+}
+
+// 128 random bits in hex, for a reservation the caller did not name.
+std::string random_id() {
+  thread_local std::mt19937_64 gen{std::random_device{}()};
+  return absl::StrCat(absl::Hex(gen(), absl::kZeroPad16), absl::Hex(gen(), absl::kZeroPad16));
 }
 }  // namespace
 
@@ -66,7 +89,9 @@ Limiter::BlockedKeys* Limiter::blocked_keys(const Policy& policy) {
 std::optional<Decision> Limiter::blocked(const Request& r, Micros now) {
   const std::string_view key = r.key;
   const std::int64_t cost = r.cost;
+  // A settle is always applied; a reservation that may be one is asked of the storage.
   if (cost <= 0 || r.policy->options().blocked_cache == 0) return std::nullopt;
+  if (r.effect == Effect::kSettle || r.effect == Effect::kReserveOrSettle) return std::nullopt;
   BlockedKeys* cache = blocked_keys(*r.policy);
   if (cache == nullptr) return std::nullopt;
   std::lock_guard<std::mutex> lock(cache->mu);
@@ -119,7 +144,8 @@ void Limiter::remember(const Request& r, const Decision& decision, Micros now) {
 
 bool refused_request(const absl::Status& status) noexcept {
   return status.code() == absl::StatusCode::kInvalidArgument ||
-         status.code() == absl::StatusCode::kResourceExhausted;
+         status.code() == absl::StatusCode::kResourceExhausted ||
+         status.code() == absl::StatusCode::kAlreadyExists || status.code() == absl::StatusCode::kUnimplemented;
 }
 
 Decision degraded_decision(const Policy& policy) noexcept {
@@ -134,7 +160,7 @@ Decision degraded_decision(const Policy& policy) noexcept {
   return d;
 }
 
-void Limiter::settle(const Request& r, absl::StatusOr<Decision>& result, Micros now) {
+void Limiter::finish(const Request& r, absl::StatusOr<Decision>& result, Micros now) {
   // The common case first: nothing to remember for an allowed decision, nor without a cache.
   if (result.ok() && (result->allowed || r.policy->options().blocked_cache == 0)) return;
   if (result.ok()) {
@@ -161,22 +187,25 @@ absl::StatusOr<Decision> Limiter::decide_one(const Request& r) { return decide_a
 
 absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
   if (r.cost < 0 || r.cost > kMaxAmount) return check_cost(r.cost);
+  if (reserves(r.effect)) {
+    if (auto s = check_request(r); !s.ok()) return s;
+  }
   if (r.policy->options().blocked_cache != 0) {
     if (auto local = blocked(r, now)) return *local;
   }
-  if (!latency_ && !lock_singles()) {  // the common case: the storage's result is built in place
+  if (!latency_ && !lock_singles() && !reserves(r.effect)) {  // the common case: built in place
     absl::StatusOr<Decision> d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now);
-    settle(r, d, now);
+    finish(r, d, now);
     return d;
   }
   absl::StatusOr<Decision> d;
   if (lock_singles()) {
     auto guard = key_locks_->lock(std::span<const Request>(&r, 1));
-    timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
+    timed([&] { d = storage_->apply_item(r, now); });
   } else {
-    timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
+    timed([&] { d = storage_->apply_item(r, now); });
   }
-  settle(r, d, now);
+  finish(r, d, now);
   return d;
 }
 
@@ -191,7 +220,7 @@ void Limiter::decide(std::span<const Request> requests, Micros now,
   ask.reserve(requests.size());
   where.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (auto s = check_cost(requests[i].cost); !s.ok()) {
+    if (auto s = check_request(requests[i]); !s.ok()) {
       out[i] = s;
     } else if (auto local = blocked(requests[i], now)) {
       out[i] = *local;
@@ -209,7 +238,7 @@ void Limiter::decide(std::span<const Request> requests, Micros now,
     timed([&] { storage_->apply_batch(ask, now, results); });
   }
   for (std::size_t j = 0; j < ask.size(); ++j) {
-    settle(ask[j], results[j], now);
+    finish(ask[j], results[j], now);
     out[where[j]] = std::move(results[j]);
   }
 }
@@ -220,11 +249,13 @@ bool Limiter::decide_group(std::span<const Request> requests, Micros now,
   std::vector<std::optional<Decision>> local(requests.size());
   bool blocked_here = false;
   for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (auto s = check_cost(requests[i].cost); !s.ok()) {
+    if (auto s = check_request(requests[i]); !s.ok()) {
       out[i] = s;  // nothing is asked of the storage for an invalid group
       return false;
     }
-    if (requests[i].effect == Effect::kHit && !requests[i].optional) local[i] = blocked(requests[i], now);
+    if ((requests[i].effect == Effect::kHit || requests[i].effect == Effect::kReserve) && !requests[i].optional) {
+      local[i] = blocked(requests[i], now);
+    }
     blocked_here = blocked_here || local[i].has_value();
   }
   if (blocked_here) {  // denied here: the others only report their state
@@ -235,7 +266,14 @@ bool Limiter::decide_group(std::span<const Request> requests, Micros now,
         out[i] = *local[i];
       } else {
         tests.push_back(requests[i]);
-        tests.back().effect = Effect::kTest;
+        // A settle is applied all the same; a reservation that may be one is resolved first.
+        if (tests.back().effect != Effect::kSettle && tests.back().effect != Effect::kReserveOrSettle) {
+          tests.back().effect = Effect::kTest;
+        } else if (tests.back().effect == Effect::kReserveOrSettle) {
+          const absl::StatusOr<bool> k = storage_->known(*requests[i].policy, requests[i].key,
+                                                         requests[i].reservation, now);
+          tests.back().effect = k.ok() && *k ? Effect::kSettle : Effect::kTest;
+        }
         where.push_back(i);
       }
     }
@@ -253,8 +291,26 @@ bool Limiter::decide_group(std::span<const Request> requests, Micros now,
       committed = storage_->apply_group(requests, now, out);
     }
   });
-  for (std::size_t i = 0; i < requests.size(); ++i) settle(requests[i], out[i], now);
+  for (std::size_t i = 0; i < requests.size(); ++i) finish(requests[i], out[i], now);
   return committed;
+}
+
+absl::StatusOr<Reservation> Limiter::reserve(const Policy& policy, std::string_view key, std::int64_t estimate,
+                                             std::string id, Micros ttl) {
+  if (id.empty()) id = random_id();
+  Request r{&policy, key, estimate, Effect::kReserve};
+  r.reservation = id;
+  r.ttl = ttl;
+  absl::StatusOr<Decision> d = decide_one(r);
+  if (!d.ok()) return d.status();
+  return Reservation{std::move(id), *d};
+}
+
+absl::StatusOr<Decision> Limiter::settle(const Policy& policy, std::string_view key, std::string_view id,
+                                         std::int64_t actual) {
+  Request r{&policy, key, actual, Effect::kSettle};
+  r.reservation = id;
+  return decide_one(r);
 }
 
 absl::StatusOr<Decision> Limiter::hit(const Policy& policy, std::string_view key,

@@ -9,6 +9,18 @@
 //                                     applies an admitted request (call only if evaluate allowed)
 //   Micros expires_at(const State&, const Limit&)
 //                                     the time from which the state equals "absent"
+//   void settle(State&, const Limit&, Micros now, Micros at, Micros mark, int64_t delta)
+//                                     settles a reservation admitted at `at` whose actual cost
+//                                     differs from its estimate by `delta` (docs/algorithms.md,
+//                                     "Reservations"): the state becomes what it would be had the
+//                                     request cost `delta` more (delta < 0: less) at `at`, as far
+//                                     as the state still remembers that time; usage it can no
+//                                     longer attribute is charged at `now` if positive (even past
+//                                     the limit) and dropped if negative. Never negative usage.
+//   Micros mark(const State&, const Limit&)
+//                                     read right after a reservation's commit: what `settle`
+//                                     needs to bound a refund (the buckets: when the reserved
+//                                     units have drained); 0 for the windows, which need only `at`
 //
 // Nothing here reads a clock, allocates (but for the moving window's log), locks or throws. The
 // caller guarantees the preconditions, which `Limit::make`/`parse_limits` and `Limiter` check once:
@@ -62,6 +74,10 @@ struct State {
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 Micros expires_at(const State& s, const Limit& l) noexcept;
+/// The window that held `at` still holds the key's count: `delta` is added to it (never below 0).
+/// Otherwise a positive delta is charged to the window at `now`, a negative one dropped.
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta) noexcept;
+inline Micros mark(const State&, const Limit&) noexcept { return 0; }
 }  // namespace fixed_window
 
 namespace fixed_window_first_hit {
@@ -71,6 +87,11 @@ using State = fixed_window::State;
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 Micros expires_at(const State& s, const Limit& l) noexcept;
+/// The window open at `now` opened at or before `at`: `delta` is added to its count (never below
+/// 0). Otherwise a positive delta is charged as a hit at `now` would be (opening a window if none
+/// is open), a negative one dropped.
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta) noexcept;
+inline Micros mark(const State&, const Limit&) noexcept { return 0; }
 }  // namespace fixed_window_first_hit
 
 namespace moving_window {
@@ -111,6 +132,14 @@ inline bool commit_keeps_size(const State& s, const Limit& l, Micros now, std::i
   return !s.log.full() && !shrinks(s.log.size(), s.log.capacity());
 }
 Micros expires_at(const State& s, const Limit& l) noexcept;
+/// While `at` is in the window at `now` (at ≥ now − P), the log's entry at `at` takes `delta`
+/// (an entry that falls to 0 leaves the log; a refund takes no more than the entry holds).
+/// Otherwise, or if the log holds no entry at `at`, a positive delta is appended at `now` like a
+/// commit (even past the limit) and a negative one dropped. May allocate, like commit.
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta);
+inline Micros mark(const State&, const Limit&) noexcept { return 0; }
+/// The capacity of the log's buffer after settle(s, l, now, at, mark, delta), without settling.
+std::size_t settle_capacity(const State& s, const Limit& l, Micros now, Micros at, std::int64_t delta) noexcept;
 }  // namespace moving_window
 
 namespace sliding_window {
@@ -124,6 +153,11 @@ struct State {
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 Micros expires_at(const State& s, const Limit& l) noexcept;
+/// The buckets are first brought to `now`; then the bucket that counted `at` — the current or the
+/// previous one — takes `delta` (never below 0). A bucket older than those: a positive delta goes
+/// to the current bucket, a negative one is dropped.
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta) noexcept;
+inline Micros mark(const State&, const Limit&) noexcept { return 0; }
 }  // namespace sliding_window
 
 namespace bucket {
@@ -165,6 +199,16 @@ Decision evaluate_exact(const State& s, const Limit& l, Micros now, std::int64_t
                         bool shape = false) noexcept;
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 Micros expires_at(const State& s, const Limit& l) noexcept;
+/// The time (µs, rounded down) at which everything committed so far — a reservation, read right
+/// after its commit — has drained: ⌊tat / N⌋.
+Micros mark(const State& s, const Limit& l) noexcept;
+/// A positive delta is charged at `now`: tat = max(tat, now·N) + delta·P, even past the capacity
+/// (the bucket is in debt; later requests wait until it drains). While the reservation's units
+/// are still in the bucket, that is exactly the state had it cost `delta` more at `at`; once they
+/// have drained, it is usage charged now. A negative delta gives back at most what is left of the
+/// reservation's units, those committed before `mark` and not yet drained at `now`:
+/// tat −= min(−delta·P, max(0, mark·N − now·N), max(0, tat − now·N)).
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta) noexcept;
 }  // namespace bucket
 
 }  // namespace floodgate

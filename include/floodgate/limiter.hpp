@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -20,6 +21,20 @@ namespace floodgate {
 namespace detail {
 class KeyLocks;
 }  // namespace detail
+
+/// A reservation made by Limiter::reserve: its id and the decision on its estimate.
+///
+/// A value the caller keeps until the request's actual usage is known, then passes to
+/// Limiter::settle (with the same policy and key). Dropped unsettled, it does nothing: the
+/// estimate stays charged, and the storage forgets the id when its time to live ends (a settle
+/// after that charges the actual usage now, as for an unknown id).
+struct Reservation {
+  std::string id;
+  Decision decision;
+  /// Whether the estimate was admitted and the id remembered (a denied reservation reserves
+  /// nothing; a degraded decision — the storage failed — remembers nothing either).
+  [[nodiscard]] bool reserved() const noexcept { return decision.allowed && !decision.degraded; }
+};
 
 /// A limiter: a storage and a clock, and the one decision pipeline of the library. The policy is
 /// passed with each call, so one limiter serves any number of policies.
@@ -65,6 +80,21 @@ class Limiter {
                                 std::int64_t cost = 1);
   /// The current state of `key`: `remaining` and `reset_after` (a test with cost 0).
   absl::StatusOr<Decision> stats(const Policy& policy, std::string_view key);
+  /// Reserves `estimate` units for a request whose cost is known only later (an LLM's tokens): a
+  /// hit of `estimate` that the storage also remembers under `id` (a random id when empty) for
+  /// `ttl` (1 ms to 24 h). Settle it with the actual usage; docs/algorithms.md, "Reservations".
+  /// Errors: InvalidArgument (cost, id of more than kMaxReservationId bytes, ttl out of range),
+  /// AlreadyExists (the id is known for this key), ResourceExhausted (the storage's bound on
+  /// reservations), Unimplemented (a storage without reservations).
+  absl::StatusOr<Reservation> reserve(const Policy& policy, std::string_view key, std::int64_t estimate,
+                                      std::string id = {}, Micros ttl = kDefaultReservationTtl);
+  /// Settles reservation `id` with the actual usage: the state becomes what it would be had the
+  /// request cost `actual` when it was reserved (a refund, or more taken even past the limit);
+  /// an unknown or expired id charges `actual` now; a second settle of an id changes nothing.
+  /// The decision is the state after it (allowed).
+  absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id,
+                                  std::int64_t actual);
+
   /// Forgets `key`'s state under `policy` (and its entry in the blocked-key cache).
   absl::Status clear(const Policy& policy, std::string_view key);
 
@@ -114,7 +144,7 @@ class Limiter {
   std::optional<Decision> blocked(const Request& r, Micros now);
   void remember(const Request& r, const Decision& decision, Micros now);
   // Steps 4 and 5 for one storage result.
-  void settle(const Request& r, absl::StatusOr<Decision>& result, Micros now);
+  void finish(const Request& r, absl::StatusOr<Decision>& result, Micros now);
   template <class F>
   void timed(F&& storage_call);
   absl::StatusOr<Decision> decide_one(const Request& r);

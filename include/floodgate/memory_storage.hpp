@@ -9,9 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "floodgate/storage.hpp"
 
 namespace floodgate {
+
+class Reservations;  // the memory store's reservations (src/storage/memory/reservations.hpp)
+struct ReservationShard;
+struct ReservationEntry;
 
 /// Options of the in-memory storage.
 struct MemoryStorageOptions {
@@ -49,6 +54,11 @@ struct MemoryStorageOptions {
   /// table at `max_keys` (1 Mi keys) of small logs (a buffer of 4 entries, 64 bytes, each) holds
   /// 64 MiB of it.
   std::size_t max_request_log_bytes = std::size_t{256} << 20;
+  /// Upper bound on the reservations remembered (Storage::reserve: each outstanding one, and each
+  /// settled one until its time to live ends), over all policies: about 200 bytes each with ids
+  /// and keys of up to 24 characters. A reservation beyond it is refused with ResourceExhausted,
+  /// nothing charged, and `reservation_refusals()` counts it. Default 1,048,576.
+  std::size_t max_reservations = std::size_t{1} << 20;
 };
 
 /// A sharded hash table per policy, created on the policy's first hit and freed when the policy
@@ -81,6 +91,18 @@ class MemoryStorage final : public Storage {
                                  Effect effect, Micros now) override;
   absl::Status clear(const Policy& policy, std::string_view key) override;
 
+  /// Reservations, kept in a bounded table beside the states (`max_reservations`); a reserve and
+  /// a settle of one key hold that table's shard across the key's state: atomic.
+  absl::StatusOr<Decision> reserve(const Policy& policy, std::string_view key, std::int64_t cost, std::string_view id,
+                                   Micros ttl, Effect effect, Micros now) override;
+  absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id, std::int64_t actual,
+                                  Micros now) override;
+  absl::StatusOr<bool> known(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
+  /// Reservations remembered now (outstanding, or settled and not yet expired).
+  [[nodiscard]] std::size_t reservations() const noexcept;
+  /// Reservations refused at the `max_reservations` bound.
+  [[nodiscard]] std::uint64_t reservation_refusals() const noexcept;
+
   /// floodgate_memory_evictions_total and floodgate_memory_reclaimed_total.
   [[nodiscard]] std::vector<StorageCounter> counters() const override;
 
@@ -103,8 +125,8 @@ class MemoryStorage final : public Storage {
   /// Frees the tables idle at `now` (µs since the epoch) for longer than their state lives.
   /// Decisions on other tables go on; a table in use is never freed. Returns how many were freed.
   std::size_t collect(Micros now);
-  /// collect(now): an idle service frees idle tables too.
-  void maintain(Micros now) override { collect(now); }
+  /// collect(now), and expired reservations erased: an idle service frees idle tables too.
+  void maintain(Micros now) override;
 
   /// Entries evicted because a policy reached `max_keys`, over all policies.
   [[nodiscard]] std::uint64_t evictions() const noexcept;
@@ -123,9 +145,18 @@ class MemoryStorage final : public Storage {
   struct Directory;  // the tables by fingerprint, under a big-reader lock (memory_storage.cpp)
   absl::StatusOr<Decision> add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
                          Micros now);
+  // Runs `f` on the policy's table under the directory's lock: the table in use, a new one when
+  // `create`, else a scratch table that keeps nothing.
+  absl::StatusOr<Decision> in_table(const Policy& policy, Micros now, bool create,
+                                    absl::FunctionRef<absl::StatusOr<Decision>(Table&)> f);
+  // A settle with the reservation's entry (null: an unknown id) under its shard's lock.
+  absl::StatusOr<Decision> settle_locked(const Policy& policy, std::string_view key, std::int64_t actual,
+                                         Micros now, ReservationShard& shard, const std::string& entry_key,
+                                         ReservationEntry* entry);
 
   MemoryStorageOptions options_;
   std::unique_ptr<Directory> dir_;
+  std::unique_ptr<Reservations> reservations_;
 };
 
 }  // namespace floodgate

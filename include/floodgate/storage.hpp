@@ -20,7 +20,28 @@ namespace floodgate {
 enum class Effect : std::uint8_t {
   kHit,   ///< consume `cost` if every limit allows it (all or nothing)
   kTest,  ///< only evaluate: the state is not changed
+  /// A hit that is also remembered under a reservation id for a time to live (Storage::reserve):
+  /// a later kSettle of the id charges the actual usage instead of `cost`.
+  kReserve,
+  /// Settles a reservation with `cost` as the actual usage (Storage::settle): always applied.
+  kSettle,
+  /// kSettle if the id is known to the storage (reserved, or settled within its time to live),
+  /// else kReserve: Envoy's two calls of one request, at its start and at its end, carry the same
+  /// id and cannot say which they are.
+  kReserveOrSettle,
 };
+
+/// Whether the effect names a reservation (BatchItem::reservation).
+constexpr bool reserves(Effect e) noexcept {
+  return e == Effect::kReserve || e == Effect::kSettle || e == Effect::kReserveOrSettle;
+}
+
+/// Bounds of a reservation's time to live and id, checked by Limiter (and the service, which
+/// names the field): 1 ms to 24 hours; ids of 1 to 256 bytes.
+inline constexpr Micros kMinReservationTtl = 1000;
+inline constexpr Micros kMaxReservationTtl = Micros{24} * 3600 * 1000000;
+inline constexpr Micros kDefaultReservationTtl = Micros{10} * 60 * 1000000;
+inline constexpr std::size_t kMaxReservationId = 256;
 
 /// What a storage can do, for the layers above it (they never test its concrete type).
 struct StorageTraits {
@@ -84,7 +105,30 @@ class Storage {
     Effect effect;
     /// For apply_group only: a denial of this item does not stop the others (a shadow rule).
     bool optional = false;
+    /// kReserve, kSettle, kReserveOrSettle: the reservation's id (1 to kMaxReservationId bytes)
+    /// and, for a reservation, its time to live (kMinReservationTtl to kMaxReservationTtl).
+    std::string_view reservation = {};
+    Micros ttl = kDefaultReservationTtl;
   };
+
+  /// Reservations (docs/algorithms.md, "Reservations"). `reserve` is a hit of `cost` (the
+  /// estimate) that, when admitted, is remembered under (policy state id, key, id) until `now +
+  /// ttl`, with what each limit's settle needs (the time `now`, the estimate, the limits' marks);
+  /// a denied reservation reserves nothing. Atomic with the hit, as a hit is. An id already known
+  /// (outstanding, or settled within its time to live): AlreadyExists for Effect::kReserve, a
+  /// settle of `cost` for Effect::kReserveOrSettle. Errors as `apply`; ResourceExhausted when the
+  /// storage's bound on reservations is reached (the memory store's `max_reservations`).
+  /// Default: Unimplemented (a storage that keeps no reservations).
+  virtual absl::StatusOr<Decision> reserve(const Policy& policy, std::string_view key, std::int64_t cost,
+                                           std::string_view id, Micros ttl, Effect effect, Micros now);
+  /// Settles reservation `id` of `key` with the actual usage `actual` ≥ 0: every limit's settle
+  /// with delta = actual − estimate at the reservation's time; the id is then remembered as
+  /// settled until its time to live ends, so that a second settle changes nothing. An id the
+  /// storage does not know (never reserved, or expired): `actual` is charged now (delta = actual
+  /// at `now`), even past the limit. Always applied; the decision is the state after it, allowed.
+  /// Default: Unimplemented.
+  virtual absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id,
+                                          std::int64_t actual, Micros now);
 
   /// Applies many requests at `now`, in order, as if by `apply` one after another; `out` has one
   /// slot per item. A networked storage sends them in one round trip (the service coalesces
@@ -92,13 +136,16 @@ class Storage {
   /// Precondition: out.size() == items.size().
   virtual void apply_batch(std::span<const BatchItem> items, Micros now,
                            std::span<absl::StatusOr<Decision>> out) {
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      out[i] = apply(*items[i].policy, items[i].key, items[i].cost, items[i].effect, now);
-    }
+    for (std::size_t i = 0; i < items.size(); ++i) out[i] = apply_item(items[i], now);
   }
 
+  /// One item by its effect: `apply`, `reserve` or `settle`.
+  absl::StatusOr<Decision> apply_item(const BatchItem& item, Micros now);
+
   /// Applies several requests as one, all or nothing: if no item that is not `optional` is
-  /// denied, every allowed kHit item is committed; otherwise none is. Each `out[i]` is item i's
+  /// denied, every allowed kHit (or kReserve) item is committed; otherwise none is. A kSettle
+  /// item is always applied and never denies the group; a kReserveOrSettle item is first resolved
+  /// to one or the other (Storage::known). Each `out[i]` is item i's
   /// decision; an item that was not committed reports its state as it is, with its own verdict
   /// (as for Effect::kTest). Returns whether the hits were committed (false on any error).
   /// Items that share a (policy, key) are tested each on its own, then charged one after another:
@@ -113,6 +160,10 @@ class Storage {
   /// Precondition: out.size() == items.size().
   virtual bool apply_group(std::span<const BatchItem> items, Micros now,
                            std::span<absl::StatusOr<Decision>> out);
+
+  /// Whether reservation `id` of `key` is known (outstanding, or settled within its time to live):
+  /// how apply_group resolves kReserveOrSettle. Default: Unimplemented.
+  virtual absl::StatusOr<bool> known(const Policy& policy, std::string_view key, std::string_view id, Micros now);
 
   /// One server of a networked storage, as its client sees it now.
   struct ServerState {

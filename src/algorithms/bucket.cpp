@@ -110,6 +110,27 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   s.amount = l.amount;
 }
 
+Micros mark(const State& s, const Limit& l) noexcept {
+  const i128 n = s.amount != 0 ? s.amount : l.amount;
+  return s.tat <= 0 ? 0 : clamp_micros(detail::div(s.tat, n));
+}
+
+void settle(State& s, const Limit& l, Micros now, Micros /*at*/, Micros mark, std::int64_t delta) noexcept {
+  if (delta == 0) return;
+  if (s.amount != 0 && s.amount != l.amount) s = rescaled(s, l, now);
+  const i128 now_s = static_cast<i128>(now) * l.amount;
+  if (delta > 0) {
+    s.tat = std::max<i128>(s.tat, now_s) + static_cast<i128>(delta) * l.period;
+    s.amount = l.amount;
+    return;
+  }
+  if (s.amount == 0) return;  // never committed: nothing to give back
+  const i128 reserved_left = std::max<i128>(0, static_cast<i128>(mark) * l.amount - now_s);
+  const i128 level = std::max<i128>(0, s.tat - now_s);
+  const i128 give = std::min({static_cast<i128>(-delta) * l.period, reserved_left, level});
+  s.tat = s.tat - give;
+}
+
 Micros expires_at(const State& s, const Limit& l) noexcept {
   return clamp_micros(ceil_div(std::max<i128>(0, s.tat), s.amount != 0 ? s.amount : l.amount));
 }

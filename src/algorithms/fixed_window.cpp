@@ -43,6 +43,17 @@ Micros expires_at(const State& s, const Limit& l) noexcept {
   return s.count == 0 ? 0 : s.start + l.period;
 }
 
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, std::int64_t delta) noexcept {
+  if (delta == 0) return;
+  const Micros start = current_start(s, l, now);
+  if (s.count > 0 && s.start == start && detail::window_start(at, l.period) == start) {
+    s.count = std::max<std::int64_t>(0, s.count + delta);
+  } else if (delta > 0) {
+    if (s.count == 0 || s.start != start) s = State{start, 0};
+    s.count += delta;
+  }
+}
+
 }  // namespace fixed_window
 
 namespace fixed_window_first_hit {
@@ -83,6 +94,15 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
 
 Micros expires_at(const State& s, const Limit& l) noexcept {
   return s.count == 0 ? 0 : s.start + l.period;
+}
+
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, std::int64_t delta) noexcept {
+  if (delta == 0) return;
+  if (open_at(s, l, now) && s.start <= at) {
+    s.count = std::max<std::int64_t>(0, s.count + delta);
+  } else if (delta > 0) {
+    fixed_window_first_hit::commit(s, l, now, delta);
+  }
 }
 
 }  // namespace fixed_window_first_hit

@@ -105,4 +105,40 @@ Micros expires_at(const State& s, const Limit& l) noexcept {
   return s.log.empty() ? 0 : s.log.back().at + l.period + 1;
 }
 
+namespace {
+// The index in the log of its entry at `at` while `at` is in the window at `now`; -1 otherwise.
+std::ptrdiff_t entry_at(const State& s, const Limit& l, Micros now, Micros at) noexcept {
+  if (at < now - l.period) return -1;
+  // Entries are oldest first, one per instant: the newest ones are the likeliest.
+  for (auto i = static_cast<std::ptrdiff_t>(s.log.size()) - 1; i >= 0; --i) {
+    const Micros t = s.log[static_cast<std::size_t>(i)].at;
+    if (t == at) return i;
+    if (t < at) break;
+  }
+  return -1;
+}
+}  // namespace
+
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, std::int64_t delta) {
+  if (delta == 0) return;
+  const std::ptrdiff_t i = entry_at(s, l, now, at);
+  if (i < 0) {
+    if (delta > 0) commit(s, l, now, delta);
+    return;
+  }
+  Entry& e = s.log[static_cast<std::size_t>(i)];
+  const std::int64_t after = std::max<std::int64_t>(0, e.count + delta);
+  s.total += after - e.count;
+  if (after > 0) {
+    e.count = after;
+  } else {
+    s.log.erase(s.log.begin() + i);
+  }
+}
+
+std::size_t settle_capacity(const State& s, const Limit& l, Micros now, Micros at, std::int64_t delta) noexcept {
+  if (delta <= 0 || entry_at(s, l, now, at) >= 0) return s.log.capacity();  // in place
+  return static_cast<std::size_t>(static_cast<std::ptrdiff_t>(s.log.capacity()) + commit_resize(s, l, now, delta));
+}
+
 }  // namespace floodgate::moving_window

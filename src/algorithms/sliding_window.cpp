@@ -82,6 +82,22 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   s = State{c.start, c.current + cost, c.previous};
 }
 
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, std::int64_t delta) noexcept {
+  if (delta == 0) return;
+  Counts c = counts_at(s, l, now);
+  const Micros bucket = detail::window_start(at, l.period);
+  if (bucket == c.start) {
+    c.current = std::max<std::int64_t>(0, c.current + delta);
+  } else if (bucket == c.start - l.period) {
+    c.previous = std::max<std::int64_t>(0, c.previous + delta);
+  } else if (delta > 0) {
+    c.current += delta;
+  } else {
+    return;
+  }
+  s = State{c.start, c.current, c.previous};
+}
+
 Micros expires_at(const State& s, const Limit& l) noexcept {
   if (s.current > 0) return s.start + 2 * l.period;
   if (s.previous > 0) return s.start + l.period;

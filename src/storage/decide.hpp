@@ -15,7 +15,7 @@ namespace floodgate::detail {
 
 /// One algorithm: its State and evaluate/commit/expires_at with a common signature (`shape` is
 /// used by the buckets only).
-template <class S, auto Evaluate, auto Commit, auto Expires>
+template <class S, auto Evaluate, auto Commit, auto Expires, auto Settle, auto Mark>
 struct Algorithm {
   using State = S;
   static Decision evaluate(const S& s, const Limit& l, Micros now, std::int64_t cost, bool) {
@@ -25,17 +25,23 @@ struct Algorithm {
     Commit(s, l, now, cost);
   }
   static Micros expires_at(const S& s, const Limit& l) { return Expires(s, l); }
+  static void settle(S& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta) {
+    Settle(s, l, now, at, mark, delta);
+  }
+  static Micros mark(const S& s, const Limit& l) { return Mark(s, l); }
 };
 
 using FixedClock = Algorithm<fixed_window::State, fixed_window::evaluate, fixed_window::commit,
-                             fixed_window::expires_at>;
+                             fixed_window::expires_at, fixed_window::settle, fixed_window::mark>;
 using FixedFirstHit =
     Algorithm<fixed_window_first_hit::State, fixed_window_first_hit::evaluate,
-              fixed_window_first_hit::commit, fixed_window_first_hit::expires_at>;
+              fixed_window_first_hit::commit, fixed_window_first_hit::expires_at,
+              fixed_window_first_hit::settle, fixed_window_first_hit::mark>;
 using Moving = Algorithm<moving_window::State, moving_window::evaluate, moving_window::commit,
-                         moving_window::expires_at>;
+                         moving_window::expires_at, moving_window::settle, moving_window::mark>;
 using Sliding = Algorithm<sliding_window::State, sliding_window::evaluate,
-                          sliding_window::commit, sliding_window::expires_at>;
+                          sliding_window::commit, sliding_window::expires_at, sliding_window::settle,
+                          sliding_window::mark>;
 
 struct Bucket {
   using State = bucket::State;
@@ -47,6 +53,10 @@ struct Bucket {
     bucket::commit(s, l, now, cost);
   }
   static Micros expires_at(const State& s, const Limit& l) { return bucket::expires_at(s, l); }
+  static void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta) {
+    bucket::settle(s, l, now, at, mark, delta);
+  }
+  static Micros mark(const State& s, const Limit& l) { return bucket::mark(s, l); }
 };
 
 /// Calls `f(A{})` with the algorithm that runs `policy`; returns what `f` returns.
@@ -113,6 +123,35 @@ Decision decide(typename A::State* st, std::span<const Limit> limits, bool shape
   out.retry_after = retry_after;
   out.delay = delay;
   return out;
+}
+
+/// The state of every limit as it is at `now`, as a decision (a test of cost 0).
+template <class A>
+Decision as_is(const typename A::State* st, std::span<const Limit> limits, Micros now) {
+  Decision out = A::evaluate(st[0], limits[0], now, 0, false);
+  if (limits.size() > 1) out.limit_reset_after = out.reset_after;
+  for (std::size_t i = 1; i < limits.size(); ++i) combine(out, A::evaluate(st[i], limits[i], now, 0, false), false);
+  return out;
+}
+
+/// Settles a reservation on every limit (A::settle with each limit's mark): the usage of the
+/// request admitted at `at` changes by `delta`. Returns the state after it, allowed (a settle is
+/// always applied).
+template <class A>
+Decision settle_all(typename A::State* st, std::span<const Limit> limits, Micros now, Micros at,
+                    std::span<const Micros> marks, std::int64_t delta) {
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    A::settle(st[i], limits[i], now, at, i < marks.size() ? marks[i] : 0, delta);
+  }
+  Decision out = as_is<A>(st, limits, now);
+  out.allowed = true;
+  return out;
+}
+
+/// The marks a reservation keeps (A::mark of each limit), read right after its commit.
+template <class A>
+void marks_of(const typename A::State* st, std::span<const Limit> limits, std::span<Micros> out) {
+  for (std::size_t i = 0; i < limits.size() && i < out.size(); ++i) out[i] = A::mark(st[i], limits[i]);
 }
 
 }  // namespace floodgate::detail

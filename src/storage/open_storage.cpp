@@ -34,11 +34,13 @@ absl::StatusOr<MemoryStorageOptions> memory_options(const StorageUrl& url) {
       o.request_policy_shards = n;
     } else if (name == "max_log_bytes") {
       o.max_log_bytes = n;
+    } else if (name == "max_reservations") {
+      o.max_reservations = n;
     } else if (name == "max_request_log_bytes") {
       o.max_request_log_bytes = n;
     } else {
       return absl::InvalidArgumentError(fmt::format(
-          "storage URL \"{}\": unknown option \"{}\" (memory takes max_keys, shards, max_policies, max_request_policies, request_policy_shards, max_log_bytes and max_request_log_bytes)", url.text,
+          "storage URL \"{}\": unknown option \"{}\" (memory takes max_keys, shards, max_policies, max_request_policies, request_policy_shards, max_log_bytes, max_request_log_bytes and max_reservations)", url.text,
           name));
     }
   }

@@ -25,4 +25,9 @@ void LogBudget::release(std::int64_t bytes) noexcept {
   if (request != nullptr) request->used.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
+void LogBudget::charge(std::int64_t bytes) noexcept {
+  all->used.fetch_add(bytes, std::memory_order_relaxed);
+  if (request != nullptr) request->used.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 }  // namespace floodgate

@@ -29,6 +29,8 @@ struct LogBudget {
   const LogPool* reserve(std::int64_t bytes) noexcept;
   /// Gives back `bytes` to every pool of the budget: a buffer that shrank, or went with its key.
   void release(std::int64_t bytes) noexcept;
+  /// Counts `bytes` in every pool whatever its bound (a settle's growth, which is never refused).
+  void charge(std::int64_t bytes) noexcept;
 };
 
 }  // namespace floodgate

@@ -9,7 +9,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "storage/memory/locks.hpp"
+#include "storage/memory/reservations.hpp"
 #include "storage/memory/table.hpp"
+#include <fmt/format.h>
 
 namespace floodgate {
 
@@ -168,7 +170,9 @@ struct MemoryStorage::Directory {
 };
 
 MemoryStorage::MemoryStorage(MemoryStorageOptions options)
-    : options_(options), dir_(std::make_unique<Directory>(options_)) {
+    : options_(options),
+      dir_(std::make_unique<Directory>(options_)),
+      reservations_(std::make_unique<Reservations>(options.max_reservations)) {
   options_.max_policies = std::max<std::size_t>(1, options_.max_policies);
   options_.max_request_policies = std::max<std::size_t>(1, options_.max_request_policies);
   options_.request_policy_shards = std::max<std::size_t>(1, options_.request_policy_shards);
@@ -208,6 +212,24 @@ absl::StatusOr<Decision> MemoryStorage::apply(const Policy& policy, std::string_
 // A policy without a table: exclusive mode, make room, add its table and decide in it.
 absl::StatusOr<Decision> MemoryStorage::add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost,
                                       Effect effect, Micros now) {
+  return in_table(policy, now, true, [&](Table& t) { return t.apply(policy, key, cost, effect, now); });
+}
+
+absl::StatusOr<Decision> MemoryStorage::in_table(const Policy& policy, Micros now, bool create,
+                                                absl::FunctionRef<absl::StatusOr<Decision>(Table&)> f) {
+  {
+    detail::SharedGuard shared(dir_->lock);
+    if (Table* t = dir_->find(policy)) {
+      touch(*t, policy, now);
+      return f(*t);
+    }
+  }
+  if (!create) {
+    MemoryStorageOptions scratch = options_;
+    scratch.shards = scratch.request_policy_shards = 1;
+    return f(*make_table(policy, scratch, nullptr));
+  }
+  // Exclusive mode: make room, add the table, then `f` runs in it.
   std::lock_guard<detail::RareWriterLock> exclusive(dir_->lock);
   Table* t = dir_->find(policy);
   if (t == nullptr) {
@@ -224,7 +246,95 @@ absl::StatusOr<Decision> MemoryStorage::add_and_apply(const Policy& policy, std:
   }
   t->last_used.store(now, std::memory_order_relaxed);
   touch(*t, policy, now);
-  return t->apply(policy, key, cost, effect, now);
+  return f(*t);
+}
+
+absl::StatusOr<Decision> MemoryStorage::reserve(const Policy& policy, std::string_view key, std::int64_t cost,
+                                                std::string_view id, Micros ttl, Effect effect, Micros now) {
+  Reservations& rs = *reservations_;
+  Reservations::Shard& sh = rs.shard_for(policy, key);
+  std::string k = Reservations::entry_key(policy, key, id);
+  std::lock_guard<std::mutex> lock(sh.mu);
+  if (Reservations::Entry* e = rs.find(sh, k, now)) {
+    if (effect == Effect::kReserveOrSettle) return settle_locked(policy, key, cost, now, sh, k, e);
+    return absl::AlreadyExistsError(fmt::format(
+        "reservation \"{}\" of this key is {}: an id names one request until its time to live ends", id,
+        e->settled ? "settled" : "outstanding"));
+  }
+  if (!rs.has_room(sh, now)) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "the memory storage holds {} reservations, its bound: settle them, shorten their ttl, or raise "
+        "max_reservations in the storage URL",
+        options_.max_reservations));
+  }
+  ReservationEntry entry;
+  absl::StatusOr<Decision> d = in_table(policy, now, cost > 0, [&](Table& t) {
+    return t.reserve(policy, key, cost, now, std::span<Micros>(entry.marks.data(), policy.limits().size()));
+  });
+  if (d.ok() && d->allowed) {
+    entry.at = now;
+    entry.estimate = cost;
+    entry.expires = now + ttl;
+    rs.put(sh, std::move(k), entry);
+  }
+  return d;
+}
+
+absl::StatusOr<Decision> MemoryStorage::settle_locked(const Policy& policy, std::string_view key, std::int64_t actual,
+                                                      Micros now, ReservationShard& shard, const std::string& entry_key,
+                                                      ReservationEntry* e) {
+  if (e != nullptr && e->settled) {
+    return in_table(policy, now, false, [&](Table& t) {
+      return t.settle(policy, key, now, now, {}, 0);  // the state as it is
+    });
+  }
+  const Micros at = e != nullptr ? e->at : now;
+  const std::int64_t delta = e != nullptr ? actual - e->estimate : actual;
+  const std::span<const Micros> marks =
+      e != nullptr ? std::span<const Micros>(e->marks.data(), policy.limits().size()) : std::span<const Micros>();
+  absl::StatusOr<Decision> d = in_table(policy, now, delta > 0, [&](Table& t) {
+    return t.settle(policy, key, now, at, marks, delta);
+  });
+  if (!d.ok()) return d;
+  if (e != nullptr) {
+    e->settled = true;
+  } else {
+    // An unknown id, charged now: remembered as settled (bound permitting) so that the same
+    // settle sent again is not charged twice.
+    ReservationEntry tomb;
+    tomb.at = now;
+    tomb.settled = true;
+    tomb.expires = now + kDefaultReservationTtl;
+    if (reservations_->has_room(shard, now)) reservations_->put(shard, entry_key, tomb);
+  }
+  return d;
+}
+
+absl::StatusOr<Decision> MemoryStorage::settle(const Policy& policy, std::string_view key, std::string_view id,
+                                               std::int64_t actual, Micros now) {
+  Reservations& rs = *reservations_;
+  Reservations::Shard& sh = rs.shard_for(policy, key);
+  const std::string k = Reservations::entry_key(policy, key, id);
+  std::lock_guard<std::mutex> lock(sh.mu);
+  return settle_locked(policy, key, actual, now, sh, k, rs.find(sh, k, now));
+}
+
+absl::StatusOr<bool> MemoryStorage::known(const Policy& policy, std::string_view key, std::string_view id,
+                                          Micros now) {
+  Reservations& rs = *reservations_;
+  Reservations::Shard& sh = rs.shard_for(policy, key);
+  const std::string k = Reservations::entry_key(policy, key, id);
+  std::lock_guard<std::mutex> lock(sh.mu);
+  return rs.find(sh, k, now) != nullptr;
+}
+
+std::size_t MemoryStorage::reservations() const noexcept { return reservations_->size(); }
+
+std::uint64_t MemoryStorage::reservation_refusals() const noexcept { return reservations_->refusals(); }
+
+void MemoryStorage::maintain(Micros now) {
+  collect(now);
+  reservations_->collect(now);
 }
 
 std::size_t MemoryStorage::collect(Micros now) {
@@ -318,7 +428,11 @@ std::vector<StorageCounter> MemoryStorage::counters() const {
            log_bytes(), true},
           {"floodgate_memory_request_log_bytes",
            "Bytes of the moving-window logs of inline limits and limit overrides (bound: max_request_log_bytes).",
-           request_log_bytes(), true}};
+           request_log_bytes(), true},
+          {"floodgate_memory_reservations", "Reservations remembered (outstanding, or settled within their ttl; bound: max_reservations).",
+           reservations(), true},
+          {"floodgate_memory_reservation_refusals_total", "Reservations refused at the max_reservations bound.",
+           reservation_refusals()}};
 }
 
 }  // namespace floodgate

@@ -151,6 +151,42 @@ class TableImpl final : public MemoryStorage::Table {
     return d;
   }
 
+  absl::StatusOr<Decision> reserve(const Policy& policy, std::string_view key, std::int64_t cost, Micros now,
+                                   std::span<Micros> marks) override {
+    const Limits limits = policy.limits();
+    return on_record(key, limits, now, [&](S* st) -> std::pair<absl::StatusOr<Decision>, bool> {
+      absl::StatusOr<Decision> d;
+      if constexpr (kLogs) {
+        if (logs_ != nullptr && cost > 0) {
+          d = decide_within(st, limits, policy.shape(), cost, now);
+        } else {
+          d = detail::decide<A>(st, limits, policy.shape(), cost, Effect::kHit, now);
+        }
+      } else {
+        d = detail::decide<A>(st, limits, policy.shape(), cost, Effect::kHit, now);
+      }
+      const bool admitted = d.ok() && d->allowed;
+      if (admitted) detail::marks_of<A>(st, limits, marks);
+      return {std::move(d), admitted && cost > 0};
+    });
+  }
+
+  absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, Micros now, Micros at,
+                                  std::span<const Micros> marks, std::int64_t delta) override {
+    const Limits limits = policy.limits();
+    return on_record(key, limits, now, [&](S* st) -> std::pair<absl::StatusOr<Decision>, bool> {
+      std::int64_t before = 0;
+      if constexpr (kLogs) before = log_bytes(st, k_);
+      Decision d = detail::settle_all<A>(st, limits, now, at, marks, delta);
+      if constexpr (kLogs) {
+        const std::int64_t change = log_bytes(st, k_) - before;
+        if (logs_ != nullptr && change > 0) logs_->charge(change);
+        if (logs_ != nullptr && change < 0) logs_->release(-change);
+      }
+      return {d, delta > 0};
+    });
+  }
+
   void clear(std::string_view key) override {
     const HashedKey hk{key, hash_key(key)};
     Shard& sh = shard_for(hk);
@@ -374,6 +410,34 @@ class TableImpl final : public MemoryStorage::Table {
     detail::RecordLock::unlock(k.word);
     sh.set_live(r, true);
     sh.index.insert(r);
+  }
+
+  // Runs `f` on the key's states under the record's lock: those of its record, or fresh (absent)
+  // states, kept in a new record when `f` says so (its second result). The plain lookup of
+  // `apply`, without the thread's remembered record.
+  template <class F>
+  absl::StatusOr<Decision> on_record(std::string_view key, Limits limits, Micros now, F&& f) {
+    const HashedKey hk{key, hash_key(key)};
+    Shard& sh = shard_for(hk);
+    {
+      detail::SharedGuard shared(sh.lock);
+      if (const auto it = sh.index.find(hk); it != sh.index.end()) {
+        detail::RecordGuard guard(sh.key(*it).word);
+        return f(states(sh, *it)).first;
+      }
+    }
+    if (key.size() > RecordKey::kMaxSize) [[unlikely]] {
+      return absl::InvalidArgumentError("the memory storage holds keys of up to 2^31 - 2 bytes");
+    }
+    std::lock_guard<detail::BigReaderLock> exclusive(sh.lock);
+    if (const auto it = sh.index.find(hk); it != sh.index.end()) {
+      detail::RecordGuard guard(sh.key(*it).word);
+      return f(states(sh, *it)).first;
+    }
+    std::array<S, kMaxLimitsPerPolicy> fresh;
+    auto [d, keep] = f(fresh.data());  // fresh states left out hold nothing (nothing committed)
+    if (keep) allocate(sh, key, limits, now, fresh.data());
+    return std::move(d);
   }
 
   // Exclusive mode, or the table's destruction. The record's memory stays (its lock word too).

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "floodgate/memory_storage.hpp"
@@ -23,6 +24,15 @@ class MemoryStorage::Table {
   /// that the decision is built where Storage::apply returns it, not copied there.
   virtual absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key, std::int64_t cost,
                                          Effect effect, Micros now) = 0;
+  /// A hit of `cost` that, when admitted, writes each limit's mark (algorithms.hpp) into `marks`
+  /// (one per limit), read under the record's lock right after the commit.
+  virtual absl::StatusOr<Decision> reserve(const Policy& policy, std::string_view key, std::int64_t cost, Micros now,
+                                           std::span<Micros> marks) = 0;
+  /// Settles on the key's states (detail::settle_all): a key without a record gets one when
+  /// `delta` > 0. A moving window's log may grow past the store's log bound here: a settle is
+  /// usage that happened, never refused (the bytes are counted all the same).
+  virtual absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, Micros now, Micros at,
+                                          std::span<const Micros> marks, std::int64_t delta) = 0;
   virtual void clear(std::string_view key) = 0;
   [[nodiscard]] virtual std::size_t size() const = 0;
   /// The fingerprint hash of the last policy whose lifetime was taken into `lifetime`.
