@@ -43,6 +43,18 @@ std::string state_key(std::string_view prefix, std::string_view key, const Polic
   return out;
 }
 
+std::string reservation_key(std::string_view prefix, std::string_view key, const Policy& policy,
+                            std::string_view id) {
+  const std::string& fp = policy.state_id();
+  std::string out;
+  out.reserve(prefix.size() + key.size() + fp.size() + id.size() + 32);
+  append_tagged_key(out, prefix, key);
+  fmt::format_to(std::back_inserter(out), ":r:{}:", fp.size());
+  out.append(fp);
+  out.append(id);
+  return out;
+}
+
 std::uint64_t policy_hash(const Policy& policy) noexcept {
   std::uint64_t h = 14695981039346656037ull;
   for (const char c : policy.state_id()) {

@@ -173,6 +173,13 @@ std::string state_key(std::string_view prefix, std::string_view key, std::uint64
 std::string state_key(std::string_view prefix, std::string_view key, const Policy& policy,
                       std::size_t index);
 
+/// The key of reservation `id` of (policy, key) (Storage::reserve), in the same hash tag:
+///     prefix{key}:r:<length of the state id>:<the state id><id>
+/// After the tag a state key goes on with its state id, whose first character is a kind letter
+/// followed by a digit, never "r:"; the length makes the state id and the id unambiguous.
+std::string reservation_key(std::string_view prefix, std::string_view key, const Policy& policy,
+                            std::string_view id);
+
 /// The key of an envoyproxy-layout state (key_layout=envoyproxy): prefix + key + the start of the
 /// window `now` is in, in unix seconds floored to the period's whole seconds, as
 /// envoyproxy/ratelimit names it (storage/envoyproxy_layout.hpp).

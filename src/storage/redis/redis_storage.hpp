@@ -59,6 +59,13 @@ class RedisStorage final : public Storage {
   absl::StatusOr<Decision> apply(const Policy& policy, std::string_view key, std::int64_t cost,
                                  Effect effect, Micros now) override;
   absl::Status clear(const Policy& policy, std::string_view key) override;
+  /// Reservations: one script call each, atomic with the key's state (the record is a key of
+  /// the same hash tag: one cluster slot), expiring with its time to live.
+  absl::StatusOr<Decision> reserve(const Policy& policy, std::string_view key, std::int64_t cost, std::string_view id,
+                                   Micros ttl, Effect effect, Micros now) override;
+  absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id, std::int64_t actual,
+                                  Micros now) override;
+  absl::StatusOr<bool> known(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
   /// Pipelined: the calls for each server are written together and their replies read together,
   /// one round trip per server (plus one for any NOSCRIPT, MOVED or ASK).
   void apply_batch(std::span<const BatchItem> items, Micros now,

@@ -217,6 +217,10 @@ NextStep next_step(bool error_reply, std::string_view text, bool script, bool cl
     return step;
   }
   step.kind = NextStep::Kind::kFail;
+  if (script && text.starts_with("floodgate: reservation ")) {  // decide.lua: the id is known
+    step.error = absl::AlreadyExistsError(std::string(text.substr(11)));
+    return step;
+  }
   step.error = absl::InternalError(fmt::format("redis {}: {}", server, text));
   return step;
 }

@@ -114,6 +114,35 @@ local function save(key, s, l, now)
   write(key, s.w, s.r, l, now)
 end
 
+-- bucket::mark: ⌊tat / N⌋, when everything committed so far has drained.
+local function mark(s, l) return s.w end
+
+-- A reservation's settle (bucket::settle): a positive delta charged at `now`; a refund of at most
+-- what is left of the reservation (committed before `mark`) and of the bucket's level.
+local function settle(s, l, now, at, mark, delta)
+  if delta == 0 then return end
+  if delta > 0 then
+    local dw, dr = muldiv(delta, l.p, 0, l.n)
+    local bw, br = now, 0
+    if less(now, 0, s.w, s.r) then bw, br = s.w, s.r end
+    s.w, s.r = add(bw, br, dw, dr, l.n)
+    if s.w >= TWO53 then fail('arithmetic overflow') end
+    s.changed = true
+    return
+  end
+  local gw, gr = muldiv(-delta, l.p, 0, l.n)  -- −delta·P
+  local lw = 0  -- (mark − now)·N: what is left of the reservation
+  if mark > now then lw = mark - now end
+  if less(lw, 0, gw, gr) then gw, gr = lw, 0 end
+  local vw, vr = 0, 0  -- the level
+  if less(now, 0, s.w, s.r) then vw, vr = s.w - now, s.r end
+  if less(vw, vr, gw, gr) then gw, gr = vw, vr end
+  if gw == 0 and gr == 0 then return end
+  s.w, s.r = sub(s.w, s.r, gw, gr, l.n)
+  s.changed = true
+end
+local function settled(key, s, l, now) if s.changed then save(key, s, l, now) end end
+
 -- One limit (decide.lua's `main`): evaluate, commit and save above without the state and decision
 -- tables, on the same key and state (tests/integration/redis/redis_paths_test.cpp).
 local function fast(key, now, cost, hit, shape)

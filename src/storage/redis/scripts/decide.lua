@@ -24,9 +24,88 @@ local function single(now, cost, hit, shape)
   return reply(as_is)
 end
 
+-- Reservations (ARGV[3]: 'r' reserve, 's' settle, 'e' reserve or settle, 'k' whether known).
+-- KEYS[k + 1] is the reservation's record, ARGV[5 + k·F + 1] its time to live in ms. The record
+-- holds "at estimate mark…" (one mark per limit) until it is settled, then "settled" until its
+-- time to live ends (a second settle changes nothing). Mirrors MemoryStorage::reserve/settle.
+local function as_is_reply(limits, states, now)
+  local out
+  for i = 1, #limits do out = combine(out, evaluate(states[i], limits[i], now, 0, false)) end
+  out.allowed = true
+  out.retry_after = 0
+  out.delay = 0
+  return reply(out)
+end
+
+local function reservation(now, cost, mode)
+  local k = #KEYS - 1
+  local rkey = KEYS[k + 1]
+  local ttl = tonumber(ARGV[5 + k * F + 1])
+  local rec = redis.call('GET', rkey)
+  if mode == 'k' then return answer(rec ~= false, 0, 0, 0, 0, 0, 0) end
+  if rec and mode == 'r' then
+    local what = 'outstanding'
+    if rec == 'settled' then what = 'settled' end
+    return redis.error_reply('floodgate: reservation ' .. what .. ': an id names one request until its time to live ends')
+  end
+  local limits, states = {}, {}
+  for i = 1, k do
+    limits[i] = read_limit(5 + (i - 1) * F)
+    states[i] = load(KEYS[i], limits[i], now)
+  end
+  if mode == 's' or rec then
+    if rec == 'settled' then return as_is_reply(limits, states, now) end
+    local at, delta, marks = now, cost, {}
+    if rec then
+      local parts = {}
+      for w in string.gmatch(rec, '%-?%d+') do parts[#parts + 1] = tonumber(w) end
+      if #parts ~= k + 2 then foreign(rkey) end
+      at, delta = parts[1], cost - parts[2]
+      for i = 1, k do marks[i] = parts[i + 2] end
+    end
+    for i = 1, k do
+      settle(states[i], limits[i], now, at, marks[i] or 0, delta)
+      settled(KEYS[i], states[i], limits[i], now)
+    end
+    if rec then
+      redis.call('SET', rkey, 'settled', 'KEEPTTL')
+    else
+      redis.call('SET', rkey, 'settled', 'PX', ttl)
+    end
+    -- The state after the settle, read again (a settle may have written it in place).
+    for i = 1, k do states[i] = load(KEYS[i], limits[i], now) end
+    return as_is_reply(limits, states, now)
+  end
+  -- A reservation: a hit of the estimate, remembered with every limit's mark when admitted.
+  local out
+  for i = 1, k do out = combine(out, evaluate(states[i], limits[i], now, cost, false)) end
+  if not out.allowed then
+    out.delay = 0
+    local as_is
+    for i = 1, k do as_is = combine(as_is, evaluate(states[i], limits[i], now, 0, false)) end
+    as_is.allowed = false
+    as_is.retry_after = out.retry_after
+    as_is.delay = 0
+    if k == 1 then return reply(out) end
+    return reply(as_is)
+  end
+  local v = {int(now), int(cost)}
+  for i = 1, k do
+    if cost > 0 then
+      commit(states[i], limits[i], now, cost)
+      save(KEYS[i], states[i], limits[i], now)
+    end
+    v[#v + 1] = int(mark(states[i], limits[i]))
+  end
+  redis.call('SET', rkey, table.concat(v, ' '), 'PX', ttl)
+  return reply(out)
+end
+
 local function main()
   local now = now_micros()
   local cost = tonumber(ARGV[2])
+  local mode = ARGV[3]
+  if mode == 'r' or mode == 's' or mode == 'e' or mode == 'k' then return reservation(now, cost, mode) end
   local hit = ARGV[3] == '1'
   local shape = ARGV[4] == '1'
   local k = #KEYS

@@ -56,8 +56,29 @@ local function commit(s, l, now, cost)
 end
 
 local function save(key, s, l, now)
-  write_window(key, s.start, s.count, s.moved, l.period, now, packs(l.amount, l.period))
+  -- A settle may leave a count past the amount: packed only while a hit cannot carry into the slot.
+  write_window(key, s.start, s.count, s.moved, l.period, now, packs(l.amount, l.period) and s.count < COUNT / 2)
 end
+
+-- A reservation's settle (fixed_window::settle): the window that held `at` still holds the count.
+local function settle(s, l, now, at, mark, delta)
+  if delta == 0 then return end
+  local start = current_start(s.start, s.count, l.period, now)
+  if s.count > 0 and s.start == start and window_start(at, l.period) == start then
+    s.count = s.count + delta
+    if s.count < 0 then s.count = 0 end
+  elseif delta > 0 then
+    if s.count == 0 or s.start ~= start then
+      s.start = start
+      s.count = 0
+      s.moved = true
+    end
+    s.count = s.count + delta
+  end
+  s.changed = true
+end
+local function mark(s, l) return 0 end
+local function settled(key, s, l, now) if s.changed then save(key, s, l, now) end end
 
 -- A hit of `cost` (1 ≤ cost ≤ amount) that INCRBY has added to a packed state, giving `n`: the
 -- decision `fast` would take on the state before it, and the state it would write. A refused hit

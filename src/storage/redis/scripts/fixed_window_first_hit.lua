@@ -56,6 +56,20 @@ local function save(key, s, l, now)
   write_window(key, s.start, s.count, s.moved, l.period, now)
 end
 
+-- A reservation's settle (fixed_window_first_hit::settle): the open window opened by `at`.
+local function settle(s, l, now, at, mark, delta)
+  if delta == 0 then return end
+  if open_at(s.start, s.count, l.period, now) and s.start <= at then
+    s.count = s.count + delta
+    if s.count < 0 then s.count = 0 end
+  elseif delta > 0 then
+    commit(s, l, now, delta)
+  end
+  s.changed = true
+end
+local function mark(s, l) return 0 end
+local function settled(key, s, l, now) if s.changed then save(key, s, l, now) end end
+
 -- One limit (decide.lua's `main`): load, evaluate, commit and save above without their tables,
 -- on the same key and state (tests/integration/redis/redis_paths_test.cpp).
 local function fast(key, now, cost, hit)

@@ -171,3 +171,47 @@ local function save(key, s, l, now)
   end
   if not s.merged then redis.call('PEXPIRE', key, ttl_ms(expires_at(s, l), now)) end
 end
+
+local function mark(s, l) return 0 end
+
+-- A reservation's settle (moving_window::settle): the log's entry at `at` while `at` is in the
+-- window, found from the newest end in chunks and changed in place (LSET; an entry that falls to
+-- 0 is removed with LREM, the log deleted when it is left empty); else a positive delta is
+-- appended at `now` like a commit, a negative one dropped.
+local function settle(s, l, now, at, mark, delta)
+  if delta == 0 then return end
+  if at >= now - l.period and s.size > 0 then
+    local off = 0
+    while off < s.size do
+      local first = -(off + CHUNK)
+      if first < -s.size then first = -s.size end
+      local chunk = redis.call('LRANGE', s.key, first, -(off + 1))
+      for j = #chunk, 1, -1 do
+        local t, c = entry(s.key, chunk[j])
+        if t == at then
+          local after = c + delta
+          if after < 0 then after = 0 end
+          s.total = s.total + after - c
+          if s.total == 0 then
+            redis.call('DEL', s.key)
+          elseif after > 0 then
+            redis.call('LSET', s.key, first + j - 1, pair(t, after))
+            redis.call('LSET', s.key, 0, int(s.total))
+          else
+            redis.call('LSET', s.key, first + j - 1, '-')
+            redis.call('LREM', s.key, 1, '-')
+            redis.call('LSET', s.key, 0, int(s.total))
+          end
+          return
+        end
+        if t < at then off = s.size break end
+      end
+      off = off + CHUNK
+    end
+  end
+  if delta > 0 then
+    commit(s, l, now, delta)
+    s.changed = true
+  end
+end
+local function settled(key, s, l, now) if s.changed then save(key, s, l, now) end end

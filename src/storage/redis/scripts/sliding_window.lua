@@ -97,3 +97,26 @@ local function save(key, s, l, now)
   if not s.moved then return redis.call('SET', key, v, 'KEEPTTL') end
   redis.call('SET', key, v, 'PX', ttl_ms(expires_at(s, l), now))
 end
+
+-- A reservation's settle (sliding_window::settle): the bucket that counted `at`, current or previous.
+local function settle(s, l, now, at, mark, delta)
+  if delta == 0 then return end
+  local start, current, previous = counts_at(s, l, now)
+  local b = window_start(at, l.period)
+  if b == start then
+    current = current + delta
+    if current < 0 then current = 0 end
+  elseif b == start - l.period then
+    previous = previous + delta
+    if previous < 0 then previous = 0 end
+  elseif delta > 0 then
+    current = current + delta
+  else
+    return
+  end
+  s.start, s.current, s.previous = start, current, previous
+  s.moved = true
+  s.changed = true
+end
+local function mark(s, l) return 0 end
+local function settled(key, s, l, now) if s.changed then save(key, s, l, now) end end
