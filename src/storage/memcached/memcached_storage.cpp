@@ -6,8 +6,12 @@
 #include <libmemcached/memcached.h>
 #include <libmemcachedutil-1.0/pool.h>
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <ctime>
+#include <optional>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -243,10 +247,9 @@ absl::StatusOr<MemcachedStorage::Got> MemcachedStorage::get(memcached_st* m, std
   return g;
 }
 
-template <class A>
-absl::StatusOr<Decision> MemcachedStorage::decide(memcached_st* m, const Policy& policy,
-                                                  const std::string& key, std::int64_t cost,
-                                                  Effect effect, Micros now, Got* prefetched) {
+template <class A, class F>
+absl::StatusOr<Decision> MemcachedStorage::update(memcached_st* m, const Policy& policy, const std::string& key,
+                                                  Micros now, Got* prefetched, F&& f) {
   using S = typename A::State;
   const std::vector<Limit>& limits = policy.limits();
   const std::size_t k = limits.size();
@@ -268,8 +271,8 @@ absl::StatusOr<Decision> MemcachedStorage::decide(memcached_st* m, const Policy&
           "memcached {}: the value of {} is not a floodgate state of policy \"{}\"",
           options_.servers[server].name(), key, policy.name()));
     }
-    const Decision d = detail::decide<A>(st.data(), limits, policy.shape(), cost, effect, now);
-    if (effect != Effect::kHit || !d.allowed || cost == 0) return d;  // nothing to write
+    const auto [d, write] = f(st.data());
+    if (!write) return d;  // nothing to write
     Micros absent_from = 0;
     for (std::size_t i = 0; i < k; ++i) {
       absent_from = std::max(absent_from, A::expires_at(st[i], limits[i]));
@@ -297,6 +300,172 @@ absl::StatusOr<Decision> MemcachedStorage::decide(memcached_st* m, const Policy&
       options_.servers[server].name(), key, options_.cas_retries));
 }
 
+template <class A>
+absl::StatusOr<Decision> MemcachedStorage::decide(memcached_st* m, const Policy& policy,
+                                                  const std::string& key, std::int64_t cost,
+                                                  Effect effect, Micros now, Got* prefetched) {
+  return update<A>(m, policy, key, now, prefetched, [&](typename A::State* st) {
+    const Decision d = detail::decide<A>(st, policy.limits(), policy.shape(), cost, effect, now);
+    return std::pair<Decision, bool>{d, effect == Effect::kHit && d.allowed && cost > 0};
+  });
+}
+
+// ---- reservations: a record item beside the key's value ------------------------------------------
+// "r <at> <estimate> <expires, Unix s> <mark>…" while outstanding ("p …" without marks while the
+// hit is on its way), "s <expires>" once settled. Claimed with add (a reservation) and with cas (a
+// settle), so that of two clients with one id only one reserves, and only one settles.
+namespace {
+struct Record {
+  char kind = 0;  // 'r', 'p', 's'
+  Micros at = 0;
+  std::int64_t estimate = 0;
+  std::int64_t expires = 0;  // Unix seconds
+  std::vector<Micros> marks;
+};
+std::optional<Record> parse_record(std::string_view v) {
+  Record r;
+  std::vector<std::int64_t> n;
+  if (v.empty()) return std::nullopt;
+  r.kind = v.front();
+  std::size_t i = 1;
+  while (i < v.size()) {
+    if (v[i] != ' ') return std::nullopt;
+    ++i;
+    std::int64_t x = 0;
+    const auto [end, ec] = std::from_chars(v.data() + i, v.data() + v.size(), x);
+    if (ec != std::errc()) return std::nullopt;
+    n.push_back(x);
+    i = static_cast<std::size_t>(end - v.data());
+  }
+  if (r.kind == 's' && n.size() == 1) {
+    r.expires = n[0];
+    return r;
+  }
+  if ((r.kind != 'r' && r.kind != 'p') || n.size() < 3) return std::nullopt;
+  r.at = n[0];
+  r.estimate = n[1];
+  r.expires = n[2];
+  r.marks.assign(n.begin() + 3, n.end());
+  return r;
+}
+}  // namespace
+
+absl::StatusOr<Decision> MemcachedStorage::reserve(const Policy& policy, std::string_view key, std::int64_t cost,
+                                                   std::string_view id, Micros ttl, Effect effect, Micros now) {
+  if (auto s = check_policy(policy, options_.item_size_max); !s.ok()) return s;
+  const std::string rk = reservation_key(options_.prefix, policy, key, id);
+  const std::string k = storage_key(options_.prefix, policy, key);
+  std::int64_t expires = 0;
+  bool known_id = false;
+  {
+    auto lease = acquire();
+    if (!lease.ok()) return lease.status();
+    memcached_st* m = lease->get();
+    const std::uint32_t server = server_of(m, rk);
+    if (auto s = admit(server); !s.ok()) return s;
+    const std::chrono::seconds life{(ttl + kMicrosPerSecond - 1) / kMicrosPerSecond};
+    expires = wall_seconds() + life.count();
+    const std::string pending = fmt::format("p {} {} {}", now, cost, expires);
+    const auto exp = static_cast<time_t>(expiration(life, wall_seconds()));
+    const memcached_return_t rc =
+        memcached_add(m, rk.data(), rk.size(), pending.data(), pending.size(), exp, kValueFlags);
+    if (auto s = record(m, server, rc); !s.ok()) return s;
+    if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) {
+      known_id = true;
+    } else if (rc != MEMCACHED_SUCCESS) {
+      return absl::InternalError(fmt::format("memcached {}: add: {}", options_.servers[server].name(),
+                                             error_text(m, rc)));
+    }
+    if (!known_id) {
+    std::array<Micros, kMaxLimitsPerPolicy> marks{};
+    absl::StatusOr<Decision> d = detail::with_algorithm(policy, [&](auto a) {
+      using A = decltype(a);
+      return update<A>(m, policy, k, now, nullptr, [&](typename A::State* st) {
+        const Decision dd = detail::decide<A>(st, policy.limits(), policy.shape(), cost, Effect::kHit, now);
+        if (dd.allowed) detail::marks_of<A>(st, policy.limits(), marks);
+        return std::pair<Decision, bool>{dd, dd.allowed && cost > 0};
+      });
+    });
+    if (!d.ok() || !d->allowed) {
+      memcached_delete(m, rk.data(), rk.size(), 0);  // reserves nothing (a failed delete expires)
+      return d;
+    }
+    std::string v = fmt::format("r {} {} {}", now, cost, expires);
+    for (std::size_t i = 0; i < policy.limits().size(); ++i) fmt::format_to(std::back_inserter(v), " {}", marks[i]);
+    memcached_set(m, rk.data(), rk.size(), v.data(), v.size(), exp, kValueFlags);  // else "p": no marks
+    return d;
+    }
+  }
+  // The id is known (the client is given back first: settle borrows one of its own).
+  if (effect == Effect::kReserveOrSettle) return settle(policy, key, id, cost, now);
+  return absl::AlreadyExistsError(fmt::format(
+      "reservation \"{}\" of this key is known (outstanding or settled): an id names one request until its time "
+      "to live ends",
+      id));
+}
+
+absl::StatusOr<Decision> MemcachedStorage::settle(const Policy& policy, std::string_view key, std::string_view id,
+                                                  std::int64_t actual, Micros now) {
+  if (auto s = check_policy(policy, options_.item_size_max); !s.ok()) return s;
+  const std::string rk = reservation_key(options_.prefix, policy, key, id);
+  const std::string k = storage_key(options_.prefix, policy, key);
+  auto lease = acquire();
+  if (!lease.ok()) return lease.status();
+  memcached_st* m = lease->get();
+  const std::uint32_t server = server_of(m, rk);
+  const auto apply = [&](Micros at, std::int64_t delta, std::span<const Micros> marks) {
+    return detail::with_algorithm(policy, [&](auto a) {
+      using A = decltype(a);
+      return update<A>(m, policy, k, now, nullptr, [&](typename A::State* st) {
+        return std::pair<Decision, bool>{detail::settle_all<A>(st, policy.limits(), now, at, marks, delta), delta != 0};
+      });
+    });
+  };
+  for (int attempt = 0; attempt < options_.cas_retries; ++attempt) {
+    if (auto s = admit(server); !s.ok()) return s;
+    auto read = get(m, server, rk);
+    if (!read.ok()) return read.status();
+    if (!read->found) {
+      // Unknown: a settled record first (add: one of two clients wins), then `actual` charged now.
+      const std::string tomb = fmt::format("s {}", wall_seconds() + kDefaultReservationTtl / kMicrosPerSecond);
+      const auto exp = static_cast<time_t>(
+          expiration(std::chrono::seconds(kDefaultReservationTtl / kMicrosPerSecond), wall_seconds()));
+      const memcached_return_t rc = memcached_add(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags);
+      if (auto s = record(m, server, rc); !s.ok()) return s;
+      if (rc != MEMCACHED_SUCCESS) continue;  // another client made it: read again
+      return apply(now, actual, {});
+    }
+    const std::optional<Record> r = parse_record(read->value);
+    if (!r) {
+      return absl::InternalError(fmt::format("memcached {}: the value of {} is not a floodgate reservation",
+                                             options_.servers[server].name(), rk));
+    }
+    if (r->kind == 's') return apply(now, 0, {});  // settled: the state as it is
+    const std::string tomb = fmt::format("s {}", r->expires);
+    const auto exp = static_cast<time_t>(std::max<std::int64_t>(1, r->expires));  // absolute Unix time
+    const memcached_return_t rc =
+        memcached_cas(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags, read->cas);
+    if (auto s = record(m, server, rc); !s.ok()) return s;
+    if (rc != MEMCACHED_SUCCESS) continue;  // another client changed it: read again
+    return apply(r->at, actual - r->estimate, r->marks);
+  }
+  return absl::AbortedError(fmt::format("memcached {}: the reservation {} changed under {} settles in a row",
+                                        options_.servers[server].name(), rk, options_.cas_retries));
+}
+
+absl::StatusOr<bool> MemcachedStorage::known(const Policy& policy, std::string_view key, std::string_view id,
+                                             Micros /*now*/) {
+  const std::string rk = reservation_key(options_.prefix, policy, key, id);
+  auto lease = acquire();
+  if (!lease.ok()) return lease.status();
+  memcached_st* m = lease->get();
+  const std::uint32_t server = server_of(m, rk);
+  if (auto s = admit(server); !s.ok()) return s;
+  auto read = get(m, server, rk);
+  if (!read.ok()) return read.status();
+  return read->found;
+}
+
 absl::StatusOr<Decision> MemcachedStorage::apply(const Policy& policy, std::string_view key,
                                                  std::int64_t cost, Effect effect, Micros now) {
   if (auto s = check_policy(policy, options_.item_size_max); !s.ok()) return s;
@@ -310,6 +479,10 @@ absl::StatusOr<Decision> MemcachedStorage::apply(const Policy& policy, std::stri
 
 void MemcachedStorage::apply_batch(std::span<const BatchItem> items, Micros now,
                                    std::span<absl::StatusOr<Decision>> out) {
+  if (std::any_of(items.begin(), items.end(), [](const BatchItem& it) { return reserves(it.effect); })) {
+    Storage::apply_batch(items, now, out);  // one by one, each with its own client
+    return;
+  }
   auto lease = acquire();
   if (!lease.ok()) {
     for (auto& o : out) o = lease.status();

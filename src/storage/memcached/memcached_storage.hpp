@@ -64,6 +64,16 @@ class MemcachedStorage final : public Storage {
                    std::span<absl::StatusOr<Decision>> out) override;
 
   [[nodiscard]] std::vector<ServerState> servers() const override;
+  /// Reservations: a record item beside the key's value (the same server only by chance: the
+  /// two are claimed with add and cas, each atomic on its own). A client that dies between
+  /// claiming the record and charging the estimate leaves a record without marks: its settle
+  /// gives a bucket nothing back, and a window its estimate back (docs/memcached.md).
+  absl::StatusOr<Decision> reserve(const Policy& policy, std::string_view key, std::int64_t cost, std::string_view id,
+                                   Micros ttl, Effect effect, Micros now) override;
+  absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id, std::int64_t actual,
+                                  Micros now) override;
+  absl::StatusOr<bool> known(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
+
   /// Networked; groups are the default test-then-charge (Limiter adds its per-key locks).
   [[nodiscard]] StorageTraits traits() const override { return {.networked = true, .atomic_groups = false}; }
 
@@ -88,6 +98,9 @@ class MemcachedStorage final : public Storage {
   absl::Status admit(std::uint32_t server);
   absl::Status record(memcached_st* m, std::uint32_t server, int rc);
   absl::StatusOr<Got> get(memcached_st* m, std::uint32_t server, const std::string& key);
+  template <class A, class F>
+  absl::StatusOr<Decision> update(memcached_st* m, const Policy& policy, const std::string& key, Micros now,
+                                  Got* prefetched, F&& f);
   template <class A>
   absl::StatusOr<Decision> decide(memcached_st* m, const Policy& policy, const std::string& key,
                                   std::int64_t cost, Effect effect, Micros now, Got* prefetched);

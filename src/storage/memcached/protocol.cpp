@@ -232,6 +232,28 @@ std::string storage_key(std::string_view prefix, const Policy& policy, std::stri
   return out;
 }
 
+std::string reservation_key(std::string_view prefix, const Policy& policy, std::string_view key, std::string_view id) {
+  const std::string& fp = policy.state_id();
+  std::string input = "r";
+  for (const std::size_t n : {fp.size(), key.size()}) {
+    for (int i = 7; i >= 0; --i) input.push_back(static_cast<char>((static_cast<std::uint64_t>(n) >> (8 * i)) & 0xff));
+  }
+  input += fp;
+  input += key;
+  input += id;
+  std::array<unsigned char, 32> digest{};
+  unsigned int len = 0;
+  EVP_Digest(input.data(), input.size(), digest.data(), &len, EVP_sha256(), nullptr);
+  std::string out(prefix);
+  out.push_back('r');
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (const unsigned char b : digest) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
 template <class S>
 void encode(const S* states, std::size_t count, std::string& out) {
   out.clear();

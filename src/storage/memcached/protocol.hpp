@@ -66,6 +66,9 @@ std::optional<absl::StatusOr<MemcachedOptions>> parse_memcached_url(const Storag
 /// The input to the hash is an injective encoding of (Policy::state_id, user key), so two pairs
 /// share a value only if SHA-256 collides. At most kMaxPrefix + 64 bytes, all printable.
 std::string storage_key(std::string_view prefix, const Policy& policy, std::string_view key);
+/// The key of reservation `id` of (policy, key): prefix + "r" + SHA-256 of the length-prefixed
+/// state id, key and id, in hex (memcached keys are at most 250 bytes).
+std::string reservation_key(std::string_view prefix, const Policy& policy, std::string_view key, std::string_view id);
 
 /// The `flags` memcached stores with every value floodgate writes ("FG" and the format version).
 inline constexpr std::uint32_t kValueFlags = 0x46470002;

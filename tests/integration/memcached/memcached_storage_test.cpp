@@ -17,6 +17,8 @@
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
 #include "support/limit_change.hpp"
+#include "support/reservation_model.hpp"
+#include "support/variants.hpp"
 #include "test_support.hpp"
 
 namespace floodgate::memcached {
@@ -637,6 +639,53 @@ TEST(MemcachedFailure, OfTwoServersOnlyTheKilledOnesKeysDegrade) {
 TEST(MemcachedLimitChange, KeepsUsageAcrossAmountsAndStartsAfreshForAnotherAlgorithm) {
   auto storage = open_url(single_url("timeout_ms=2000&prefix=" + unique_prefix("limit-change")));
   floodgate::testing::check_limit_changes(*storage, "k-", SystemClock::instance()->now());
+}
+
+}  // namespace
+}  // namespace floodgate::memcached
+
+// ---- reservations -----------------------------------------------------------------------------
+namespace floodgate::memcached {
+namespace {
+
+using namespace floodgate::memcached::testing;
+
+TEST(MemcachedReservations, MatchTheModelForEveryAlgorithm) {
+  for (const auto& v : floodgate::testing::kVariants) {
+    for (const char* limits : {"6 per 10 seconds", "5 per 10 seconds; 12 per 30 seconds"}) {
+      auto storage = open_url(single_url("prefix=" + unique_prefix("reserve")));
+      ASSERT_NE(storage, nullptr);
+      auto clock = std::make_shared<ManualClock>(Micros{1'700'000'040} * kMicrosPerSecond);
+      Limiter limiter(storage, clock);
+      floodgate::testing::check_against_model(limiter, *clock, v.policy(limits), "k", 1, 120);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+TEST(MemcachedReservations, OneIdOneReservationAndConcurrentSettlesCountOnce) {
+  auto storage = open_url(single_url("pool=8&prefix=" + unique_prefix("reserve-threads")));
+  ASSERT_NE(storage, nullptr);
+  const Policy p = Policy::make("budget", Strategy::kFixedWindow, "100000000/hour").value();
+  constexpr Micros kNow = 1'000'000;
+  auto clock = std::make_shared<ManualClock>(kNow);
+  Limiter limiter(storage, clock);
+  ASSERT_TRUE(limiter.reserve(p, "tenant", 100, "dup").ok());
+  EXPECT_EQ(limiter.reserve(p, "tenant", 100, "dup").status().code(), absl::StatusCode::kAlreadyExists);
+  // Four threads settle the same ids: each id's usage is counted once.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 50; ++i) {
+    ids.push_back("id" + std::to_string(i));
+    ASSERT_TRUE(limiter.reserve(p, "tenant", 10, ids.back()).ok());
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (const std::string& id : ids) EXPECT_TRUE(limiter.settle(p, "tenant", id, 3).ok());
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(100'000'000 - limiter.stats(p, "tenant")->remaining, 100 + 50 * 3);
 }
 
 }  // namespace
