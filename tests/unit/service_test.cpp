@@ -298,3 +298,68 @@ TEST(ServiceInlineLimits, AMovingWindowFloodStaysWithinTheLogBound) {
 
 }  // namespace
 }  // namespace floodgate::server
+
+namespace floodgate::server {
+namespace {
+
+// POST /v1/hit with a reservation, POST /v1/settle with the actual usage: the contract's names,
+// the answers (200 with the state, 409 for an id in use, 400 naming the field), nothing charged
+// by bad input.
+TEST(ServiceReservations, ReserveThenSettleOverHttp) {
+  auto clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
+  Service service{config("  - {name: tokens, strategy: fixed-window, limit: 1000/hour}\n"),
+                  std::make_shared<MemoryStorage>(), clock};
+  const auto post = [&](std::string target, std::string body) {
+    Request req{http::verb::post, target, 11};
+    req.body() = std::move(body);
+    req.prepare_payload();
+    Response res;
+    service.handle(req, res);
+    return res;
+  };
+  const auto field = [](const Response& r, const char* name) {
+    return boost::json::parse(r.body()).as_object().at(name).as_int64();
+  };
+  Response r = post("/v1/hit", R"({"policy":"tokens","key":"u","cost":300,"reservation":"req-1","ttl_ms":60000})");
+  EXPECT_EQ(r.result(), http::status::ok) << r.body();
+  EXPECT_EQ(field(r, "remaining"), 700);
+  r = post("/v1/hit", R"({"policy":"tokens","key":"u","cost":300,"reservation":"req-1"})");
+  EXPECT_EQ(r.result(), http::status::conflict) << r.body();
+  r = post("/v1/settle", R"({"policy":"tokens","key":"u","reservation":"req-1","actual":120})");
+  EXPECT_EQ(r.result(), http::status::ok) << r.body();
+  EXPECT_EQ(field(r, "remaining"), 880);
+  EXPECT_NE(std::string(r["RateLimit"]).find("r=880"), std::string::npos) << r["RateLimit"];
+  // Settling again changes nothing; an unknown id charges its usage now.
+  EXPECT_EQ(field(post("/v1/settle", R"({"policy":"tokens","key":"u","reservation":"req-1","actual":120})"), "remaining"), 880);
+  EXPECT_EQ(field(post("/v1/settle", R"({"policy":"tokens","key":"u","reservation":"other","actual":80})"), "remaining"), 800);
+  // Bad input: 400 naming the field, nothing charged.
+  for (const char* body : {R"({"policy":"tokens","key":"u","actual":5})",
+                           R"({"policy":"tokens","key":"u","reservation":"a"})",
+                           R"({"policy":"tokens","key":"u","reservation":"a","actual":-1})",
+                           R"({"policy":"tokens","key":"u","reservation":"a","actual":1.5})",
+                           R"({"policy":"tokens","key":"u","reservation":"","actual":1})",
+                           R"({"policy":"tokens","key":"u","reservation":"a","actual":1,"cost":2})"}) {
+    r = post("/v1/settle", body);
+    EXPECT_EQ(r.result(), http::status::bad_request) << body;
+    EXPECT_TRUE(r.body().find("reservation") != std::string::npos || r.body().find("actual") != std::string::npos ||
+                r.body().find("cost") != std::string::npos)
+        << r.body();
+  }
+  const std::string long_id(300, 'x');
+  r = post("/v1/hit", R"({"policy":"tokens","key":"u","reservation":")" + long_id + R"("})");
+  EXPECT_EQ(r.result(), http::status::bad_request);
+  EXPECT_NE(r.body().find("reservation"), std::string::npos) << r.body();
+  for (const char* body : {R"({"policy":"tokens","key":"u","reservation":"b","ttl_ms":0})",
+                           R"({"policy":"tokens","key":"u","reservation":"b","ttl_ms":86400001})",
+                           R"({"policy":"tokens","key":"u","ttl_ms":5000})"}) {
+    r = post("/v1/hit", body);
+    EXPECT_EQ(r.result(), http::status::bad_request) << body;
+    EXPECT_NE(r.body().find("ttl_ms"), std::string::npos) << r.body();
+  }
+  r = post("/v1/test", R"({"policy":"tokens","key":"u","reservation":"c"})");
+  EXPECT_EQ(r.result(), http::status::bad_request);
+  EXPECT_EQ(field(post("/v1/test", R"({"policy":"tokens","key":"u","cost":0})"), "remaining"), 800);
+}
+
+}  // namespace
+}  // namespace floodgate::server

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "floodgate/policy.hpp"
+#include "floodgate/storage.hpp"
 #include "trace_json.hpp"
 
 namespace floodgate::server {
@@ -107,6 +108,16 @@ absl::StatusOr<DecisionBody> parse_decision_body(std::string_view body) {
   auto cost = whole(*obj, "cost", 0, kMaxAmount, 1, "a whole number from 0 to 2^53");
   if (!cost.ok()) return cost.status();
   d.cost = *cost;
+  if (const json::value* r = obj->if_contains("reservation")) {
+    if (!r->is_string() || r->get_string().empty() || r->get_string().size() > kMaxReservationId) {
+      return invalid(fmt::format("\"reservation\" must be a string of 1 to {} bytes", kMaxReservationId));
+    }
+    d.reservation = std::string(view(r->get_string()));
+  }
+  auto ttl = whole(*obj, "ttl_ms", 1, kMaxReservationTtl / 1000, 0, "a whole number of milliseconds from 1 to 86400000");
+  if (!ttl.ok()) return ttl.status();
+  if (*ttl != 0 && !d.reservation) return invalid("\"ttl_ms\" is the time to live of a \"reservation\": give one");
+  d.ttl_ms = *ttl;
   if (const json::value* p = obj->if_contains("policy")) {
     if (!p->is_string()) return invalid("\"policy\" must be a string");
     d.policy = std::string(view(p->get_string()));
@@ -124,6 +135,23 @@ absl::StatusOr<DecisionBody> parse_decision_body(std::string_view body) {
   d.limit = *std::move(limit);
   d.strategy = *std::move(strategy);
   d.burst = *burst;
+  return d;
+}
+
+absl::StatusOr<DecisionBody> parse_settle_body(std::string_view body) {
+  auto obj = parse_object(body);
+  if (!obj.ok()) return obj.status();
+  if (obj->contains("cost")) return invalid("a settle takes the \"actual\" usage, not a \"cost\"");
+  if (obj->contains("ttl_ms")) return invalid("a settle takes no \"ttl_ms\": the reservation has its own");
+  const json::value* r = obj->if_contains("reservation");
+  if (r == nullptr) return invalid("\"reservation\" is required: the id the hit reserved under");
+  const json::value* a = obj->if_contains("actual");
+  if (a == nullptr) return invalid("\"actual\" is required: the usage to settle, a whole number from 0 to 2^53");
+  auto actual = whole(*obj, "actual", 0, kMaxAmount, 0, "a whole number from 0 to 2^53");
+  if (!actual.ok()) return actual.status();
+  auto d = parse_decision_body(body);
+  if (!d.ok()) return d;
+  d->cost = *actual;
   return d;
 }
 

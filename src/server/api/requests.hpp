@@ -36,10 +36,21 @@ struct DecisionBody {
   std::string limit;                  ///< an inline limit ("10/minute")
   std::string strategy = "gcra";      ///< its strategy
   std::int64_t burst = 0;             ///< its burst (0: the amount)
+  /// A reservation (POST /v1/hit only): its id, and its time to live in ms.
+  std::optional<std::string> reservation;
+  std::int64_t ttl_ms = 0;  ///< 0: the default
 };
 /// Errors: InvalidArgument with the client's message (not JSON, missing or empty key, a key over
-/// kMaxKeyBytes, cost outside [0, 2^53], neither policy nor limit, wrong types).
+/// kMaxKeyBytes, cost outside [0, 2^53], neither policy nor limit, wrong types, a reservation id
+/// that is empty or longer than 256 bytes, ttl_ms outside [1, 86,400,000] or without a
+/// reservation).
 absl::StatusOr<DecisionBody> parse_decision_body(std::string_view body);
+
+/// The body of POST /v1/settle: the policy (or inline limit) and key as for /v1/hit, the
+/// "reservation" id and the "actual" usage (a whole number from 0 to 2^53), both required; `cost`
+/// holds the actual usage.
+/// Errors: InvalidArgument naming the field; nothing is charged.
+absl::StatusOr<DecisionBody> parse_settle_body(std::string_view body);
 
 /// `?policy=NAME&key=KEY` of GET /v1/stats and DELETE /v1/keys.
 struct KeyQuery {

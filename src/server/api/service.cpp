@@ -41,6 +41,7 @@ const Service::Route Service::kRoutes[] = {
     {"/v1/auth", http::verb::get, &Service::route_auth},
     {"/v1/hit", http::verb::post, &Service::route_hit},
     {"/v1/test", http::verb::post, &Service::route_test},
+    {"/v1/settle", http::verb::post, &Service::route_settle},
     {"/v1/stats", http::verb::get, &Service::route_stats},
     {"/v1/keys", http::verb::delete_, &Service::route_clear, true},
     {"/metrics", http::verb::get, &Service::route_metrics},
@@ -108,7 +109,7 @@ void Service::count(const Pending& p, const Decision& d, Micros now) {
     metrics_.count(p.slot, Metrics::kDegraded);
     live_.count(p.slot, LiveStats::kDegraded, p.key, now);
     last_degraded_.store(now, std::memory_order_relaxed);
-  } else if (p.kind != Pending::Kind::kTest) {
+  } else if (p.kind != Pending::Kind::kTest && p.kind != Pending::Kind::kSettle) {
     const bool shadow = p.configured != nullptr && p.configured->shadow;
     metrics_.count(p.slot, d.allowed ? Metrics::kAllowed
                                      : (shadow ? Metrics::kShadowDenied : Metrics::kDenied));
@@ -146,7 +147,16 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
       out[i] = d;
       continue;
     }
-    requests.push_back({p.policy, p.key, p.cost, p.kind == Pending::Kind::kTest ? Effect::kTest : Effect::kHit});
+    Limiter::Request r{p.policy, p.key, p.cost, p.kind == Pending::Kind::kTest ? Effect::kTest : Effect::kHit};
+    if (p.kind == Pending::Kind::kSettle) {
+      r.effect = Effect::kSettle;
+      r.reservation = p.reservation;
+    } else if (!p.reservation.empty()) {
+      r.effect = Effect::kReserve;
+      r.reservation = p.reservation;
+      r.ttl = p.ttl;
+    }
+    requests.push_back(r);
     where.push_back(i);
   }
   if (requests.size() == pending.size()) {
@@ -239,9 +249,16 @@ bool Service::admit(const Request& req, Response& res, const Installed& in) {
 
 void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Response& res) {
   if (!d.ok()) {
-    // The storage refused the request: invalid (400), or over one of its memory bounds (503).
-    const bool bound = d.status().code() == absl::StatusCode::kResourceExhausted;
-    respond_error(res, bound ? http::status::service_unavailable : http::status::bad_request, d.status());
+    // The storage refused the request: invalid (400), over one of its memory bounds (503), a
+    // reservation id already in use (409), a storage without reservations (501).
+    http::status status = http::status::bad_request;
+    switch (d.status().code()) {
+      case absl::StatusCode::kResourceExhausted: status = http::status::service_unavailable; break;
+      case absl::StatusCode::kAlreadyExists: status = http::status::conflict; break;
+      case absl::StatusCode::kUnimplemented: status = http::status::not_implemented; break;
+      default: break;
+    }
+    respond_error(res, status, d.status());
   } else {
     const bool shadow_denied = p.configured != nullptr && p.configured->shadow && !d->allowed;
     const bool pass = d->allowed || shadow_denied;
@@ -249,7 +266,7 @@ void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Respon
       set_rate_limit_headers(res, *p.policy, *d, shadow_denied);
       respond_empty(res, pass ? http::status::no_content : static_cast<http::status>(p.denied_status));
     } else {
-      const bool ok = p.kind == Pending::Kind::kTest || pass;
+      const bool ok = p.kind == Pending::Kind::kTest || p.kind == Pending::Kind::kSettle || pass;
       respond(res, ok ? http::status::ok : http::status::too_many_requests,
               decision_json(*p.policy, *d, shadow_denied));
       set_rate_limit_headers(res, *p.policy, *d, shadow_denied);
@@ -264,6 +281,15 @@ bool Service::route_hit(const Request& req, Response& res, Pending& p, const Ins
   return prepare_body(req, res, p, in);
 }
 
+// A reservation's actual usage: the body of /v1/hit's policy and key, with "reservation" and
+// "actual". Always applied; answers the state after it.
+bool Service::route_settle(const Request& req, Response& res, Pending& p, const Installed& in) {
+  p.kind = Pending::Kind::kSettle;
+  auto body = parse_settle_body(req.body());
+  if (!body.ok()) return fail(res, http::status::bad_request, body.status());
+  return resolve_body(*std::move(body), res, p, in);
+}
+
 bool Service::route_test(const Request& req, Response& res, Pending& p, const Installed& in) {
   p.kind = Pending::Kind::kTest;
   return prepare_body(req, res, p, in);
@@ -274,6 +300,15 @@ bool Service::route_test(const Request& req, Response& res, Pending& p, const In
 bool Service::prepare_body(const Request& req, Response& res, Pending& p, const Installed& in) {
   auto body = parse_decision_body(req.body());
   if (!body.ok()) return fail(res, http::status::bad_request, body.status());
+  if (body->reservation && p.kind == Pending::Kind::kTest) {
+    return fail(res, http::status::bad_request, "a test reserves nothing: \"reservation\" is for /v1/hit");
+  }
+  return resolve_body(*std::move(body), res, p, in);
+}
+
+// The policy of a parsed body (configured, or inline), its key, cost and reservation.
+bool Service::resolve_body(DecisionBody body_value, Response& res, Pending& p, const Installed& in) {
+  DecisionBody* body = &body_value;
   if (body->policy) {
     p.configured = in.config->find(*body->policy);
     if (p.configured == nullptr) {
@@ -293,6 +328,8 @@ bool Service::prepare_body(const Request& req, Response& res, Pending& p, const 
   }
   p.key = std::move(body->key);
   p.cost = body->cost;
+  if (body->reservation) p.reservation = *std::move(body->reservation);
+  if (body->ttl_ms != 0) p.ttl = body->ttl_ms * 1000;
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include "server/api/live.hpp"
 #include "server/api/metrics.hpp"
 #include "server/common/published.hpp"
+#include "server/api/requests.hpp"
 #include "server/api/responses.hpp"
 
 namespace floodgate::server {
@@ -51,14 +52,16 @@ class Service {
 
   /// A request that needs a decision from the storage, between `prepare` and `finish`.
   struct Pending {
-    enum class Kind : std::uint8_t { kHit, kTest, kAuth };
+    enum class Kind : std::uint8_t { kHit, kTest, kAuth, kSettle };
     Kind kind = Kind::kHit;
     std::shared_ptr<const void> installed;  // keeps the configuration it was resolved under alive
     const ServicePolicy* configured = nullptr;  // null for an inline policy
     std::shared_ptr<const Policy> owned;        // the inline policy
     const Policy* policy = nullptr;
     std::string key;
-    std::int64_t cost = 1;
+    std::int64_t cost = 1;  ///< for kSettle, the actual usage
+    std::string reservation;  ///< kHit: reserve under this id (empty: a plain hit); kSettle: the id
+    Micros ttl = kDefaultReservationTtl;
     std::size_t slot = 0;
     int denied_status = 429;
     bool head = false;  // answered without a body
@@ -131,6 +134,7 @@ class Service {
 
   bool route_hit(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_test(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_settle(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_auth(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_stats(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_clear(const Request& req, Response& res, Pending& p, const Installed& in);
@@ -145,6 +149,7 @@ class Service {
   bool dispatch(const Request& req, Response& res, Pending& pending, const Installed& in);
   static void strip_body(Response& res);
   bool prepare_body(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool resolve_body(DecisionBody body, Response& res, Pending& p, const Installed& in);
   const Policy* key_query(const Request& req, Response& res, const Installed& in, std::string& key);
   [[nodiscard]] bool storage_degraded_recently(Micros now) const;
   void count(const Pending& p, const Decision& d, Micros now);
