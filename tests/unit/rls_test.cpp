@@ -99,7 +99,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    vaule: v\n",
                 "rules.yaml:4:5: unknown key \"vaule\" in a descriptor (known: key, value, rate_limit, "
                 "descriptors, shadow_mode, quota_mode, detailed_metric, value_to_metric, share_threshold, "
-                "metadata)"},
+                "metadata, reservation)"},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    reservation: {id_key: rid}\n",
+                "rules.yaml:4:18: the reservation of \"k\" needs a rate_limit beside it"},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"
+                "    reservation: {ttl_ms: 100}\n",
+                "rules.yaml:5:18: the reservation of \"k\" needs an id_key: the descriptor key that carries the "
+                "request's id"},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"
+                "    reservation: {id_key: rid, ttl_ms: 0}\n",
+                "rules.yaml:5:40: the reservation of \"k\": ttl_ms must be a whole number from 1 to 86400000, not 0"},
+        BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true}\n"
+                "    reservation: {id_key: rid}\n",
+                "rules.yaml:5:18: the reservation of \"k\": a reservation needs a limit (requests_per_unit above 0, "
+                "not unlimited)"},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    value: v\n  - key: k\n    value: v\n",
                 "rules.yaml:5:5: duplicate descriptor \"k_v\" in domain \"d\""},
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: second}\n",
@@ -320,6 +333,72 @@ TEST_F(Rls, HitsAddend) {
   EXPECT_EQ(denied.overall_code(), Response::OVER_LIMIT);
   EXPECT_EQ(denied.statuses(0).limit_remaining(), 3u);
   EXPECT_EQ(denied.statuses(0).duration_until_reset().seconds(), 50);
+}
+
+// floodgate's reservation rule with stock Envoy: the request-time call with the request's id
+// reserves its hits_addend (an estimate), the call at the end of the stream with the same id settles
+// with its hits_addend (the usage); the id entry is never part of the counter's key.
+TEST_F(Rls, AReservationRuleReservesThenSettlesByRequestId) {
+  load("domain: ai\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000}\n"
+       "    reservation: {id_key: request_id, ttl_ms: 600000}\n");
+  auto start = request("ai", {{{"user", "alice"}, {"request_id", "r-1"}}});
+  start.mutable_descriptors(0)->mutable_hits_addend()->set_value(300);  // the estimate
+  EXPECT_EQ(call(start).statuses(0).limit_remaining(), 700u);
+  auto done = request("ai", {{{"user", "alice"}, {"request_id", "r-1"}}});
+  done.mutable_descriptors(0)->mutable_hits_addend()->set_value(120);  // the usage at stream end
+  const Response settled = call(done);
+  EXPECT_EQ(settled.overall_code(), Response::OK);
+  EXPECT_EQ(settled.statuses(0).limit_remaining(), 880u);
+  // Another request of the same user counts on the same counter: the id is not in the key.
+  auto other = request("ai", {{{"user", "alice"}, {"request_id", "r-2"}}});
+  other.mutable_descriptors(0)->mutable_hits_addend()->set_value(880);
+  EXPECT_EQ(call(other).statuses(0).limit_remaining(), 0u);
+  auto third = request("ai", {{{"user", "alice"}, {"request_id", "r-3"}}});
+  third.mutable_descriptors(0)->mutable_hits_addend()->set_value(1);
+  EXPECT_EQ(call(third).overall_code(), Response::OVER_LIMIT);
+  // A usage of 0 at stream end gives the whole estimate back.
+  auto nothing = request("ai", {{{"user", "alice"}, {"request_id", "r-2"}}});
+  nothing.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  EXPECT_EQ(call(nothing).statuses(0).limit_remaining(), 880u);
+  // Without the id entry the rule is a plain rate limit.
+  EXPECT_EQ(call(request("ai", {{{"user", "bob"}}}, 5)).statuses(0).limit_remaining(), 995u);
+}
+
+// Five concurrent requests of 130 tokens against 100 tokens per minute: charged at the end of the
+// stream (the usual configuration: hits_addend 0 at the start, the usage at the end) all five start
+// and 650 tokens are used; reserved at an estimate of 100, one starts and 130 are used.
+TEST_F(Rls, TokenBudgetHoldsWithReservations) {
+  load("domain: ai\ndescriptors:\n  - key: post\n    rate_limit: {unit: minute, requests_per_unit: 100}\n"
+       "  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 100}\n"
+       "    reservation: {id_key: request_id}\n");
+  int started = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto check = request("ai", {{{"post", "alice"}}});
+    check.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);  // 0 means 1 as envoyproxy: a check
+    started += call(check).overall_code() == Response::OK ? 1 : 0;
+  }
+  EXPECT_EQ(started, 5);
+  std::int64_t used_after = 0;
+  for (int i = 0; i < started; ++i) {
+    auto charge = request("ai", {{{"post", "alice"}}});
+    charge.mutable_descriptors(0)->mutable_hits_addend()->set_value(130);
+    call(charge);
+    used_after += 130;
+  }
+  EXPECT_EQ(used_after, 650);
+  std::vector<std::string> admitted_ids;
+  for (int i = 0; i < 5; ++i) {
+    auto start = request("ai", {{{"user", "alice"}, {"request_id", "req-" + std::to_string(i)}}});
+    start.mutable_descriptors(0)->mutable_hits_addend()->set_value(100);
+    if (call(start).overall_code() == Response::OK) admitted_ids.push_back("req-" + std::to_string(i));
+  }
+  ASSERT_EQ(admitted_ids.size(), 1u);
+  auto done = request("ai", {{{"user", "alice"}, {"request_id", admitted_ids[0]}}});
+  done.mutable_descriptors(0)->mutable_hits_addend()->set_value(130);
+  EXPECT_EQ(call(done).statuses(0).limit_remaining(), 0u);
+  auto next = request("ai", {{{"user", "alice"}, {"request_id", "late"}}});
+  next.mutable_descriptors(0)->mutable_hits_addend()->set_value(1);
+  EXPECT_EQ(call(next).overall_code(), Response::OVER_LIMIT);  // the 30 over are paid before more starts
 }
 
 TEST_F(Rls, LimitOverrideIsHonouredWithItsOwnState) {

@@ -42,6 +42,8 @@ struct RlsItem {
   std::size_t slot = RlsMetrics::kMaxSeries;  // kMaxSeries: not counted
   std::size_t result = 0;                 // index into the storage results
   Decision decision;
+  std::string reservation;                // the id entry's value of a rule with a reservation
+  Micros reservation_ttl = 0;
 };
 
 /// A call between matching and deciding.

@@ -74,6 +74,7 @@ struct Parser {
   const std::string& source;
   const std::string& domain;
   RlsConfig& config;
+  std::vector<std::string>& reservation_id_keys;  // the domain's (RlsDomain)
 
   void replaces(const YAML::Node& rep, const std::string& where, RlsRule& r) {
     if (!rep.IsSequence()) fail(source, rep, where + ": replaces must be a list of {name: NAME}");
@@ -102,6 +103,27 @@ struct Parser {
       } else if (mode != "open") {
         fail(source, node["fail"], where + ": fail must be open or closed");
       }
+    }
+  }
+
+  // floodgate's `reservation: {id_key, ttl_ms}` (RlsRule::reservation_id_key).
+  void reservation(const YAML::Node& node, const std::string& path, RlsRule& r) {
+    const std::string where = fmt::format("the reservation of \"{}\"", path);
+    if (!node.IsMap()) fail(source, node, where + " must be a map with id_key (and ttl_ms)");
+    check_keys(source, node, {"id_key", "ttl_ms"}, where);
+    if (!node["id_key"]) fail(source, node, where + " needs an id_key: the descriptor key that carries the request's id");
+    r.reservation_id_key = scalar<std::string>(source, node["id_key"], "id_key");
+    if (r.reservation_id_key.empty()) fail(source, node["id_key"], where + ": id_key is empty");
+    r.reservation_ttl = kDefaultReservationTtl;
+    if (node["ttl_ms"]) {
+      r.reservation_ttl = yaml::integer(source, node["ttl_ms"], where + ": ttl_ms", 1, kMaxReservationTtl / 1000) * 1000;
+    }
+    if (r.policy == nullptr) {
+      fail(source, node, where + ": a reservation needs a limit (requests_per_unit above 0, not unlimited)");
+    }
+    if (std::find(reservation_id_keys.begin(), reservation_id_keys.end(), r.reservation_id_key) ==
+        reservation_id_keys.end()) {
+      reservation_id_keys.push_back(r.reservation_id_key);
     }
   }
 
@@ -205,7 +227,7 @@ struct Parser {
       if (!d.IsMap()) fail(source, d, "a descriptor must be a map with a key");
       check_keys(source, d,
                  {"key", "value", "rate_limit", "descriptors", "shadow_mode", "quota_mode", "detailed_metric",
-                  "value_to_metric", "share_threshold", "metadata"},
+                  "value_to_metric", "share_threshold", "metadata", "reservation"},
                  "a descriptor");
       if (!d["key"]) fail(source, d, "a descriptor needs a key");
       const auto key = text(d["key"], "key");
@@ -245,8 +267,12 @@ struct Parser {
         node->rule->detailed_metric = flag(d, "detailed_metric");
         node->rule->walk = walks;
         node->rule->metadata = std::move(metadata);
+        if (const YAML::Node& res = d["reservation"]) reservation(res, path, *node->rule);
         config.rules.push_back(node->rule.get());
         config.rule_domains.push_back(domain);
+      }
+      if (d["reservation"] && !d["rate_limit"]) {
+        fail(source, d["reservation"], fmt::format("the reservation of \"{}\" needs a rate_limit beside it", path));
       }
       if (const YAML::Node& nested = d["descriptors"]) descriptors(nested, *node, path, id, walks);
       if (wildcard) parent.wildcards.push_back({key, absl::StrSplit(value, '*'), child});
@@ -279,7 +305,7 @@ absl::Status parse_rls_file(const std::string& yaml, const std::string& source, 
       fresh->source = source;
       d = fresh.get();
     }
-    Parser p{source, domain, into};
+    Parser p{source, domain, into, d->reservation_id_keys};
     if (const YAML::Node& list = root["descriptors"]) p.descriptors(list, d->root, "", {domain}, false);
     if (fresh) into.domains.emplace(domain, std::move(fresh));
   });

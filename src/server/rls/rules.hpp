@@ -75,6 +75,12 @@ struct RlsRule {
   /// The strategy and options, for limits that a request overrides.
   Strategy strategy = Strategy::kFixedWindow;
   PolicyOptions options;
+  /// floodgate's `reservation: {id_key, ttl_ms}` beside the rate_limit (docs/envoy.md, "Token
+  /// budgets"): the descriptor entry `id_key` carries the request's id; it is taken out before
+  /// matching and is never part of the counter's key. The first call with an id reserves its
+  /// hits, the second settles with its hits (Effect::kReserveOrSettle). Empty id_key: none.
+  std::string reservation_id_key;
+  Micros reservation_ttl = 0;
 };
 
 /// Whether `value` fits a wildcard pattern split at its '*'s (each '*' stands for any run of
@@ -125,6 +131,8 @@ struct RlsDomain {
   std::string domain;
   std::string source;  ///< the file it came from
   RlsNode root;
+  /// The id_key of every rule of the domain with a reservation (few: usually one).
+  std::vector<std::string> reservation_id_keys;
 
   /// The rule of a descriptor (a range of entries with key() and value()): its entries walk the
   /// tree, the most specific child at each level (RlsNode::child); the rule is the last entry's

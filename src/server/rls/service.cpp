@@ -213,7 +213,30 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
 // One descriptor: its rule, hits, limit (or override) and storage key.
 grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, const RlsDomain& domain,
                                  const RlsInstalled& in, RlsItem& it) {
-  const auto& d = request.descriptors(i);
+  const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor* descriptor = &request.descriptors(i);
+  // A rule with a reservation: its id entry is taken out before matching, and never counted in
+  // the key; if the rule matched without it does not name that entry, the descriptor is matched
+  // as it came.
+  ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor without_id;
+  if (!domain.reservation_id_keys.empty()) {
+    for (int e = 0; e < descriptor->entries_size(); ++e) {
+      const auto& entry = descriptor->entries(e);
+      if (std::find(domain.reservation_id_keys.begin(), domain.reservation_id_keys.end(), entry.key()) ==
+          domain.reservation_id_keys.end()) {
+        continue;
+      }
+      without_id = *descriptor;
+      without_id.mutable_entries()->DeleteSubrange(e, 1);
+      const RlsRule* rule = domain.match(without_id.entries());
+      if (rule != nullptr && rule->reservation_id_key == entry.key() && !entry.value().empty()) {
+        it.reservation = entry.value();
+        it.reservation_ttl = rule->reservation_ttl;
+        descriptor = &without_id;
+      }
+      break;
+    }
+  }
+  const auto& d = *descriptor;
   it.rule = domain.match(d.entries());
   std::vector<RlsStep> steps;  // how each entry matched, for rules whose key or label need it
   if (it.rule != nullptr && it.rule->walk) it.rule = domain.walk(d.entries(), steps);
@@ -222,6 +245,8 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
   it.hits = !d.has_hits_addend() ? request_hits
             : d.hits_addend().value() == 0 ? 1
                                            : static_cast<std::int64_t>(d.hits_addend().value());
+  // A reservation's usage of 0 is 0 (a settle of nothing used), when the descriptor says so.
+  if (!it.reservation.empty() && d.has_hits_addend()) it.hits = static_cast<std::int64_t>(d.hits_addend().value());
   if (it.rule != nullptr) {
     it.shadow = it.rule->shadow_mode;
     it.requests_per_unit = it.rule->requests_per_unit;
@@ -293,6 +318,11 @@ grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, RlsCall
     if (it.policy != nullptr) {
       it.result = p.batch.size();
       p.batch.push_back({it.policy.get(), it.key, it.hits, Effect::kHit, it.shadow || it.quota});
+      if (!it.reservation.empty()) {
+        p.batch.back().effect = Effect::kReserveOrSettle;
+        p.batch.back().reservation = it.reservation;
+        p.batch.back().ttl = it.reservation_ttl;
+      }
     }
     p.over = p.over || (it.deny_all && !it.shadow && !it.quota);
   }
