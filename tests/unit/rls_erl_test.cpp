@@ -135,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{"domain: d\ndescriptors:\n  - key: k\n    share_treshold: true\n",
                 "rules.yaml:4:5: unknown key \"share_treshold\" in a descriptor (known: key, value, rate_limit, "
                 "descriptors, shadow_mode, quota_mode, detailed_metric, value_to_metric, share_threshold, "
-                "metadata)"},
+                "metadata, reservation)"},
         Refused{"domain: d\ndescriptors:\n  - key: k\n    metadata: [a]\n", "rules.yaml:4:15: metadata must be a map"},
         Refused{"domain: d\ndescriptors:\n  - key: [k]\n",
                 "rules.yaml:3:10: key must be a single value"},
