@@ -64,6 +64,7 @@ absl::StatusOr<TraceEvent> parse_trace_event(const boost::json::value& v, Micros
 
   r.cost = 1;
   if (const boost::json::value* c = obj->if_contains("cost")) {
+    const char* name = "\"cost\"";
     if (c->is_int64()) {
       r.cost = c->get_int64();
     } else if (c->is_uint64() && c->get_uint64() <= static_cast<std::uint64_t>(kMaxAmount)) {
@@ -72,11 +73,10 @@ absl::StatusOr<TraceEvent> parse_trace_event(const boost::json::value& v, Micros
                std::fabs(c->get_double()) <= static_cast<double>(kMaxAmount)) {
       r.cost = static_cast<std::int64_t>(c->get_double());
     } else {
-      return absl::InvalidArgumentError("\"cost\" must be a whole number from 0 to 2^53");
+      return absl::InvalidArgumentError(absl::StrCat(name, " must be a whole number from 0 to 2^53"));
     }
     if (r.cost < 0 || r.cost > kMaxAmount) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("\"cost\" must be a whole number from 0 to 2^53, got ", r.cost));
+      return absl::InvalidArgumentError(absl::StrCat(name, " must be a whole number from 0 to 2^53, got ", r.cost));
     }
   }
   return r;
@@ -84,11 +84,60 @@ absl::StatusOr<TraceEvent> parse_trace_event(const boost::json::value& v, Micros
 
 namespace {
 
-absl::StatusOr<TraceEvent> parse_line(std::string_view line, Micros previous) {
+// A line of a replayed trace: a request, and what it does with a reservation.
+struct TraceLine {
+  TraceEvent event;
+  std::string reservation;  // reserve under this id, or settle it
+  bool settle = false;      // event.cost is then the actual usage
+  Micros ttl = 0;           // 0: the default
+};
+
+// "reservation", "ttl_ms", "settle" and "actual" (replay.hpp).
+absl::Status parse_reservation(const boost::json::object& obj, TraceLine& r) {
+  if (const boost::json::value* id = obj.if_contains("reservation")) {
+    if (!id->is_string() || id->get_string().empty() || id->get_string().size() > kMaxReservationId) {
+      return absl::InvalidArgumentError(absl::StrCat("\"reservation\" must be a string of 1 to ", kMaxReservationId,
+                                                     " bytes"));
+    }
+    r.reservation = std::string(id->get_string());
+  }
+  const boost::json::value* settle = obj.if_contains("settle");
+  const boost::json::value* actual = obj.if_contains("actual");
+  if (settle != nullptr && (!settle->is_bool() || !settle->get_bool())) {
+    return absl::InvalidArgumentError("\"settle\" must be true (or leave it out)");
+  }
+  if (settle != nullptr || actual != nullptr) {
+    if (r.reservation.empty()) return absl::InvalidArgumentError("a settle needs the \"reservation\" id it settles");
+    if (actual == nullptr) return absl::InvalidArgumentError("a settle needs the \"actual\" usage");
+    if (obj.contains("cost")) return absl::InvalidArgumentError("a settle takes \"actual\", not \"cost\"");
+    if (!actual->is_int64() || actual->get_int64() < 0 || actual->get_int64() > kMaxAmount) {
+      return absl::InvalidArgumentError("\"actual\" must be a whole number from 0 to 2^53");
+    }
+    r.settle = true;
+    r.event.cost = actual->get_int64();
+  }
+  if (const boost::json::value* ttl = obj.if_contains("ttl_ms")) {
+    if (r.reservation.empty() || r.settle) {
+      return absl::InvalidArgumentError("\"ttl_ms\" is the time to live of a reservation: give a \"reservation\"");
+    }
+    if (!ttl->is_int64() || ttl->get_int64() < 1 || ttl->get_int64() > kMaxReservationTtl / 1000) {
+      return absl::InvalidArgumentError("\"ttl_ms\" must be a whole number of milliseconds from 1 to 86400000");
+    }
+    r.ttl = ttl->get_int64() * 1000;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TraceLine> parse_line(std::string_view line, Micros previous) {
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(line, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("not valid JSON (", ec.message(), ")"));
-  return parse_trace_event(v, previous);
+  auto event = parse_trace_event(v, previous);
+  if (!event.ok()) return event.status();
+  TraceLine out;
+  out.event = *std::move(event);
+  if (auto s = parse_reservation(v.get_object(), out); !s.ok()) return s;
+  return out;
 }
 
 }  // namespace
@@ -105,8 +154,14 @@ absl::Status replay(const Policy& policy, Storage& storage, std::istream& in, st
       return absl::InvalidArgumentError(
           absl::StrCat("line ", number, ": ", request.status().message()));
     }
-    previous = request->t;
-    auto d = storage.apply(policy, request->key, request->cost, Effect::kHit, request->t);
+    previous = request->event.t;
+    Storage::BatchItem item{&policy, request->event.key, request->event.cost, Effect::kHit};
+    if (!request->reservation.empty()) {
+      item.effect = request->settle ? Effect::kSettle : Effect::kReserve;
+      item.reservation = request->reservation;
+      if (request->ttl != 0) item.ttl = request->ttl;
+    }
+    auto d = storage.apply_item(item, request->event.t);
     if (!d.ok()) {
       return absl::Status(d.status().code(),
                           absl::StrCat("line ", number, ": storage error: ", d.status().message()));

@@ -18,7 +18,13 @@ namespace floodgate {
 ///     {"t": <seconds since epoch, number ≥ 0, non-decreasing>, "key": "<string>", "cost": <int ≥ 0>}
 ///
 /// (`cost` defaults to 1; other fields are ignored; blank lines are skipped) and writes one decision
-/// per request to `out`, in order, flushed line by line:
+/// per request to `out`, in order, flushed line by line. A line may reserve and settle
+/// (docs/algorithms.md, "Reservations"):
+///
+///     {"t": 10, "key": "u", "cost": 100, "reservation": "r1", "ttl_ms": 60000}   a reservation
+///     {"t": 12, "key": "u", "reservation": "r1", "actual": 130}                  its settle
+///
+/// (a settle may also say `"settle": true`); a settle's decision is the state after it.
 ///
 ///     {"allowed": true, "remaining": 2, "retry_after": 0.0, "reset_after": 4.0}
 ///

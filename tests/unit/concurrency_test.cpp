@@ -212,3 +212,60 @@ TEST(Concurrency, MovingWindowLogsKeepTheirBoundAndTheirCount) {
 
 }  // namespace
 }  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+// 1,000 requests reserve an estimate and settle their actual usage at once from 8 threads, while
+// 2 more threads settle the same ids again (late duplicates) and 4 hit the key: every algorithm
+// counts each unit of actual usage once, and each hit once — nothing lost, nothing twice.
+TEST(Concurrency, ThousandReservationsSettledAtOnceCountEveryUnitOnce) {
+  for (const auto& v : testing::kVariants) {
+    auto storage = std::make_shared<MemoryStorage>();
+    auto clock = std::make_shared<ManualClock>(Micros{1'700'000'040} * kMicrosPerSecond);
+    Limiter limiter(storage, clock);
+    const Policy p = v.policy("1000000000/hour");
+    std::atomic<std::int64_t> used{0};
+    std::vector<std::string> ids(1000);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = "r" + std::to_string(i);
+    std::vector<std::atomic<bool>> done(ids.size());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        for (std::size_t i = static_cast<std::size_t>(t); i < ids.size(); i += 8) {
+          auto r = limiter.reserve(p, "tenant", 100, ids[i]);
+          ASSERT_TRUE(r.ok() && r->reserved());
+          const std::int64_t actual = static_cast<std::int64_t>((i * 37) % 250);
+          ASSERT_TRUE(limiter.settle(p, "tenant", ids[i], actual).ok());
+          used.fetch_add(actual);
+          done[i].store(true, std::memory_order_release);
+        }
+      });
+    }
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&] {
+        for (int round = 0; round < 3; ++round) {
+          for (std::size_t i = 0; i < ids.size(); i += 7) {
+            // A late duplicate of a settle already made (of one not yet made it would be the
+            // settle itself).
+            if (done[i].load(std::memory_order_acquire)) {
+              EXPECT_TRUE(limiter.settle(p, "tenant", ids[i], 999).ok());
+            }
+          }
+        }
+      });
+    }
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 250; ++i) {
+          if (limiter.hit(p, "tenant", 1)->allowed) used.fetch_add(1);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(1'000'000'000 - limiter.stats(p, "tenant")->remaining, used.load()) << v.name;
+  }
+}
+
+}  // namespace
+}  // namespace floodgate

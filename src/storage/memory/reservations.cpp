@@ -30,8 +30,26 @@ Reservations::Entry* Reservations::find(Shard& sh, const std::string& k, Micros 
   return &it->second;
 }
 
+void Reservations::pop_expired(Shard& sh, Micros now) {
+  while (!sh.order.empty() && sh.order.front().first <= now) {
+    const auto it = sh.entries.find(sh.order.front().second);
+    if (it != sh.entries.end() && it->second.expires == sh.order.front().first) {
+      sh.entries.erase(it);
+      size_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    sh.order.pop_front();
+  }
+}
+
 void Reservations::erase_expired(Shard& sh, Micros now) {
+  pop_expired(sh, now);
   Micros next = kNever;
+  if (sh.order.size() > 2 * sh.entries.size() + 64) {  // entries erased out of order: rebuild
+    std::erase_if(sh.order, [&](const auto& o) {
+      const auto e = sh.entries.find(o.second);
+      return e == sh.entries.end() || e->second.expires != o.first;
+    });
+  }
   for (auto it = sh.entries.begin(); it != sh.entries.end();) {
     if (it->second.expires <= now) {
       sh.entries.erase(it++);
@@ -45,6 +63,7 @@ void Reservations::erase_expired(Shard& sh, Micros now) {
 }
 
 bool Reservations::has_room(Shard& sh, Micros now) {
+  pop_expired(sh, now);
   const auto full = [this] { return size_.load(std::memory_order_relaxed) >= max_; };
   if (full() && now >= sh.next_scan) erase_expired(sh, now);
   // Then the other shards that hold expired entries (those another thread holds are skipped).
@@ -60,6 +79,7 @@ bool Reservations::has_room(Shard& sh, Micros now) {
 }
 
 void Reservations::put(Shard& sh, std::string k, const Entry& e) {
+  sh.order.emplace_back(e.expires, k);
   const auto [it, inserted] = sh.entries.insert_or_assign(std::move(k), e);
   if (inserted) size_.fetch_add(1, std::memory_order_relaxed);
   sh.next_scan = std::min(sh.next_scan, e.expires);

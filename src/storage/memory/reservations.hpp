@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +32,10 @@ struct ReservationEntry {
 struct ReservationShard {
   std::mutex mu;
   absl::flat_hash_map<std::string, ReservationEntry> entries;
+  /// The entries in the order they were added, with their expiry: popped from the front as they
+  /// expire (amortised O(1) when times to live are alike; an entry that outlives those behind it
+  /// holds them until the shard is scanned).
+  std::deque<std::pair<Micros, std::string>> order;
   Micros next_scan = kNever;  // the earliest expiry in the shard (or later): nothing to erase before
 };
 
@@ -70,6 +76,7 @@ class Reservations {
  private:
   static constexpr std::size_t kShards = 64;
   void erase_expired(Shard& sh, Micros now);
+  void pop_expired(Shard& sh, Micros now);
   const std::size_t max_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<std::size_t> size_{0};
