@@ -75,13 +75,13 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
     if (!l.calendar) continue;
     if (l.period != l.calendar.nominal_period()) {
       return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\", limit \"{}\": the period of a calendar limit is its nominal length, {} µs, not {} µs "
+          "policy \"{}\": limit \"{}\": the period of a calendar limit is its nominal length, {} µs, not {} µs "
           "(build it with Limit::make(amount, calendar))",
           name, to_string(l), l.calendar.nominal_period(), l.period));
     }
     if (strategy != Strategy::kFixedWindow || options.anchor != Anchor::kClock) {
       return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\", limit \"{}\": calendar periods apply to the fixed window aligned to the clock only "
+          "policy \"{}\": limit \"{}\": calendar periods apply to the fixed window aligned to the clock only "
           "(strategy fixed-window, anchor clock), not {}{}",
           name, to_string(l), to_string(strategy),
           strategy == Strategy::kFixedWindow ? " anchored at the first hit" : ""));

@@ -182,7 +182,7 @@ TEST(ConfigSchema, CalendarLimitsPassThroughAndOtherStrategiesRefuseThem) {
   EXPECT_EQ(to_string(p.limits()[1]), "1000000/calendar month in Europe/Berlin anchored 31");
   EXPECT_EQ(to_string(c->policies.at(0).for_key("vip").limits()[0]), "5000000/calendar month in Europe/Berlin anchored 31");
   EXPECT_NE(error_of("policies:\n  - name: t\n    strategy: gcra\n    limit: 5/calendar day in UTC\n")
-                .find("cfg.yaml:4:12: policy \"t\", limit \"5/calendar day in UTC\": calendar periods apply to the "
+                .find("cfg.yaml:4:12: policy \"t\": limit \"5/calendar day in UTC\": calendar periods apply to the "
                       "fixed window aligned to the clock only"),
             std::string::npos)
       << error_of("policies:\n  - name: t\n    strategy: gcra\n    limit: 5/calendar day in UTC\n");
