@@ -2,6 +2,8 @@
 // across DST changes, short months, ISO weeks and years; the fixed window's decisions on them; the
 // notation and its errors; the strategies that refuse them. The worked examples of
 // docs/algorithms.md, "Calendar periods", are the tests marked "docs".
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -131,6 +133,15 @@ TEST(CalendarPeriods, MidnightTwiceStartsTheDayAtItsFirstOccurrence) {
   EXPECT_EQ(havana.period_at(utc(2027, 11, 7, 5, 30)), p);  // 00:30 again, same day
 }
 
+TEST(CalendarPeriods, ADayTheZoneSkipsHasNoPeriod) {
+  // Pacific/Apia went from 2011-12-29 23:59:59 -10:00 to 2011-12-31 00:00:00 +14:00: Dec 29 runs
+  // into Dec 31, and no instant is in a period of Dec 30.
+  const Calendar apia = calendar(CalendarUnit::kDay, "Pacific/Apia");
+  EXPECT_EQ(apia.period_at(utc(2011, 12, 30, 9, 59)), (Period{utc(2011, 12, 29, 10), utc(2011, 12, 30, 10)}));
+  EXPECT_EQ(apia.period_at(utc(2011, 12, 30, 10)), (Period{utc(2011, 12, 30, 10), utc(2011, 12, 31, 10)}));
+  EXPECT_EQ(absl::FormatCivilTime(apia.zone.At(absl::FromUnixMicros(utc(2011, 12, 30, 10))).cs), "2011-12-31T00:00:00");
+}
+
 TEST(CalendarPeriods, IsoWeeksAcrossAYearBoundary) {
   const Calendar week = calendar(CalendarUnit::kWeek, "Europe/Berlin");
   // 2027-01-01 is a Friday: its ISO week runs from Monday 2026-12-28 to Monday 2027-01-04.
@@ -169,6 +180,51 @@ TEST(CalendarPeriods, AnchorDayIsClampedToShortMonths) {
   // Anchor 15: a day before the anchor belongs to the period that started in the month before.
   const Calendar a15 = calendar(CalendarUnit::kMonth, "UTC", 15);
   EXPECT_EQ(a15.period_at(utc(2027, 1, 14, 23, 59)), (Period{utc(2026, 12, 15), utc(2027, 1, 15)}));
+}
+
+// Random instants from 1970 to 2100 in zones with odd rules (a skipped day, 30-minute DST,
+// midnight in a gap or twice, half-hour offsets): periods tile the time line, and each starts at
+// the first instant at or past local midnight of a first day of its unit.
+TEST(CalendarPeriods, PeriodsTileTheTimeLineInZonesWithOddRules) {
+  std::mt19937_64 rng(38);
+  const Micros to = utc(2100, 1, 1);
+  for (const char* zone : {"Europe/Berlin", "America/Havana", "Asia/Beirut", "Pacific/Apia", "Australia/Lord_Howe",
+                           "America/Sao_Paulo", "Asia/Kolkata", "America/St_Johns", "UTC"}) {
+    for (CalendarUnit unit : {CalendarUnit::kDay, CalendarUnit::kWeek, CalendarUnit::kMonth, CalendarUnit::kYear}) {
+      const int anchor = unit == CalendarUnit::kMonth ? 1 + static_cast<int>(rng() % 31) : 1;
+      const Calendar c = calendar(unit, zone, anchor);
+      for (int i = 0; i < 300; ++i) {
+        const Micros t = static_cast<Micros>(rng() % static_cast<std::uint64_t>(to));
+        const Period p = c.period_at(t);
+        const std::string where = std::string(zone) + " " + to_string(unit) + " anchor " + std::to_string(anchor) +
+                                  " t " + std::to_string(t);
+        ASSERT_LE(p.start, t) << where;
+        ASSERT_LT(t, p.end) << where;
+        ASSERT_EQ(c.period_at(p.start), p) << where;
+        ASSERT_EQ(c.period_at(p.end - 1), p) << where;
+        ASSERT_EQ(c.period_at(p.end).start, p.end) << where;
+        const absl::CivilSecond at = c.zone.At(absl::FromUnixMicros(p.start)).cs;
+        const absl::CivilDay d(at);
+        ASSERT_GE(at, absl::CivilSecond(d)) << where;
+        ASSERT_LT(c.zone.At(absl::FromUnixMicros(p.start - 1)).cs, absl::CivilSecond(d)) << where;
+        switch (unit) {
+          case CalendarUnit::kWeek:
+            ASSERT_EQ(absl::GetWeekday(d), absl::Weekday::monday) << where;
+            break;
+          case CalendarUnit::kMonth: {
+            const int last = (absl::CivilDay(absl::CivilMonth(d) + 1) - 1).day();
+            ASSERT_EQ(d.day(), std::min(anchor, last)) << where;
+            break;
+          }
+          case CalendarUnit::kYear:
+            ASSERT_TRUE(d.month() == 1 && d.day() == 1) << where;
+            break;
+          default:
+            break;
+        }
+      }
+    }
+  }
 }
 
 // docs: "3 per calendar month in Europe/Berlin anchored 31" on the fixed window, an hour before
