@@ -160,7 +160,7 @@ std::string our_command(const Policy& policy, bool fcall) {
     keys += " '" + state_key("fgbench:", "__rand_int__", policy_hash(policy), i) + "'";
   }
   std::vector<std::string> argv;
-  script_args(policy, 1, true, std::nullopt, 0, argv);
+  script_args(policy, 1, true, std::nullopt, 0, argv, floodgate::SystemClock::instance()->now());
   std::string args;
   for (const auto& s : argv) args += " '" + s + "'";
   return fmt::format("{} {} {}{}{}", fcall ? "FCALL" : "EVALSHA", fcall ? script.function : script.sha,

@@ -102,6 +102,7 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME floodgate)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)  # Depends: the exact shared libraries it links
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "tzdata")  # and the zones of calendar limits
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
   ${_fg_pkg}/debian/conffiles ${_fg_pkg}/debian/postinst ${_fg_pkg}/debian/prerm ${_fg_pkg}/debian/postrm)
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "rate-limit service for HTTP, nginx and Envoy

@@ -16,7 +16,8 @@ packages=(g++ cmake make ccache pkg-config
           libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libcli11-dev libfmt-dev
           libspdlog-dev libyaml-cpp-dev libhiredis-dev libmemcached-dev libssl-dev libgnutls28-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev
-          libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc)
+          libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+          tzdata)  # the IANA zones of calendar limits (/usr/share/zoneinfo, read by abseil)
 if [[ "${1:-}" == "--test" || "${1:-}" == "--package" ]]; then
   packages+=(help2man dpkg-dev buildah ca-certificates python3)
 fi

@@ -72,6 +72,20 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
       return absl::InvalidArgumentError(
           fmt::format("policy \"{}\": {}", name, std::string(valid.status().message())));
     }
+    if (!l.calendar) continue;
+    if (l.period != l.calendar.nominal_period()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "policy \"{}\": limit \"{}\": the period of a calendar limit is its nominal length, {} µs, not {} µs "
+          "(build it with Limit::make(amount, calendar))",
+          name, to_string(l), l.calendar.nominal_period(), l.period));
+    }
+    if (strategy != Strategy::kFixedWindow || options.anchor != Anchor::kClock) {
+      return absl::InvalidArgumentError(fmt::format(
+          "policy \"{}\": limit \"{}\": calendar periods apply to the fixed window aligned to the clock only "
+          "(strategy fixed-window, anchor clock), not {}{}",
+          name, to_string(l), to_string(strategy),
+          strategy == Strategy::kFixedWindow ? " anchored at the first hit" : ""));
+    }
   }
   if (options.burst < 0 || options.burst > kMaxAmount) {
     return absl::InvalidArgumentError(fmt::format(
@@ -171,6 +185,15 @@ void Policy::set_fingerprint() {
       fmt::format_to(std::back_inserter(state_id_), "|{}", l.period);
     }
     fmt::format_to(std::back_inserter(fingerprint_), "|{}/{}/{}", l.amount, l.period, l.capacity());
+    if (l.calendar) {
+      // "~<unit letter><anchor>:<length>:<zone>": a plain limit's item has digits and '/' only,
+      // and the zone is length-prefixed, so both encodings stay injective.
+      const std::string zone = l.calendar.zone.name();
+      const std::string cal = fmt::format("~{}{}:{}:{}", to_string(l.calendar.unit)[0], l.calendar.anchor_day,
+                                          zone.size(), zone);
+      state_id_ += cal;
+      fingerprint_ += cal;
+    }
   }
   fingerprint_hash_ = std::hash<std::string>{}(fingerprint_);
   state_id_hash_ = std::hash<std::string>{}(state_id_);

@@ -112,18 +112,88 @@ class Scanner {
     return true;
   }
 
-  absl::Status error(std::string_view problem, std::string_view offending) const {
+  // A run of anything but spaces (a time zone's name: "America/Port-au-Prince", "Etc/GMT+5").
+  std::string_view token() {
+    skip_space();
+    const std::size_t start = pos_;
+    while (!done() && !text::is_space(peek())) ++pos_;
+    return item_.substr(start, pos_ - start);
+  }
+
+  absl::Status error(std::string_view problem, std::string_view offending,
+                     std::string_view example = "\"10/minute\" or \"5 per 2 seconds\"") const {
     const std::string shown =
         offending.empty() ? std::string("the end") : fmt::format("\"{}\"", offending);
-    return absl::InvalidArgumentError(fmt::format(
-        "invalid limit \"{}\": {} at {}; expected e.g. \"10/minute\" or \"5 per 2 seconds\"",
-        text::trim(item_), problem, shown));
+    return absl::InvalidArgumentError(fmt::format("invalid limit \"{}\": {} at {}; expected e.g. {}",
+                                                  text::trim(item_), problem, shown, example));
   }
 
  private:
   std::string_view item_;
   std::size_t pos_ = 0;
 };
+
+constexpr std::string_view kCalendarExample =
+    "\"1000/calendar day\" or \"1000000 per calendar month in Europe/Berlin anchored 31\"";
+
+// After "N per calendar": the unit, then `in <zone>`, `anchored <day>` (months) and `burst <n>`,
+// each at most once and in any order.
+absl::StatusOr<Limit> parse_calendar(Scanner& s, std::int64_t amount) {
+  const std::string_view unit_word = s.word();
+  std::string unit_name = text::lower(unit_word);
+  if (unit_name.size() > 1 && unit_name.back() == 's') unit_name.pop_back();
+  CalendarUnit unit = CalendarUnit::kNone;
+  for (CalendarUnit u : {CalendarUnit::kDay, CalendarUnit::kWeek, CalendarUnit::kMonth, CalendarUnit::kYear}) {
+    if (unit_name == to_string(u)) unit = u;
+  }
+  if (unit == CalendarUnit::kNone) {
+    return s.error("unknown calendar unit (expected day, week, month or year)",
+                   unit_word.empty() ? s.rest() : unit_word, kCalendarExample);
+  }
+  std::string_view zone = "UTC";
+  std::string_view zone_word;  // the zone as written, for errors (empty: not given)
+  std::string_view anchor_word;
+  int anchor = 1;
+  std::int64_t burst = 0;
+  bool has_burst = false;
+  for (s.skip_space(); !s.done(); s.skip_space()) {
+    const std::string_view kw = s.word();
+    const std::string lower = text::lower(kw);
+    if (lower == "in" && zone_word.empty()) {
+      zone_word = s.token();
+      if (zone_word.empty()) return s.error("expected a time zone after \"in\"", zone_word, kCalendarExample);
+      zone = zone_word;
+    } else if (lower == "anchored" && anchor_word.empty()) {
+      anchor_word = kw;
+      s.skip_space();
+      const std::string_view day = s.rest().substr(0, s.rest().find(' '));
+      auto n = s.number("the anchor day");
+      if (!n.ok()) return n.status();
+      if (*n > 31) return s.error("the anchor day must be a day of the month from 1 to 31", day, kCalendarExample);
+      anchor = static_cast<int>(*n);
+    } else if (lower == "burst" && !has_burst) {
+      auto b = s.number("the burst");
+      if (!b.ok()) return b.status();
+      burst = *b;
+      has_burst = true;
+    } else {
+      return s.error(
+          "unexpected text after the calendar unit (only \"in <time zone>\", \"anchored <day>\" for a month, "
+          "and \"burst N\" may follow, each once)",
+          kw.empty() ? s.rest() : kw, kCalendarExample);
+    }
+  }
+  if (!anchor_word.empty() && unit != CalendarUnit::kMonth) {
+    return s.error(fmt::format("an anchor day applies to calendar months only, not to a calendar {}",
+                               to_string(unit)),
+                   anchor_word, kCalendarExample);
+  }
+  auto calendar = Calendar::make(unit, zone, anchor);
+  if (!calendar.ok()) {
+    return s.error(std::string(calendar.status().message()), zone_word.empty() ? zone : zone_word, kCalendarExample);
+  }
+  return Limit::make(amount, *calendar, burst);
+}
 
 absl::StatusOr<Limit> parse_one(std::string_view item) {
   Scanner s(item);
@@ -139,18 +209,29 @@ absl::StatusOr<Limit> parse_one(std::string_view item) {
 
   // Optional count of units: "5 per 2 seconds".
   std::int64_t count = 1;
+  std::string_view count_word;
   s.skip_space();
   if (s.at_digit()) {
+    count_word = s.rest();
     auto n = s.number("the number of periods");
     if (!n.ok()) return n.status();
     count = *n;
+    count_word = count_word.substr(0, count_word.size() - s.rest().size());
   }
 
   const std::string_view unit_word = s.word();
+  if (text::lower(unit_word) == "calendar") {
+    if (!count_word.empty()) {
+      return s.error("a calendar period is one unit: no count may precede \"calendar\"", count_word,
+                     kCalendarExample);
+    }
+    return parse_calendar(s, *amount);
+  }
   const Unit* unit = find_unit(text::lower(unit_word));
   if (unit == nullptr) {
     return s.error("unknown unit (expected second, minute, hour, day, month, year, "
-                   "millisecond or microsecond)", unit_word.empty() ? s.rest() : unit_word);
+                   "millisecond or microsecond, or calendar day, week, month or year)",
+                   unit_word.empty() ? s.rest() : unit_word);
   }
   if (count > kMaxPeriod / unit->micros) {
     return s.error("the period exceeds 2^53 microseconds (about 285 years)", item);
@@ -189,7 +270,14 @@ absl::StatusOr<Limit> Limit::make(std::int64_t amount, Micros period, std::int64
     return absl::InvalidArgumentError(
         fmt::format("burst {} is out of range: expected 1 to 2^53 (0 = the amount)", burst));
   }
-  return Limit{amount, period, burst};
+  return Limit{amount, period, burst, {}};
+}
+
+absl::StatusOr<Limit> Limit::make(std::int64_t amount, const Calendar& calendar, std::int64_t burst) {
+  if (!calendar) return absl::InvalidArgumentError("a calendar limit needs a calendar unit: day, week, month or year");
+  auto l = make(amount, calendar.nominal_period(), burst);
+  if (l.ok()) l->calendar = calendar;
+  return l;
 }
 
 absl::StatusOr<std::vector<Limit>> parse_limits(std::string_view text) {
@@ -218,6 +306,13 @@ absl::StatusOr<std::vector<Limit>> parse_limits(std::string_view text) {
 }
 
 std::string to_string(const Limit& limit) {
+  if (limit.calendar) {
+    const Calendar& c = limit.calendar;
+    std::string out = fmt::format("{}/calendar {} in {}", limit.amount, to_string(c.unit), c.zone.name());
+    if (c.anchor_day != 1) out += fmt::format(" anchored {}", c.anchor_day);
+    if (limit.burst > 0) out += fmt::format(" burst {}", limit.burst);
+    return out;
+  }
   // The largest unit that divides the period.
   const Unit* best = &kUnits[7];  // microsecond
   for (std::size_t i = 0; i < 8; ++i) {

@@ -66,7 +66,9 @@ constexpr bool uses_burst(Strategy s) noexcept {
 
 namespace fixed_window {
 /// Window k is [k·P, (k+1)·P): aligned to the Unix epoch, so all keys reset together
-/// (GitHub-style). 16 bytes.
+/// (GitHub-style); for a calendar limit, the calendar's period holding the time
+/// (Limit::window_at), so reset_after, retry_after and expires_at reach the real next period
+/// start. 16 bytes.
 struct State {
   Micros start = 0;        ///< start of the window `count` belongs to
   std::int64_t count = 0;  ///< units admitted in that window; 0 = absent

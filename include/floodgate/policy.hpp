@@ -63,7 +63,8 @@ class Policy {
  public:
   /// Validates and builds a policy. Errors (InvalidArgument) name the problem: bad limit text,
   /// a burst or shape with a strategy that has none, an empty name, a burst out of range,
-  /// more than kMaxLimitsPerPolicy limits.
+  /// more than kMaxLimitsPerPolicy limits, a calendar limit with a strategy other than the
+  /// fixed window aligned to the clock (the only one that accepts calendar periods).
   static absl::StatusOr<Policy> make(std::string name, Strategy strategy, std::string_view limits,
                                      PolicyOptions options = {});
   static absl::StatusOr<Policy> make(std::string name, Strategy strategy,
@@ -87,7 +88,8 @@ class Policy {
 
   /// An injective encoding of the policy's identity (kind and parts), strategy, options and
   /// limits: `<kind letter><count>` then `:<length>:<part>` per part, then `|strategy|anchor|shape`
-  /// and `|amount/period/capacity` per limit. Every variable-length field is length-prefixed, so
+  /// and `|amount/period/capacity` per limit (then `~<unit letter><anchor day>:<length>:<zone>` for
+  /// a calendar limit). Every variable-length field is length-prefixed, so
   /// two policies share a fingerprint only if all of these are equal. Two policies decide alike
   /// only if their fingerprints are equal; storages key state by state_id() instead (below).
   [[nodiscard]] const std::string& fingerprint() const noexcept { return fingerprint_; }
@@ -95,11 +97,13 @@ class Policy {
   [[nodiscard]] std::size_t fingerprint_hash() const noexcept { return fingerprint_hash_; }
 
   /// Whose state this policy reads and writes: the fingerprint without the limits' amounts and
-  /// capacities (identity, strategy, anchor, then `|period` per limit; length-prefixed parts, so
+  /// capacities (identity, strategy, anchor, then `|period` per limit and a calendar limit's
+  /// calendar as in the fingerprint; length-prefixed parts, so
   /// injective like the fingerprint). Storages key their state by it, so a policy whose amounts or
   /// bursts change (a reload raising or lowering a limit) keeps its usage: the counted hits of the
   /// windows, the consumed level of the buckets (docs/algorithms.md, "When a limit changes"). A
-  /// change of strategy, anchor, a period or the number of limits is a new state id: afresh.
+  /// change of strategy, anchor, a period, a calendar (unit, zone, anchor day) or the number of
+  /// limits is a new state id: afresh.
   /// Shaping is not part of it (it changes what a decision reports, not what is counted). An
   /// inline limit (PolicyKind::kInline) has no name, so its amounts stay in its state id.
   [[nodiscard]] const std::string& state_id() const noexcept { return state_id_; }

@@ -11,6 +11,7 @@
 #   /etc/nsswitch.conf (hosts from /etc/hosts, then DNS: a Redis or memcached by name)
 #   the CA bundle (/etc/ssl/certs/ca-certificates.crt, and OpenSSL's default /usr/lib/ssl/cert.pem
 #     pointing at it): rediss:// to a server with a public certificate needs no REDIS_TLS_CACERT
+#   /usr/share/zoneinfo (Debian's tzdata): the IANA time zones of calendar limits
 #   /usr/share/doc/<package>/copyright of every Debian package a file comes from (their licences
 #     travel with their binaries)
 # Files are owned by root and dated EPOCH (the commit's time), so the same commit gives the same layer.
@@ -49,6 +50,9 @@ printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
 printf 'passwd: files\ngroup: files\nhosts: files dns\n' > "$root/etc/nsswitch.conf"
 install -m 0644 /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
 ln -s /etc/ssl/certs/ca-certificates.crt "$root/usr/lib/ssl/cert.pem"
+mkdir -p "$root/usr/share"
+cp -a /usr/share/zoneinfo "$root/usr/share/zoneinfo"
+packages+=(tzdata)
 for pkg in $(printf '%s\n' "${packages[@]}" | sort -u); do
   mkdir -p "$root/usr/share/doc/$pkg"
   cp -L "/usr/share/doc/$pkg/copyright" "$root/usr/share/doc/$pkg/copyright"

@@ -9,17 +9,19 @@ namespace floodgate {
 namespace fixed_window {
 
 namespace {
-// The window the key is in at `now`: the clock's, or the stored one if the clock stepped back
-// into an earlier window (no time is taken to have passed).
-Micros current_start(const State& s, const Limit& l, Micros now) noexcept {
-  const Micros start = detail::window_start(now, l.period);
-  return (s.count > 0 && s.start > start) ? s.start : start;
+// The window the key is in at `now`: the clock's (a calendar period for a calendar limit), or
+// the stored one if the clock stepped back into an earlier window (no time is taken to have
+// passed).
+Period current_window(const State& s, const Limit& l, Micros now) noexcept {
+  const Period w = l.window_at(now);
+  return (s.count > 0 && s.start > w.start) ? l.window_at(s.start) : w;
 }
 }  // namespace
 
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
-  const Micros start = current_start(s, l, now);
-  const Micros end = start + l.period;
+  const Period w = current_window(s, l, now);
+  const Micros start = w.start;
+  const Micros end = w.end;
   const std::int64_t count = (s.count > 0 && s.start == start) ? s.count : 0;
   Decision d;
   d.limit = l.amount;
@@ -34,19 +36,20 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
 
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return;
-  const Micros start = current_start(s, l, now);
+  const Micros start = current_window(s, l, now).start;
   if (s.count == 0 || s.start != start) s = State{start, 0};
   s.count += cost;
 }
 
 Micros expires_at(const State& s, const Limit& l) noexcept {
-  return s.count == 0 ? 0 : s.start + l.period;
+  if (s.count == 0) return 0;
+  return l.calendar ? l.calendar.period_at(s.start).end : s.start + l.period;
 }
 
 void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, std::int64_t delta) noexcept {
   if (delta == 0) return;
-  const Micros start = current_start(s, l, now);
-  if (s.count > 0 && s.start == start && detail::window_start(at, l.period) == start) {
+  const Micros start = current_window(s, l, now).start;
+  if (s.count > 0 && s.start == start && l.window_at(at).start == start) {
     s.count = std::max<std::int64_t>(0, s.count + delta);
   } else if (delta > 0) {
     if (s.count == 0 || s.start != start) s = State{start, 0};

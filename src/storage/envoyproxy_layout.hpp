@@ -20,12 +20,13 @@ namespace floodgate {
 /// Whether `policy` counts in envoyproxy/ratelimit's keys when the storage uses that layout: a
 /// rule of the gRPC service (or a request's override of one), fixed window aligned to the clock,
 /// one limit whose period is a whole number of seconds (envoyproxy's units always are). Every
-/// other policy (HTTP policies, other algorithms, first-hit windows, multi-limits) keeps
-/// floodgate's own keys.
+/// other policy (HTTP policies, other algorithms, first-hit windows, multi-limits, calendar
+/// periods, which envoyproxy/ratelimit does not have) keeps floodgate's own keys.
 [[nodiscard]] inline bool envoyproxy_window(const Policy& policy) noexcept {
   return (policy.kind() == PolicyKind::kRule || policy.kind() == PolicyKind::kRuleOverride) &&
          policy.strategy() == Strategy::kFixedWindow && policy.anchor() == Anchor::kClock &&
-         policy.limits().size() == 1 && policy.limits()[0].period % kMicrosPerSecond == 0;
+         policy.limits().size() == 1 && policy.limits()[0].period % kMicrosPerSecond == 0 &&
+         !policy.limits()[0].calendar;
 }
 
 }  // namespace floodgate

@@ -170,6 +170,28 @@ TEST(ConfigSchema, APolicyWideBurstOverSeveralLimitsIsRefusedAtTheBurstLine) {
             std::string::npos);
 }
 
+TEST(ConfigSchema, CalendarLimitsPassThroughAndOtherStrategiesRefuseThem) {
+  auto c = parse_config(
+      "policies:\n  - name: tokens\n    strategy: fixed-window\n"
+      "    limit: 10/second; 1000000 per calendar month in Europe/Berlin anchored 31\n"
+      "    overrides: {vip: 5000000 per calendar month in Europe/Berlin anchored 31}\n",
+      "cfg.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Policy& p = *c->policies.at(0).policy;
+  ASSERT_EQ(p.limits().size(), 2u);
+  EXPECT_EQ(to_string(p.limits()[1]), "1000000/calendar month in Europe/Berlin anchored 31");
+  EXPECT_EQ(to_string(c->policies.at(0).for_key("vip").limits()[0]), "5000000/calendar month in Europe/Berlin anchored 31");
+  EXPECT_NE(error_of("policies:\n  - name: t\n    strategy: gcra\n    limit: 5/calendar day in UTC\n")
+                .find("cfg.yaml:4:12: policy \"t\": limit \"5/calendar day in UTC\": calendar periods apply to the "
+                      "fixed window aligned to the clock only"),
+            std::string::npos)
+      << error_of("policies:\n  - name: t\n    strategy: gcra\n    limit: 5/calendar day in UTC\n");
+  EXPECT_NE(error_of("policies:\n  - name: t\n    strategy: fixed-window\n    limit: 5/calendar day in Europe/Nowhere\n")
+                .find("cfg.yaml:4:12: policy \"t\": invalid limit \"5/calendar day in Europe/Nowhere\": unknown time zone"),
+            std::string::npos)
+      << error_of("policies:\n  - name: t\n    strategy: fixed-window\n    limit: 5/calendar day in Europe/Nowhere\n");
+}
+
 TEST(ConfigSchema, AKeySourceWithoutANameSaysSo) {
   EXPECT_EQ(error_of("policies:\n  - name: a\n    limit: 1/second\n    key: {header: }\n"),
             "cfg.yaml:4:10: policy \"a\": key header needs a name, e.g. {header: X-Api-Key}");

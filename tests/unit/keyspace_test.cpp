@@ -10,6 +10,7 @@
 
 #include "server/config/config.hpp"
 #include "server/rls/rules.hpp"
+#include "storage/envoyproxy_layout.hpp"
 #include "storage/redis/protocol.hpp"
 
 namespace floodgate {
@@ -129,6 +130,33 @@ TEST(KeySpace, PropertyNoTwoOwnersShareAState) {
   EXPECT_EQ(seen.collisions, 0);
   EXPECT_GT(seen.by_fingerprint.size(), 1000u);
   EXPECT_GT(seen.by_redis_key.size(), 10000u);
+}
+
+// envoyproxy/ratelimit has no calendar periods: a calendar rule keeps floodgate's own keys under
+// key_layout=envoyproxy, and its Redis script is the calendar one (never the packed fixed window).
+TEST(Keyspace, CalendarRulesKeepFloodgatesKeysAndTheirOwnScript) {
+  const auto rule = [](std::string_view limit) {
+    return Policy::make("d/k", Strategy::kFixedWindow, limit).value().with_identity(PolicyKind::kRule, {"d", "k", ""});
+  };
+  EXPECT_TRUE(envoyproxy_window(rule("5/day")));
+  EXPECT_FALSE(envoyproxy_window(rule("5/calendar day in UTC")));
+  EXPECT_EQ(redis::script_for(rule("5/day")), redis::ScriptId::kFixedWindow);
+  EXPECT_EQ(redis::script_for(rule("5/calendar day in UTC")), redis::ScriptId::kFixedWindowCalendar);
+  EXPECT_EQ(redis::script_for(Policy::make("m", Strategy::kFixedWindow, "1/second; 5/calendar week").value()),
+            redis::ScriptId::kFixedWindowCalendar);
+  // The calendar script's arguments: amount, nominal period, then four period starts (or four
+  // empty strings for a limit without a calendar), around the caller's clock.
+  std::vector<std::string> args;
+  const Micros now = 1'806'440'400'000'000;  // 2027-03-30T21:00:00Z
+  redis::limit_args(Policy::make("m", Strategy::kFixedWindow, "1/second; 5 per calendar month in Europe/Berlin anchored 31").value(),
+                    1, now, args);
+  const std::vector<std::string> want{"1", "1000000", "", "", "", "",
+                                      "5", "2592000000000",
+                                      "1801350000000000",   // 2027-01-30T23:00:00Z, Jan 31 00:00 +01
+                                      "1803769200000000",   // 2027-02-27T23:00:00Z, Feb 28 00:00 +01
+                                      "1806444000000000",   // 2027-03-30T22:00:00Z, Mar 31 00:00 +02
+                                      "1809036000000000"};  // 2027-04-29T22:00:00Z, Apr 30 00:00 +02
+  EXPECT_EQ(args, want);
 }
 
 }  // namespace

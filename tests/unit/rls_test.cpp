@@ -65,6 +65,63 @@ descriptors:
   EXPECT_EQ(rule->policy->fail_mode(), FailMode::kClosed);
 }
 
+TEST(RlsConfig, CalendarBesideTheUnit) {
+  RlsConfig c;
+  ASSERT_TRUE(parse_rls_file(R"(
+domain: d
+descriptors:
+  - key: billing
+    rate_limit:
+      unit: month
+      requests_per_unit: 1000000
+      calendar: {time_zone: Europe/Berlin, anchor_day: 31}
+  - key: daily
+    rate_limit: {unit: DAY, requests_per_unit: 5, calendar: {time_zone: America/New_York}}
+  - key: plain
+    rate_limit: {unit: month, requests_per_unit: 5}
+)", "x.yaml", c).ok());
+  const auto& root = c.find("d")->root;
+  const Limit billing = root.children.at(rls_default_key("billing"))->rule->policy->limits().front();
+  EXPECT_EQ(to_string(billing), "1000000/calendar month in Europe/Berlin anchored 31");
+  EXPECT_EQ(root.children.at(rls_default_key("billing"))->rule->unit, RlsUnit::kMonth);  // current_limit's unit
+  const Limit daily = root.children.at(rls_default_key("daily"))->rule->policy->limits().front();
+  EXPECT_EQ(to_string(daily), "5/calendar day in America/New_York");
+  // Without `calendar`, envoyproxy's meaning: 30 days from the epoch.
+  const Limit plain = root.children.at(rls_default_key("plain"))->rule->policy->limits().front();
+  EXPECT_FALSE(plain.calendar);
+  EXPECT_EQ(plain.period, 30 * 86'400 * kMicrosPerSecond);
+}
+
+TEST(RlsConfig, CalendarRefusals) {
+  const auto error = [](const std::string& rate_limit) {
+    const absl::Status s = parse("domain: d\ndescriptors:\n  - key: k\n    rate_limit: " + rate_limit + "\n");
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << rate_limit;
+    return std::string(s.message());
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{unit: hour, requests_per_unit: 1, calendar: {time_zone: UTC}}",
+       "calendar applies to unit day, week, month or year only"},
+      {"{unit: day, requests_per_unit: 1, calendar: {}}", "calendar needs a time_zone"},
+      {"{unit: day, requests_per_unit: 1, calendar: UTC}", "calendar must be a map"},
+      {"{unit: day, requests_per_unit: 1, calendar: {time_zone: Mars/Olympus}}",
+       "calendar.time_zone: unknown time zone \"Mars/Olympus\""},
+      {"{unit: day, requests_per_unit: 1, calendar: {time_zone: ../../etc/passwd}}", "unknown time zone"},
+      {"{unit: day, requests_per_unit: 1, calendar: {time_zone: UTC, anchor_day: 3}}",
+       "calendar.anchor_day applies to unit month only, not day"},
+      {"{unit: month, requests_per_unit: 1, calendar: {time_zone: UTC, anchor_day: 32}}", "anchor_day"},
+      {"{unit: month, requests_per_unit: 1, calendar: {time_zone: UTC, zone: UTC}}", "zone"},
+      {"{unlimited: true, calendar: {time_zone: UTC}}", "unlimited takes no calendar"},
+      {"{unit: month, calendar: {time_zone: UTC}}", "algorithm, burst and calendar do not apply"},
+      {"{unit: month, requests_per_unit: 1, algorithm: gcra, calendar: {time_zone: UTC}}",
+       "calendar periods apply to the fixed window aligned to the clock only"},
+  };
+  for (const auto& [rate_limit, want] : cases) {
+    const std::string m = error(rate_limit);
+    EXPECT_NE(m.find(want), std::string::npos) << rate_limit << "\n" << m;
+    EXPECT_NE(m.find("rules.yaml:4:"), std::string::npos) << m;  // the file and line
+  }
+}
+
 TEST(RlsConfig, UnitsAsEnvoyproxyDividesTime) {
   EXPECT_EQ(rls_unit_period(parse_rls_unit("SECOND")), kMicrosPerSecond);
   EXPECT_EQ(rls_unit_period(parse_rls_unit("week")), 7 * 86'400 * kMicrosPerSecond);
@@ -399,6 +456,27 @@ TEST_F(Rls, TokenBudgetHoldsWithReservations) {
   auto next = request("ai", {{{"user", "alice"}, {"request_id", "late"}}});
   next.mutable_descriptors(0)->mutable_hits_addend()->set_value(1);
   EXPECT_EQ(call(next).overall_code(), Response::OVER_LIMIT);  // the 30 over are paid before more starts
+// A billing month in Europe/Berlin anchored on the 31st: the rule resets at Mar 31 00:00 +02
+// (22:00 UTC), and duration_until_reset is the time to the real period start, 30 days for the
+// period to Apr 30 (more than an hour past the unit's nominal 30 days would be clamped).
+TEST_F(Rls, CalendarMonthResetsOnTheBillingDay) {
+  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: month, requests_per_unit: 2, "
+       "calendar: {time_zone: Europe/Berlin, anchor_day: 31}}\n");
+  clock_->set(1'806'440'400 * kMicrosPerSecond);  // 2027-03-30T21:00:00Z, 23:00 local
+  const auto r = request("d", {{{"k", "tenant"}}});
+  EXPECT_EQ(admitted(r), 2);
+  const Response denied = call(r);
+  EXPECT_EQ(denied.overall_code(), Response::OVER_LIMIT);
+  EXPECT_EQ(denied.statuses(0).duration_until_reset().seconds(), 3600);
+  EXPECT_EQ(denied.statuses(0).current_limit().unit(), Response::RateLimit::MONTH);
+  clock_->advance(3600 * kMicrosPerSecond);
+  const Response next = call(r);
+  EXPECT_EQ(next.overall_code(), Response::OK);
+  EXPECT_EQ(next.statuses(0).duration_until_reset().seconds(), 30 * 86'400);
+  // Apr 30 → May 31 is 31 days: reported in full, not clamped to the unit's 30.
+  clock_->set(1'809'036'000 * kMicrosPerSecond);  // 2027-04-29T22:00:00Z, Apr 30 00:00 local
+  const Response may = call(r);
+  EXPECT_EQ(may.statuses(0).duration_until_reset().seconds(), 31 * 86'400) << may.DebugString();
 }
 
 TEST_F(Rls, LimitOverrideIsHonouredWithItsOwnState) {

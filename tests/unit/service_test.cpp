@@ -170,6 +170,37 @@ TEST(ServiceBodies, RemainingNeverExceedsTheLimitWithABurst) {
   EXPECT_EQ(res["X-RateLimit-Limit"], "50");
 }
 
+// A billing month in Europe/Berlin from the configuration and one given inline: the headers name
+// the nominal 30-day window and reset at the real period start, an hour away (Mar 31 00:00 +02).
+TEST(ServiceBodies, CalendarLimitsResetAtTheRealPeriodStart) {
+  Service service(config("  - {name: bill, strategy: fixed-window, limit: 2 per calendar month in Europe/Berlin anchored 31}\n"),
+                  std::make_shared<MemoryStorage>(),
+                  std::make_shared<ManualClock>(1'806'440'400 * kSec));  // 2027-03-30T21:00:00Z
+  const auto post = [&](const std::string& body) {
+    Request req{http::verb::post, "/v1/hit", 11};
+    req.body() = body;
+    req.prepare_payload();
+    Response res;
+    service.handle(req, res);
+    return res;
+  };
+  for (const std::string body : {R"({"policy": "bill", "key": "k"})",
+                                 R"({"limit": "2 per calendar month in Europe/Berlin anchored 31", "strategy": "fixed-window", "key": "k"})"}) {
+    const Response first = post(body);
+    ASSERT_EQ(first.result_int(), 200) << first.body();
+    EXPECT_EQ(first["X-RateLimit-Reset"], "3600") << body;
+    EXPECT_NE(std::string(first["RateLimit-Policy"]).find(";q=2;w=2592000"), std::string::npos) << first["RateLimit-Policy"];
+    EXPECT_EQ(boost::json::parse(first.body()).at("reset_after").as_double(), 3600.0);
+    EXPECT_EQ(post(body).result_int(), 200);
+    const Response denied = post(body);
+    EXPECT_EQ(denied.result_int(), 429) << body;
+    EXPECT_EQ(denied[http::field::retry_after], "3600");
+  }
+  const Response bad = post(R"({"limit": "2 per calendar month in Europe/Nowhere", "strategy": "fixed-window", "key": "k"})");
+  EXPECT_EQ(bad.result_int(), 400);
+  EXPECT_NE(bad.body().find("unknown time zone"), std::string::npos) << bad.body();
+}
+
 // Keys reach the live view from query strings (any bytes, percent-encoded) and are cut to
 // TopKeys::kMaxKeyBytes, possibly inside a character: the JSON stays valid UTF-8 either way.
 TEST_F(ServiceTest, TheLiveViewIsValidUtf8JsonWhateverBytesAKeyHas) {

@@ -97,8 +97,11 @@ grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response)
     it.decision = it.deny_all ? deny_all(it.unit, p.now) : *p.results[it.result];
     // Never more than the unit: a sliding window counter is back to full capacity only after up
     // to two units and a moving window a microsecond after one, but what Envoy shows as
-    // x-ratelimit-reset is the rule's window, as with envoyproxy's fixed windows.
-    it.decision.reset_after = std::min(it.decision.reset_after, rls_unit_period(it.unit));
+    // x-ratelimit-reset is the rule's window, as with envoyproxy's fixed windows. A calendar
+    // period may be longer than its unit's nominal length (a 31-day month, a 25-hour day): its
+    // fixed window's reset is its real end, left as it is.
+    const bool calendar = it.policy != nullptr && it.policy->limits().front().calendar;
+    if (!calendar) it.decision.reset_after = std::min(it.decision.reset_after, rls_unit_period(it.unit));
     count(it, it.decision, p.charged);
     const bool denied = blocks(it.shadow, it.decision);
     // quota_mode: the descriptor says OVER_LIMIT; the request is refused only when every

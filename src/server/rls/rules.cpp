@@ -125,6 +125,34 @@ struct Parser {
         reservation_id_keys.end()) {
       reservation_id_keys.push_back(r.reservation_id_key);
     }
+  // floodgate's `calendar: {time_zone: Europe/Berlin, anchor_day: 31}` beside a unit of day,
+  // week, month or year: periods of the calendar in that zone instead of envoyproxy's windows
+  // aligned to the Unix epoch (a month of 30 days).
+  Calendar calendar(const YAML::Node& node, const std::string& where, RlsUnit unit) {
+    const std::string at = where + ": calendar";
+    if (!node.IsMap()) fail(source, node, at + " must be a map: {time_zone: <IANA zone>, anchor_day: <1-31, months only>}");
+    check_keys(source, node, {"time_zone", "anchor_day"}, at);
+    CalendarUnit cu = CalendarUnit::kNone;
+    switch (unit) {
+      case RlsUnit::kDay: cu = CalendarUnit::kDay; break;
+      case RlsUnit::kWeek: cu = CalendarUnit::kWeek; break;
+      case RlsUnit::kMonth: cu = CalendarUnit::kMonth; break;
+      case RlsUnit::kYear: cu = CalendarUnit::kYear; break;
+      default:
+        fail(source, node, at + " applies to unit day, week, month or year only");
+    }
+    if (!node["time_zone"]) fail(source, node, at + " needs a time_zone (an IANA name such as Europe/Berlin, or UTC)");
+    const auto zone = scalar<std::string>(source, node["time_zone"], "time_zone");
+    int anchor = 1;
+    if (node["anchor_day"]) {
+      if (cu != CalendarUnit::kMonth) {
+        fail(source, node["anchor_day"], fmt::format("{}.anchor_day applies to unit month only, not {}", at, to_string(cu)));
+      }
+      anchor = static_cast<int>(yaml::integer(source, node["anchor_day"], at + ".anchor_day", 1, 31));
+    }
+    auto c = Calendar::make(cu, zone, anchor);
+    if (!c.ok()) fail(source, node["time_zone"], at + ".time_zone: " + std::string(c.status().message()));
+    return *c;
   }
 
   std::unique_ptr<RlsRule> rule(const YAML::Node& node, const std::string& path,
@@ -132,7 +160,7 @@ struct Parser {
     const std::string where = fmt::format("the rate_limit of \"{}\"", path);
     if (!node.IsMap()) fail(source, node, where + " must be a map");
     check_keys(source, node,
-               {"name", "replaces", "unlimited", "unit", "requests_per_unit", "algorithm", "burst", "fail"},
+               {"name", "replaces", "unlimited", "unit", "requests_per_unit", "algorithm", "burst", "fail", "calendar"},
                where);
     auto r = std::make_unique<RlsRule>();
     r->path = path;
@@ -145,6 +173,7 @@ struct Parser {
     if (node["unlimited"]) r->unlimited = scalar<bool>(source, node["unlimited"], "unlimited");
     if (r->unlimited) {  // as envoyproxy: a requests_per_unit beside it is ignored, a unit refused
       if (node["unit"]) fail(source, node["unit"], where + ": unlimited takes no unit");
+      if (node["calendar"]) fail(source, node["calendar"], where + ": unlimited takes no calendar");
       return r;
     }
     if (!node["unit"]) fail(source, node, where + " needs a unit (second, minute, hour, day, week, month, year)");
@@ -163,10 +192,12 @@ struct Parser {
       r->requests_per_unit = static_cast<std::uint32_t>(rpu);
     }
     options(node, where, *r);
+    if (node["calendar"]) r->calendar = calendar(node["calendar"], where, r->unit);
     if (r->requests_per_unit > 0) {
       Limit limit;
       limit.amount = r->requests_per_unit;
       limit.period = rls_unit_period(r->unit);
+      if (r->calendar) limit = *Limit::make(r->requests_per_unit, r->calendar);
       auto p = Policy::make(fmt::format("{}/{}", domain, path), r->strategy, std::vector<Limit>{limit},
                             r->options);
       if (!p.ok()) fail(source, node, where + ": " + std::string(p.status().message()));
@@ -174,8 +205,8 @@ struct Parser {
       // each a part of its own (the stat-key path joins them ambiguously: "a_b" is key "a_b" or
       // key "a" with value "b").
       r->policy = std::make_shared<const Policy>(p->with_identity(PolicyKind::kRule, identity));
-    } else if (node["burst"] || node["algorithm"]) {
-      fail(source, node, where + ": requests_per_unit 0 denies every request; algorithm and burst do not apply");
+    } else if (node["burst"] || node["algorithm"] || node["calendar"]) {
+      fail(source, node, where + ": requests_per_unit 0 denies every request; algorithm, burst and calendar do not apply");
     }
     return r;
   }

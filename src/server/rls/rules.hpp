@@ -1,6 +1,6 @@
 // Rate-limit rules in the YAML format of envoyproxy/ratelimit: a directory of files, one domain
 // each (or several merged), loaded unchanged with every key of current envoyproxy/ratelimit;
-// floodgate adds optional `algorithm`, `burst` and `fail` to `rate_limit`.
+// floodgate adds optional `algorithm`, `burst`, `fail` and `calendar` to `rate_limit`.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +57,10 @@ struct RlsRule {
   bool unlimited = false;
   std::uint32_t requests_per_unit = 0;  ///< 0: every request is over limit (a block list)
   RlsUnit unit = RlsUnit::kUnknown;
+  /// floodgate's `calendar` beside `unit` (day, week, month, year): the unit is a period of this
+  /// calendar (time zone, and anchor day for a month), not envoyproxy's epoch-aligned window.
+  /// None (the default): envoyproxy's meaning, a month of 30 days.
+  Calendar calendar;
   bool shadow_mode = false;
   /// envoyproxy: metrics carry the request's values. Ours: bounded (see RlsMetrics).
   bool detailed_metric = false;

@@ -192,8 +192,15 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   const std::string name = fmt::format("{}/{}/override", domain.domain, rule != nullptr ? rule->path : "");
   // Cached by the rule's identity (length-prefixed parts) and the override: never by its name or
   // path, which two rules may share.
+  // A rule's calendar stays with an override in the rule's own unit (a billing month overridden
+  // to another amount per billing month); an override in another unit is envoyproxy's window.
+  const Calendar calendar = rule != nullptr && rule->unit == unit ? rule->calendar : Calendar{};
   std::string id = fmt::format("{}|{}|{}|{}|{}", requests_per_unit, static_cast<int>(unit), static_cast<int>(strategy),
                                options.burst, static_cast<int>(options.fail));
+  if (calendar) {
+    const std::string zone = calendar.zone.name();
+    fmt::format_to(std::back_inserter(id), "|~{}:{}:{}", calendar.anchor_day, zone.size(), zone);
+  }
   for (const std::string& part : rule != nullptr ? rule->identity : std::vector<std::string>{domain.domain}) {
     fmt::format_to(std::back_inserter(id), "|{}:{}", part.size(), part);
   }
@@ -201,6 +208,7 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   Limit limit;
   limit.amount = requests_per_unit;
   limit.period = rls_unit_period(unit);
+  if (calendar) limit = *Limit::make(requests_per_unit, calendar);
   auto p = Policy::make(name, strategy, std::vector<Limit>{limit}, options);
   if (!p.ok()) return nullptr;
   // The rule's identity under the override kind: never the state of an HTTP policy or of

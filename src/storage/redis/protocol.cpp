@@ -58,9 +58,13 @@ int key_slot(std::string_view key) noexcept {
 
 ScriptId script_for(const Policy& policy) noexcept {
   switch (policy.strategy()) {
-    case Strategy::kFixedWindow:
-      return policy.anchor() == Anchor::kFirstHit ? ScriptId::kFixedWindowFirstHit
-                                                  : ScriptId::kFixedWindow;
+    case Strategy::kFixedWindow: {
+      if (policy.anchor() == Anchor::kFirstHit) return ScriptId::kFixedWindowFirstHit;
+      for (const Limit& l : policy.limits()) {
+        if (l.calendar) return ScriptId::kFixedWindowCalendar;
+      }
+      return ScriptId::kFixedWindow;
+    }
     case Strategy::kMovingWindow:
       return ScriptId::kMovingWindow;
     case Strategy::kSlidingWindowCounter:
@@ -102,21 +106,35 @@ absl::Status check_policy(const Policy& policy) {
   return absl::OkStatus();
 }
 
+std::array<Micros, 4> calendar_starts(const Calendar& calendar, Micros t) noexcept {
+  const Period cur = calendar.period_at(t);
+  const Period next = calendar.period_at(cur.end);
+  return {calendar.period_at(cur.start - 1).start, cur.start, cur.end, next.end};
+}
+
 void script_args(const Policy& policy, std::int64_t cost, bool hit, std::optional<Micros> now,
-                 std::int64_t ttl_slack_ms, std::vector<std::string>& out) {
+                 std::int64_t ttl_slack_ms, std::vector<std::string>& out, Micros client_now) {
   out.push_back(now ? std::to_string(*now) : std::string());
   out.push_back(std::to_string(cost));
   out.push_back(hit ? "1" : "0");
   out.push_back(policy.shape() ? "1" : "0");
   out.push_back(std::to_string(ttl_slack_ms));
-  limit_args(policy, cost, out);
+  limit_args(policy, cost, client_now, out);
 }
 
-void limit_args(const Policy& policy, std::int64_t cost, std::vector<std::string>& out) {
+void limit_args(const Policy& policy, std::int64_t cost, Micros client_now, std::vector<std::string>& out) {
   const bool bucket = uses_burst(policy.strategy());
+  const bool calendar = script_for(policy) == ScriptId::kFixedWindowCalendar;
   for (const Limit& l : policy.limits()) {
     out.push_back(std::to_string(l.amount));
     out.push_back(std::to_string(l.period));
+    if (calendar) {
+      if (l.calendar) {
+        for (const Micros start : calendar_starts(l.calendar, client_now)) out.push_back(std::to_string(start));
+      } else {
+        out.insert(out.end(), 4, std::string());
+      }
+    }
     if (!bucket) continue;
     const int128 n = l.amount;
     const int128 cap = static_cast<int128>(l.capacity()) * l.period;

@@ -3,6 +3,7 @@
 // reply, the script arguments of a policy and the script's reply.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -189,9 +190,11 @@ std::string envoyproxy_key(std::string_view prefix, std::string_view key, Micros
 std::uint64_t policy_hash(const Policy& policy) noexcept;
 
 /// Which script runs a policy.
+/// kFixedWindowCalendar: the clock-aligned fixed window of a policy with a calendar limit (its
+/// limits carry period boundaries; fixed_window.lua's packed form stays for the others).
 enum class ScriptId : std::uint8_t { kFixedWindow, kFixedWindowFirstHit, kMovingWindow,
-                                     kSlidingWindow, kBucket };
-inline constexpr std::size_t kScriptCount = 5;
+                                     kSlidingWindow, kBucket, kFixedWindowCalendar };
+inline constexpr std::size_t kScriptCount = 6;
 ScriptId script_for(const Policy& policy) noexcept;
 
 /// Checks that the scripts can run `policy` exactly with doubles: every period ≤ 2^51 µs (so
@@ -200,13 +203,19 @@ ScriptId script_for(const Policy& policy) noexcept;
 absl::Status check_policy(const Policy& policy);
 
 /// The script's ARGV (after the keys) for one call: now ('' for the server clock), cost, hit,
-/// shape, TTL slack in ms, then the limits' arguments (see the .lua files).
+/// shape, TTL slack in ms, then the limits' arguments (see the .lua files). `client_now`: the
+/// caller's clock, around which a calendar limit's period boundaries are computed (the script
+/// picks the period holding its own `now` among them: fixed_window_calendar.lua).
 /// Precondition: check_policy(policy).
 void script_args(const Policy& policy, std::int64_t cost, bool hit, std::optional<Micros> now,
-                 std::int64_t ttl_slack_ms, std::vector<std::string>& out);
+                 std::int64_t ttl_slack_ms, std::vector<std::string>& out, Micros client_now);
 
 /// The limits' arguments alone (the tail of script_args; the group script takes them per item).
-void limit_args(const Policy& policy, std::int64_t cost, std::vector<std::string>& out);
+void limit_args(const Policy& policy, std::int64_t cost, Micros client_now, std::vector<std::string>& out);
+
+/// The starts of the periods before, holding, after and two after `t` of a calendar limit: what
+/// fixed_window_calendar.lua picks its window among.
+std::array<Micros, 4> calendar_starts(const Calendar& calendar, Micros t) noexcept;
 
 /// The decision in a script's reply (common.lua's `answer`): a string of 7 integers separated by
 /// single spaces, "allowed(1/0) limit period remaining reset_after retry_after(-1 = never) delay".

@@ -236,7 +236,7 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
   c.slot = call_slot(o, c.argv[3]);
   script_args(policy, cost, effect == Effect::kHit,
               o.client_clock ? std::optional<Micros>(now) : std::nullopt,
-              o.client_clock ? o.client_ttl_slack.count() : 0, c.argv);
+              o.client_clock ? o.client_ttl_slack.count() : 0, c.argv, now);
   return absl::OkStatus();
 }
 
@@ -331,7 +331,7 @@ bool RedisStorage::apply_group(std::span<const BatchItem> items, Micros now,
     args.push_back(it.effect == Effect::kHit ? "1" : "0");
     args.push_back(it.policy->shape() ? "1" : "0");
     args.push_back(it.optional ? "1" : "0");
-    limit_args(*it.policy, it.cost, args);
+    limit_args(*it.policy, it.cost, now, args);
   }
   const std::size_t keys = c.argv.size() - 3;
   c.argv[2] = std::to_string(keys);

@@ -430,12 +430,12 @@ TEST(RedisScriptArgs, SplitsBucketProductsExactly) {
   // 3 per second burst 5: capacity·P = 5,000,000 = 1,666,666·3 + 2; cost 2: 2,000,000 = 666,666·3 + 2
   auto p = Policy::make("p", Strategy::kGcra, "3/second burst 5").value();
   std::vector<std::string> args;
-  script_args(p, 2, true, 42, 0, args);
+  script_args(p, 2, true, 42, 0, args, 42);
   const std::vector<std::string> want{"42", "2", "1", "0", "0", "3", "1000000",
                                       "5", "1666666", "2", "666666", "2"};
   EXPECT_EQ(args, want);
   args.clear();
-  script_args(p, 6, false, std::nullopt, 0, args);  // above the capacity: cap_w + 1, 0
+  script_args(p, 6, false, std::nullopt, 0, args, 42);  // above the capacity: cap_w + 1, 0
   EXPECT_EQ(args[0], "");
   EXPECT_EQ(args[10], "1666667");
   EXPECT_EQ(args[11], "0");
