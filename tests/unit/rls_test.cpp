@@ -456,6 +456,8 @@ TEST_F(Rls, TokenBudgetHoldsWithReservations) {
   auto next = request("ai", {{{"user", "alice"}, {"request_id", "late"}}});
   next.mutable_descriptors(0)->mutable_hits_addend()->set_value(1);
   EXPECT_EQ(call(next).overall_code(), Response::OVER_LIMIT);  // the 30 over are paid before more starts
+}
+
 // A billing month in Europe/Berlin anchored on the 31st: the rule resets at Mar 31 00:00 +02
 // (22:00 UTC), and duration_until_reset is the time to the real period start, 30 days for the
 // period to Apr 30 (more than an hour past the unit's nominal 30 days would be clamped).

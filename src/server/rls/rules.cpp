@@ -125,6 +125,8 @@ struct Parser {
         reservation_id_keys.end()) {
       reservation_id_keys.push_back(r.reservation_id_key);
     }
+  }
+
   // floodgate's `calendar: {time_zone: Europe/Berlin, anchor_day: 31}` beside a unit of day,
   // week, month or year: periods of the calendar in that zone instead of envoyproxy's windows
   // aligned to the Unix epoch (a month of 30 days).

@@ -217,7 +217,7 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
     c.argv.push_back(reservation_key(o.prefix, key, policy, reservation));
     c.slot = call_slot(o, c.argv[3]);
     script_args(policy, cost, false, o.client_clock ? std::optional<Micros>(now) : std::nullopt,
-                o.client_clock ? o.client_ttl_slack.count() : 0, c.argv);
+                o.client_clock ? o.client_ttl_slack.count() : 0, c.argv, now);
     const char* mode = effect == Effect::kReserve ? "r" : effect == Effect::kSettle ? "s" : "e";
     if (ttl == 0) mode = "k";  // Storage::known
     c.argv[3 + k + 1 + 2] = mode;  // ARGV[3]
