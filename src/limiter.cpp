@@ -160,23 +160,28 @@ void Limiter::timed(F&& storage_call) {
 absl::StatusOr<Decision> Limiter::decide_one(const Request& r) { return decide_at(r, clock_->now()); }
 
 absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
-  if (r.cost < 0 || r.cost > kMaxAmount) return check_cost(r.cost);
-  if (r.policy->options().blocked_cache != 0) {
-    if (auto local = blocked(r, now)) return *local;
-  }
-  if (!latency_ && !lock_singles()) {  // the common case: the storage's result is built in place
-    absl::StatusOr<Decision> d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now);
+  // The less common cases: an invalid cost, the blocked-key cache, a latency observer, key locks.
+  const auto other = [&]() -> absl::StatusOr<Decision> {
+    if (r.cost < 0 || r.cost > kMaxAmount) return check_cost(r.cost);
+    if (r.policy->options().blocked_cache != 0) {
+      if (auto local = blocked(r, now)) return *local;
+    }
+    absl::StatusOr<Decision> d;
+    if (lock_singles()) {
+      auto guard = key_locks_->lock(std::span<const Request>(&r, 1));
+      timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
+    } else {
+      timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
+    }
     settle(r, d, now);
     return d;
-  }
-  absl::StatusOr<Decision> d;
-  if (lock_singles()) {
-    auto guard = key_locks_->lock(std::span<const Request>(&r, 1));
-    timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
-  } else {
-    timed([&] { d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now); });
-  }
-  settle(r, d, now);
+  };
+  // One named result and one return, so that the storage's result is built in the caller's place
+  // (returning another object on some path made every decision a copy of it).
+  const bool plain = r.cost >= 0 && r.cost <= kMaxAmount && r.policy->options().blocked_cache == 0 && !latency_ &&
+                     !lock_singles();
+  absl::StatusOr<Decision> d = plain ? storage_->apply(*r.policy, r.key, r.cost, r.effect, now) : other();
+  if (plain) settle(r, d, now);
   return d;
 }
 
