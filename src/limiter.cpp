@@ -186,26 +186,29 @@ void Limiter::timed(F&& storage_call) {
 absl::StatusOr<Decision> Limiter::decide_one(const Request& r) { return decide_at(r, clock_->now()); }
 
 absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
-  if (r.cost < 0 || r.cost > kMaxAmount) return check_cost(r.cost);
-  if (reserves(r.effect)) {
+  // The less common cases: an invalid cost or reservation, the blocked-key cache, a latency
+  // observer, key locks, a reservation.
+  const auto other = [&]() -> absl::StatusOr<Decision> {
     if (auto s = check_request(r); !s.ok()) return s;
-  }
-  if (r.policy->options().blocked_cache != 0) {
-    if (auto local = blocked(r, now)) return *local;
-  }
-  if (!latency_ && !lock_singles() && !reserves(r.effect)) {  // the common case: built in place
-    absl::StatusOr<Decision> d = storage_->apply(*r.policy, r.key, r.cost, r.effect, now);
+    if (r.policy->options().blocked_cache != 0) {
+      if (auto local = blocked(r, now)) return *local;
+    }
+    absl::StatusOr<Decision> d;
+    if (lock_singles()) {
+      auto guard = key_locks_->lock(std::span<const Request>(&r, 1));
+      timed([&] { d = storage_->apply_item(r, now); });
+    } else {
+      timed([&] { d = storage_->apply_item(r, now); });
+    }
     finish(r, d, now);
     return d;
-  }
-  absl::StatusOr<Decision> d;
-  if (lock_singles()) {
-    auto guard = key_locks_->lock(std::span<const Request>(&r, 1));
-    timed([&] { d = storage_->apply_item(r, now); });
-  } else {
-    timed([&] { d = storage_->apply_item(r, now); });
-  }
-  finish(r, d, now);
+  };
+  // One named result and one return, so that the storage's result is built in the caller's place
+  // (returning another object on some path made every decision a copy of it).
+  const bool plain = r.cost >= 0 && r.cost <= kMaxAmount && r.policy->options().blocked_cache == 0 && !latency_ &&
+                     !lock_singles() && !reserves(r.effect);
+  absl::StatusOr<Decision> d = plain ? storage_->apply(*r.policy, r.key, r.cost, r.effect, now) : other();
+  if (plain) finish(r, d, now);
   return d;
 }
 

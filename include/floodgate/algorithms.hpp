@@ -104,11 +104,17 @@ struct Entry {
 };
 /// The exact log of the last period, oldest first; entries admitted at the same instant are
 /// merged, so it holds at most min(amount, distinct instants in a period) entries. `total` is the
-/// sum of the log's counts, so a decision walks only the entries that have left the window.
+/// sum of the log's counts, so a decision walks only the entries that have left the window;
+/// `front_at` and `back_at` are the times of the log's first and last entries (0 when it is
+/// empty), so that a decision reads the log's buffer only when entries leave the window or it
+/// needs an entry between them (a denial of a cost less than the amount, when the window holds
+/// more than one unit). Whoever changes `log` keeps the three (commit does).
 struct State {
   State() = default;  // not an aggregate: `State s{}` value-initialises the buffer
   boost::circular_buffer<Entry> log;
   std::int64_t total = 0;
+  Micros front_at = 0;
+  Micros back_at = 0;
 };
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 /// Appends the request and drops entries older than the period. May allocate: the log's buffer
@@ -129,8 +135,8 @@ constexpr bool shrinks(std::size_t size, std::size_t capacity) noexcept {
 /// neither full nor to be halved); false when commit_resize has to say.
 inline bool commit_keeps_size(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return true;
-  if (s.log.empty() || s.log.front().at < now - l.period) return false;
-  if (s.log.back().at >= now) return true;
+  if (s.log.empty() || s.front_at < now - l.period) return false;
+  if (s.back_at >= now) return true;
   return !s.log.full() && !shrinks(s.log.size(), s.log.capacity());
 }
 Micros expires_at(const State& s, const Limit& l) noexcept;

@@ -11,6 +11,7 @@ namespace {
 // Units in the window at `now`: the total less the entries that have left it (oldest first).
 std::int64_t in_window(const State& s, const Limit& l, Micros now) noexcept {
   std::int64_t n = s.total;
+  if (s.log.empty() || s.front_at >= now - l.period) return n;  // nothing has left it
   for (auto it = s.log.begin(); it != s.log.end() && it->at < now - l.period; ++it) n -= it->count;
   return n;
 }
@@ -18,6 +19,9 @@ std::int64_t in_window(const State& s, const Limit& l, Micros now) noexcept {
 // The time of the k-th most recent admitted unit, 1 ≤ k ≤ `in_window` units in the window: walks
 // from whichever end of the window is nearer.
 Micros kth_most_recent(const State& s, std::int64_t k, std::int64_t in_window) noexcept {
+  // The newest unit is the newest entry's; with nothing out of the window, the oldest the first's.
+  if (k == 1) return s.back_at;
+  if (k == in_window && in_window == s.total) return s.front_at;
   std::int64_t seen = 0;
   if (k <= in_window / 2) {
     for (auto it = s.log.rbegin(); it != s.log.rend(); ++it) {
@@ -33,7 +37,7 @@ Micros kth_most_recent(const State& s, std::int64_t k, std::int64_t in_window) n
       if (seen >= target) return it->at;
     }
   }
-  return s.log.empty() ? 0 : s.log.back().at;
+  return s.back_at;
 }
 
 // The log's buffer after it fills up.
@@ -53,10 +57,10 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
   d.remaining = std::max<std::int64_t>(0, l.amount - after);
   // The newest unit stops counting one microsecond after it is P old.
   if (d.allowed && cost > 0) {
-    const Micros newest = s.log.empty() ? now : std::max(now, s.log.back().at);
+    const Micros newest = s.log.empty() ? now : std::max(now, s.back_at);
     d.reset_after = newest + l.period + 1 - now;
   } else {
-    d.reset_after = count > 0 ? s.log.back().at + l.period + 1 - now : 0;
+    d.reset_after = count > 0 ? s.back_at + l.period + 1 - now : 0;
   }
   if (d.allowed) {
     d.retry_after = 0;
@@ -72,12 +76,16 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
 
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
   if (cost == 0) return;
-  while (!s.log.empty() && s.log.front().at < now - l.period) {
-    s.total -= s.log.front().count;
-    s.log.pop_front();
+  if (!s.log.empty() && s.front_at < now - l.period) {
+    while (!s.log.empty() && s.log.front().at < now - l.period) {
+      s.total -= s.log.front().count;
+      s.log.pop_front();
+    }
+    s.front_at = s.log.empty() ? 0 : s.log.front().at;
+    if (s.log.empty()) s.back_at = 0;
   }
   s.total += cost;
-  if (!s.log.empty() && s.log.back().at >= now) {
+  if (!s.log.empty() && s.back_at >= now) {
     s.log.back().count += cost;  // same instant (or a clock that stepped back): merge
     return;
   }
@@ -86,7 +94,9 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost) {
   } else if (shrinks(s.log.size(), s.log.capacity())) {
     s.log.set_capacity(s.log.capacity() / 2);
   }
+  if (s.log.empty()) s.front_at = now;
   s.log.push_back(Entry{now, cost});
+  s.back_at = now;
 }
 
 std::ptrdiff_t commit_resize(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
@@ -94,7 +104,7 @@ std::ptrdiff_t commit_resize(const State& s, const Limit& l, Micros now, std::in
   // What commit does, without doing it: the entries that stay, then a merge, a growth or a shrink.
   std::size_t stay = s.log.size();
   for (auto it = s.log.begin(); stay > 0 && it->at < now - l.period; ++it) --stay;
-  if (stay > 0 && s.log.back().at >= now) return 0;  // merged into the newest
+  if (stay > 0 && s.back_at >= now) return 0;  // merged into the newest
   const std::size_t capacity = s.log.capacity();
   if (stay == capacity) return static_cast<std::ptrdiff_t>(grown_capacity(capacity) - capacity);
   if (shrinks(stay, capacity)) return -static_cast<std::ptrdiff_t>(capacity - capacity / 2);
@@ -102,7 +112,7 @@ std::ptrdiff_t commit_resize(const State& s, const Limit& l, Micros now, std::in
 }
 
 Micros expires_at(const State& s, const Limit& l) noexcept {
-  return s.log.empty() ? 0 : s.log.back().at + l.period + 1;
+  return s.log.empty() ? 0 : s.back_at + l.period + 1;
 }
 
 namespace {
@@ -133,6 +143,8 @@ void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, st
     e.count = after;
   } else {
     s.log.erase(s.log.begin() + i);
+    s.front_at = s.log.empty() ? 0 : s.log.front().at;  // the first and last times stay in step
+    s.back_at = s.log.empty() ? 0 : s.log.back().at;
   }
 }
 

@@ -134,6 +134,8 @@ bool get_state(Reader& r, moving_window::State& s) {
     sum += e.count;
     s.log.push_back(e);
   }
+  s.front_at = s.log.empty() ? 0 : s.log.front().at;
+  s.back_at = s.log.empty() ? 0 : s.log.back().at;
   return r.ok && sum == s.total;
 }
 

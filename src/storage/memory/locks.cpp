@@ -38,7 +38,7 @@ unsigned ReaderSlot::take() noexcept {
   return current;
 }
 
-bool light_readers() noexcept {
+bool light_readers_now() noexcept {
   // Registration is needed once before the private expedited command; a kernel without it (or a
   // seccomp filter that refuses it) leaves the readers on the symmetric protocol.
   static const bool registered = [] {

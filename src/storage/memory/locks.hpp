@@ -26,42 +26,59 @@ inline void backoff(int& spins) noexcept {
   }
 }
 
-/// A lock word inside a record: guards one key's state between readers of its shard. The lock is
-/// the word's top bit; the other 31 bits are the record's own data (the key's length, RecordKey),
-/// which only the lock's holder changes (`set_data`), so that the lock costs the record no word of
-/// its own.
+/// A lock word inside a record: guards one key's state between readers of its shard, and lets a
+/// reader that writes nothing decide without it (a sequence lock). Bit 31 is the lock; bits 0–30
+/// are the record's own data (the key's length, RecordKey), which only the lock's holder changes
+/// (`set_data`); bits 32–63 count the holders: every unlock adds one. A reader that loads the word
+/// unlocked, copies the record, and then (after an acquire fence) finds
+/// the same word again, read a state that no holder changed meanwhile (it wraps after 2^32 holders
+/// between a reader's two loads).
 class RecordLock {
  public:
-  static constexpr std::uint32_t kBit = std::uint32_t{1} << 31;
+  static constexpr std::uint64_t kBit = std::uint64_t{1} << 31;
+  static constexpr std::uint64_t kData = kBit - 1;
+  static constexpr std::uint64_t kOneHolder = std::uint64_t{1} << 32;
 
-  [[gnu::always_inline]] static void lock(std::atomic<std::uint32_t>& word) noexcept {
-    std::uint32_t expected = word.load(std::memory_order_relaxed) & ~kBit;
+  [[gnu::always_inline]] static void lock(std::atomic<std::uint64_t>& word) noexcept {
+    std::uint64_t expected = word.load(std::memory_order_relaxed) & ~kBit;
     if (word.compare_exchange_strong(expected, expected | kBit, std::memory_order_acquire,
                                      std::memory_order_relaxed)) [[likely]] {
+      // A reader that sees a store the holder makes from here also sees the lock (seqlock).
+      std::atomic_thread_fence(std::memory_order_release);
       return;
     }
     lock_contended(word);
   }
-  [[gnu::noinline]] static void lock_contended(std::atomic<std::uint32_t>& word) noexcept {
+  [[gnu::noinline]] static void lock_contended(std::atomic<std::uint64_t>& word) noexcept {
     int spins = 0;
     for (;;) {
-      std::uint32_t seen = word.load(std::memory_order_relaxed);
+      std::uint64_t seen = word.load(std::memory_order_relaxed);
       while ((seen & kBit) != 0) {
         backoff(spins);
         seen = word.load(std::memory_order_relaxed);
       }
       if (word.compare_exchange_weak(seen, seen | kBit, std::memory_order_acquire,
                                      std::memory_order_relaxed)) {
+        std::atomic_thread_fence(std::memory_order_release);
         return;
       }
     }
   }
-  static void unlock(std::atomic<std::uint32_t>& word) noexcept {
-    word.store(word.load(std::memory_order_relaxed) & ~kBit, std::memory_order_release);
+  /// Tries the lock once, from the word `seen` unlocked: fails if any holder came in between.
+  [[gnu::always_inline]] static bool try_lock_from(std::atomic<std::uint64_t>& word, std::uint64_t seen) noexcept {
+    if (!word.compare_exchange_strong(seen, seen | kBit, std::memory_order_acquire, std::memory_order_relaxed)) {
+      return false;
+    }
+    std::atomic_thread_fence(std::memory_order_release);
+    return true;
+  }
+  static void unlock(std::atomic<std::uint64_t>& word) noexcept {
+    word.store((word.load(std::memory_order_relaxed) & ~kBit) + kOneHolder, std::memory_order_release);
   }
   /// Replaces the data bits; by the lock's holder only (`data` < kBit).
-  static void set_data(std::atomic<std::uint32_t>& word, std::uint32_t data) noexcept {
-    word.store(data | kBit, std::memory_order_relaxed);
+  static void set_data(std::atomic<std::uint64_t>& word, std::uint32_t data) noexcept {
+    const std::uint64_t w = word.load(std::memory_order_relaxed);
+    word.store((w & ~kData) | data, std::memory_order_relaxed);
   }
 };
 
@@ -69,13 +86,13 @@ class RecordLock {
 /// unlock).
 class RecordGuard {
  public:
-  explicit RecordGuard(std::atomic<std::uint32_t>& word) noexcept : word_(word) { RecordLock::lock(word_); }
+  explicit RecordGuard(std::atomic<std::uint64_t>& word) noexcept : word_(word) { RecordLock::lock(word_); }
   ~RecordGuard() { RecordLock::unlock(word_); }
   RecordGuard(const RecordGuard&) = delete;
   RecordGuard& operator=(const RecordGuard&) = delete;
 
  private:
-  std::atomic<std::uint32_t>& word_;
+  std::atomic<std::uint64_t>& word_;
 };
 
 /// The reader slot of the calling thread: each of the first kOwnedSlots threads alive at once owns
@@ -95,7 +112,11 @@ struct ReaderSlot {
 /// Whether the readers of a RareWriterLock may enter with plain stores: true when the kernel
 /// offers the process-wide barrier (membarrier's private expedited command) that its writers then
 /// issue. Decided once per process (locks.cpp).
-bool light_readers() noexcept;
+bool light_readers_now() noexcept;
+[[gnu::always_inline]] inline bool light_readers() noexcept {
+  static const bool light = light_readers_now();  // inline: a decision's check costs no call
+  return light;
+}
 /// Makes every running thread of the process execute a full memory barrier (membarrier(2)).
 void heavy_barrier() noexcept;
 

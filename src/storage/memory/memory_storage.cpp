@@ -63,7 +63,7 @@ thread_local std::array<Remembered, kRemembered> t_remembered;
 
 // Notes a use of `t` by `policy` at `now`: the time at most once a second, and the policy's
 // lifetime when its amounts differ from the last policy's (they share the state: state_id).
-void touch(MemoryStorage::Table& t, const Policy& policy, Micros now) {
+[[gnu::always_inline]] inline void touch(MemoryStorage::Table& t, const Policy& policy, Micros now) {
   if (now - t.last_used.load(std::memory_order_relaxed) >= kTouchEvery) {
     t.last_used.store(now, std::memory_order_relaxed);
   }

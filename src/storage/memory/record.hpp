@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -13,10 +14,12 @@
 
 namespace floodgate::detail {
 
-// A key's first and last characters as two words, read with loads of 8, 4 or 1 byte(s) that
-// overlap rather than with a variable-length copy (which the CPU cannot forward to the next load:
-// a third of Limiter::hit's time on one key went to that stall). With the length, the pair names
-// a key of up to 16 characters exactly (IPs, user ids), and longer ones tell most apart.
+// A key's characters as two words, read with loads of 8, 4 or 1 byte(s) that overlap rather than
+// with a variable-length copy (which the CPU cannot forward to the next load: a third of
+// Limiter::hit's time on one key went to that stall). A key of up to 16 characters is exactly its
+// characters, zero-padded (as a record holds it inline: RecordKey::text), so that with the length
+// the pair names it; of a longer key the words are its first and last 8 characters, which tell
+// most apart.
 struct KeyWords {
   std::uint64_t head = 0;
   std::uint64_t tail = 0;
@@ -29,17 +32,21 @@ struct KeyWords {
   if (n >= 8) {
     std::memcpy(&w.head, p, 8);
     std::memcpy(&w.tail, p + n - 8, 8);
+    // Characters 8 to n - 1 sit at the top of `tail` (little-endian): bring them down.
+    if (n <= 16) w.tail = n == 8 ? 0 : w.tail >> (8 * (16 - n));
   } else if (n >= 4) {
     std::uint32_t lo, hi;
     std::memcpy(&lo, p, 4);
     std::memcpy(&hi, p + n - 4, 4);
-    w.head = lo | (std::uint64_t{hi} << 32);
+    w.head = lo | ((std::uint64_t{hi} >> (8 * (8 - n))) << 32);
   } else if (n > 0) {
-    w.head = static_cast<unsigned char>(p[0]) | (static_cast<unsigned char>(p[n / 2]) << 8) |
-             (static_cast<unsigned char>(p[n - 1]) << 16);
+    const std::uint64_t three = static_cast<unsigned char>(p[0]) | (static_cast<unsigned char>(p[n / 2]) << 8) |
+                                (static_cast<unsigned char>(p[n - 1]) << 16);
+    w.head = three & ((std::uint64_t{1} << (8 * n)) - 1);
   }
   return w;
 }
+static_assert(std::endian::native == std::endian::little, "KeyWords and RecordKey::text are little-endian");
 
 // Key equality without a call to memcmp for the short keys most limits are keyed by.
 [[gnu::always_inline]] inline bool same_key(std::string_view a, std::string_view b) noexcept {
@@ -49,47 +56,51 @@ struct KeyWords {
   return std::memcmp(a.data(), b.data(), n) == 0;
 }
 
-// A key as a record holds it: one word with its length and the record's lock bit (RecordLock),
-// then its characters inline when they fit in 20 bytes (IPs, user ids, most API keys), else a
-// pointer to them on the heap. 24 bytes, 8-byte aligned (kPointerAt), so that a record of one
-// 24-byte state (sliding window counter, the buckets) is 48 bytes and one of a 16-byte state 40.
+// A key as a record holds it: one word with its length, the record's lock bit and its holders'
+// count (RecordLock), then its characters inline when they fit in 16 bytes (IPs, user ids),
+// zero-padded as words_of gives them, else a pointer to them on the heap. 24 bytes, 8-byte aligned,
+// so that a record of one 24-byte state (sliding window counter, the buckets) is 48 bytes and one
+// of a 16-byte state 40.
 struct alignas(8) RecordKey {
-  static constexpr std::size_t kInline = 20;
-  // Where a heap key's pointer sits in `chars`: at an 8-byte boundary of the record (RecordKey is
-  // 8-aligned, `chars` starts at 4), so that LeakSanitizer, which looks for pointers at aligned
-  // words only, sees the characters as reachable (at `chars` itself, byte 4 of the record, it
-  // reported every long key live in a storage as leaked).
-  static constexpr std::size_t kPointerAt = 4;
+  static constexpr std::size_t kInline = 16;
   static constexpr std::uint32_t kDead = RecordLock::kBit - 1;  // a removed record's length
   /// Keys up to this length have a record (longer ones are refused: MemoryStorage::apply).
   static constexpr std::size_t kMaxSize = kDead - 1;
-  std::atomic<std::uint32_t> word;  // the key's length | RecordLock::kBit
-  char chars[kInline];              // the characters, or at kPointerAt a char* to them
+  std::atomic<std::uint64_t> word;  // holders << 32 | RecordLock::kBit | the key's length
+  // The characters (words_of), or text[0] a char* to them: an aligned word, where LeakSanitizer
+  // (which looks for pointers at aligned words only) sees the characters as reachable. Written
+  // with atomic stores: a thread that remembered the record reads them without its lock.
+  std::uint64_t text[2];
 
   [[nodiscard]] std::uint32_t size() const noexcept {
-    return word.load(std::memory_order_relaxed) & ~RecordLock::kBit;
+    return static_cast<std::uint32_t>(word.load(std::memory_order_relaxed) & RecordLock::kData);
   }
-  [[nodiscard]] char* heap() const noexcept {
-    char* p;
-    std::memcpy(&p, chars + kPointerAt, sizeof p);
-    return p;
-  }
+  [[nodiscard]] char* heap() const noexcept { return reinterpret_cast<char*>(text[0]); }
   [[nodiscard]] std::string_view view() const noexcept {
     const std::uint32_t n = size();
-    return {n <= kInline ? chars : heap(), n};
+    return {n <= kInline ? reinterpret_cast<const char*>(text) : heap(), n};
   }
   /// Whether the record holds `key` (a removed record holds none). Under the record's lock.
   [[nodiscard]] bool holds(std::string_view key) const noexcept {
     return size() == key.size() && same_key(view(), key);
   }
+  /// The inline characters, read without the record's lock (RecordLock's reader protocol).
+  [[nodiscard]] KeyWords text_unlocked() noexcept {
+    return {std::atomic_ref<std::uint64_t>(text[0]).load(std::memory_order_relaxed),
+            std::atomic_ref<std::uint64_t>(text[1]).load(std::memory_order_relaxed)};
+  }
   /// Writes `key` into a removed record. Under the record's lock.
-  void assign(std::string_view key) noexcept {
-    char* to = chars;
+  void assign(std::string_view key) {
+    KeyWords w;
     if (key.size() > kInline) {
-      to = new char[key.size()];
-      std::memcpy(chars + kPointerAt, &to, sizeof to);
+      char* to = new char[key.size()];
+      std::copy(key.begin(), key.end(), to);
+      w.head = reinterpret_cast<std::uint64_t>(to);
+    } else {
+      w = words_of(key);
     }
-    std::copy(key.begin(), key.end(), to);
+    std::atomic_ref<std::uint64_t>(text[0]).store(w.head, std::memory_order_relaxed);
+    std::atomic_ref<std::uint64_t>(text[1]).store(w.tail, std::memory_order_relaxed);
     RecordLock::set_data(word, static_cast<std::uint32_t>(key.size()));
   }
   /// Frees the key's characters and marks the record removed. Under the record's lock.
@@ -101,17 +112,18 @@ struct alignas(8) RecordKey {
 };
 
 // The record this thread last decided on, per table (by the table's number, never reused): a
-// thread deciding again on the same key goes to the record under its own lock, without hashing
-// the key, the shard's lock or the index, and checks there that the record still holds the key
-// (records are removed and reused under their lock; their memory lives as long as the table).
-// `size` and `words` tell a different key apart before the lock is taken.
+// thread deciding again on the same key goes to the record without hashing the key, the shard's
+// lock or the index, and checks there that the record still holds the key (records are removed
+// and reused under their lock; their memory lives as long as the table): under the record's lock,
+// or for an inline key by its words read as RecordLock's readers read. `size` and `words` tell a
+// different key apart before the record is read.
 struct Remembered {
   std::uint64_t table = 0;
   std::size_t size = 0;
   KeyWords words;
   std::byte* record = nullptr;
 
-  [[nodiscard]] bool may_hold(std::uint64_t t, std::string_view k) const noexcept {
+  [[nodiscard]] [[gnu::always_inline]] bool may_hold(std::uint64_t t, std::string_view k) const noexcept {
     return table == t && size == k.size() && words == words_of(k);
   }
   void remember(std::uint64_t t, std::string_view k, std::byte* r) noexcept {
