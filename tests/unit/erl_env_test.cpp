@@ -65,7 +65,7 @@ TEST(ErlEnv, EveryUnhonouredVariableIsNamed) {
   auto warnings = apply_erl_env({{"EXPIRATION_JITTER_MAX_SECONDS", "5"}, {"NEAR_LIMIT_RATIO", "0.9"}, {"DEBUG_PORT", "6070"},
                                  {"REDIS_PERSECOND", "true"}, {"LIMIT_RESET_HEADER", "X-Reset"},
                                  {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"},
-                                 {"PROMETHEUS_ADDR", ":9090"}, {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true"},
+                                 {"PROMETHEUS_ADDR", ":9090"}, {"FORCE_START_WITHOUT_INITIAL_CONFIG", "true"},
                                  {"UNRELATED", "x"}},
                                 c);
   ASSERT_TRUE(warnings.ok()) << warnings.status();
@@ -74,7 +74,7 @@ TEST(ErlEnv, EveryUnhonouredVariableIsNamed) {
   EXPECT_EQ(warnings->size(), 8u) << all;
   for (const char* name : {"EXPIRATION_JITTER_MAX_SECONDS is not honoured", "NEAR_LIMIT_RATIO=0.9", "DEBUG_PORT",
                            "REDIS_PERSECOND", "LIMIT_RESET_HEADER", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false",
-                           "PROMETHEUS_ADDR=:9090", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED"}) {
+                           "PROMETHEUS_ADDR=:9090", "FORCE_START_WITHOUT_INITIAL_CONFIG"}) {
     EXPECT_NE(all.find(name), std::string::npos) << name << " in\n" << all;
   }
 }

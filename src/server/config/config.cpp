@@ -1,6 +1,8 @@
 // Reading and checking the service's YAML configuration file into a Config.
 #include "server/config/config.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 
@@ -94,11 +96,94 @@ void parse_http(const std::string& source, const YAML::Node& http, HttpLimits& l
   }
 }
 
+// A map of single values (node_metadata, headers), in file order.
+std::vector<std::pair<std::string, std::string>> string_map(const std::string& source, const YAML::Node& node,
+                                                            const std::string& what) {
+  if (!node.IsMap()) fail(source, node, what + " must be a map of names to values");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& kv : node) {
+    const auto name = scalar<std::string>(source, kv.first, what + " name");
+    if (name.empty()) fail(source, kv.first, what + ": a name is empty");
+    out.emplace_back(name, scalar<std::string>(source, kv.second, what + "." + name));
+  }
+  return out;
+}
+
+double fraction(const std::string& source, const YAML::Node& node, const std::string& what, double min, double max) {
+  const auto v = scalar<double>(source, node, what);
+  if (!(v >= min && v <= max)) fail(source, node, fmt::format("{} must be a number from {} to {}", what, min, max));
+  return v;
+}
+
+std::string relative_file(const std::string& source, const YAML::Node& node, const std::string& what) {
+  std::filesystem::path file = scalar<std::string>(source, node, what);
+  if (file.empty()) fail(source, node, what + " is empty");
+  if (file.is_relative()) file = std::filesystem::path(source).parent_path() / file;
+  return file.string();
+}
+
+void parse_xds(const std::string& source, const YAML::Node& xds, XdsSettings& x) {
+  check_keys(source, xds,
+             {"server", "node_id", "node_metadata", "headers", "tls", "connect_retry_ms", "backoff", "max_message_bytes",
+              "start_without_rules"},
+             "rls.xds");
+  if (!xds["server"]) fail(source, xds, "rls.xds needs a server (HOST:PORT of the control plane)");
+  x.server = scalar<std::string>(source, xds["server"], "rls.xds.server");
+  if (x.server.empty()) fail(source, xds["server"], "rls.xds.server is empty");
+  if (const auto& n = xds["node_id"]) x.node_id = scalar<std::string>(source, n, "rls.xds.node_id");
+  if (const auto& n = xds["node_metadata"]) x.node_metadata = string_map(source, n, "rls.xds.node_metadata");
+  if (const auto& n = xds["headers"]) {
+    x.headers = string_map(source, n, "rls.xds.headers");
+    for (auto& [name, value] : x.headers) {
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    }
+  }
+  if (const YAML::Node& tls = xds["tls"]) {  // present (even `tls: {}`): TLS
+    x.tls = true;
+    if (!tls.IsNull()) {
+      check_keys(source, tls, {"ca_file", "cert_file", "key_file", "server_name"}, "rls.xds.tls");
+      for (auto [key, into] : {std::pair{"ca_file", &x.ca_file}, std::pair{"cert_file", &x.cert_file},
+                               std::pair{"key_file", &x.key_file}}) {
+        if (tls[key]) *into = relative_file(source, tls[key], std::string("rls.xds.tls.") + key);
+      }
+      if (tls["server_name"]) x.server_name = scalar<std::string>(source, tls["server_name"], "rls.xds.tls.server_name");
+      if (x.cert_file.empty() != x.key_file.empty()) {
+        fail(source, tls, "rls.xds.tls: cert_file and key_file go together (a client certificate and its key)");
+      }
+    }
+  }
+  if (const auto& n = xds["connect_retry_ms"]) x.connect_retry = millis(source, n, "rls.xds.connect_retry_ms");
+  if (const YAML::Node& b = xds["backoff"]) {
+    check_keys(source, b, {"initial_ms", "max_ms", "multiplier", "jitter"}, "rls.xds.backoff");
+    if (b["initial_ms"]) x.backoff_initial = millis(source, b["initial_ms"], "rls.xds.backoff.initial_ms");
+    if (b["max_ms"]) x.backoff_max = millis(source, b["max_ms"], "rls.xds.backoff.max_ms");
+    if (b["multiplier"]) x.backoff_multiplier = fraction(source, b["multiplier"], "rls.xds.backoff.multiplier", 1, 10);
+    if (b["jitter"]) x.backoff_jitter = fraction(source, b["jitter"], "rls.xds.backoff.jitter", 0, 1);
+    if (x.backoff_max < x.backoff_initial) {
+      fail(source, b, "rls.xds.backoff: max_ms must be at least initial_ms");
+    }
+  }
+  if (const auto& n = xds["max_message_bytes"]) {
+    x.max_message_bytes = size(source, n, "rls.xds.max_message_bytes", limits::kMaxXdsMessageBytes, "bytes");
+  }
+  if (const auto& n = xds["start_without_rules"]) {
+    x.start_without_rules = scalar<bool>(source, n, "rls.xds.start_without_rules");
+  }
+}
+
 void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r) {
   check_keys(source, rls,
-             {"config", "listen", "response_headers", "merge_domains", "dynamic_metadata", "shadow_mode", "quota_mode",
-              "max_message_bytes", "max_descriptors", "max_entries", "max_string_bytes"},
+             {"config", "xds", "listen", "response_headers", "merge_domains", "dynamic_metadata", "shadow_mode",
+              "quota_mode", "max_message_bytes", "max_descriptors", "max_entries", "max_string_bytes",
+              "healthcheck_needs_rules"},
              "rls");
+  if (rls["config"] && rls["xds"]) {
+    fail(source, rls["xds"], "rls.config and rls.xds are two sources of rules: give one");
+  }
+  if (const YAML::Node& xds = rls["xds"]) parse_xds(source, xds, r.xds);
+  if (const auto& n = rls["healthcheck_needs_rules"]) {
+    r.healthcheck_needs_rules = scalar<bool>(source, n, "rls.healthcheck_needs_rules");
+  }
   if (rls["config"]) {
     std::filesystem::path dir = scalar<std::string>(source, rls["config"], "rls.config");
     if (dir.empty()) fail(source, rls["config"], "rls.config is empty");
