@@ -1,6 +1,7 @@
 // RateLimitConfig resources → the YAML tree of a rules file → the rules parser.
 #include "server/xds/rules_resource.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -131,9 +132,16 @@ YAML::Node descriptors(const google::protobuf::RepeatedPtrField<rlconf::RateLimi
 
 // The parser's messages start "<source>:<line>:<column>: "; a built tree has no lines to name.
 std::string without_position(const std::string& message, const std::string& source) {
-  const std::string prefix = source + ":1:1: ";
-  if (message.starts_with(prefix)) return source + ": " + message.substr(prefix.size());
-  return message;
+  if (!message.starts_with(source + ":")) return message;
+  std::size_t i = source.size();
+  for (int part = 0; part < 2; ++part) {  // ":<line>" then ":<column>"
+    if (i >= message.size() || message[i] != ':') return message;
+    ++i;
+    const std::size_t digits = i;
+    while (i < message.size() && std::isdigit(static_cast<unsigned char>(message[i]))) ++i;
+    if (i == digits) return message;
+  }
+  return source + message.substr(i);
 }
 
 }  // namespace
