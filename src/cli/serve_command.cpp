@@ -27,6 +27,7 @@
 #include "server/xds/client.hpp"
 #include "server/xds/rules_resource.hpp"
 #include "server/common/housekeeping.hpp"
+#include "server/http/metrics_listener.hpp"
 #include "server/http/server.hpp"
 #include "server/api/metrics.hpp"
 #include "server/api/service.hpp"
@@ -58,6 +59,16 @@ struct ServeArgs {
   bool envoyproxy_env = false;
 };
 
+// What --envoyproxy-env warns about at start, logged once the log's format is known.
+std::vector<std::string>& start_warnings() {
+  static std::vector<std::string> warnings;
+  return warnings;
+}
+
+void log_start_warnings() {
+  for (const std::string& w : start_warnings()) spdlog::warn("--envoyproxy-env: {}", w);
+}
+
 // The command line wins over the file for what it names.
 absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& config_path) {
   server::Config c;
@@ -69,10 +80,8 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
   if (a.envoyproxy_env) {  // envoyproxy/ratelimit's variables over the file, under the flags
     auto warnings = server::apply_erl_env(server::process_environment(), c);
     if (!warnings.ok()) return warnings.status();
-    static std::once_flag once;  // at start, not at every reload
-    std::call_once(once, [&] {
-      for (const std::string& w : *warnings) spdlog::warn("--envoyproxy-env: {}", w);
-    });
+    static std::once_flag once;  // at start, not at every reload; logged once the log is set up
+    std::call_once(once, [&] { start_warnings() = *warnings; });
   }
   if (!a.listen.empty()) {
     if (auto s = server::parse_listen(a.listen, c.listen_host, c.listen_port); !s.ok()) return s;
@@ -131,6 +140,7 @@ absl::StatusOr<Loaded> load_checked(const ServeArgs& a, const std::string& confi
 
 int check_config(const ServeArgs& args) {
   auto loaded = load_checked(args, args.check_config);
+  log_start_warnings();
   if (!loaded.ok()) {
     std::cerr << loaded.status().message() << "\n";
     return 1;
@@ -336,6 +346,7 @@ int run(const ServeArgs& args) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("floodgate"));  // stdout stays for data
   spdlog::set_level(spdlog::level::from_str(loaded->config.log_level));
   use_log_format(loaded->config.log_format);
+  log_start_warnings();
   auto tls = open_tls(*loaded);
   if (!tls.ok()) return failed_to_start(tls.status());
   auto storage = open_service_storage(loaded->config);
@@ -389,6 +400,14 @@ int run(const ServeArgs& args) {
   server::HttpServer http(service, *installed, http_tls);
   if (auto s = http.start(); !s.ok()) return failed_to_start(s);
   log_started(*installed, http.port(), http_tls != nullptr);
+  std::unique_ptr<server::MetricsListener> metrics;  // envoyproxy's USE_PROMETHEUS / PROMETHEUS_ADDR
+  if (installed->metrics.enabled) {
+    const server::MetricsSettings& m = installed->metrics;
+    metrics = std::make_unique<server::MetricsListener>(m.listen_host, m.listen_port, m.path,
+                                                        [&service] { return service.metrics_text(); });
+    if (auto s = metrics->start(); !s.ok()) return failed_to_start(s);
+    spdlog::info("metrics on http://{}:{}{}", m.listen_host, metrics->port(), m.path);
+  }
   // The signals are ours before the port files say that we are up: a SIGHUP or SIGTERM sent by
   // whoever waits for those files must not meet the default action (exit).
   boost::asio::io_context control;
@@ -402,6 +421,7 @@ int run(const ServeArgs& args) {
     http.drain();
   });
   http.join();
+  if (metrics) metrics->stop();
   grpc_for_xds.store(nullptr);
   if (xds) xds->stop();
   spdlog::info("stopped");

@@ -48,6 +48,30 @@ TEST(ErlEnv, EveryHonouredVariable) {
   EXPECT_EQ(c.log_format, "json");
   EXPECT_TRUE(c.rls.response_headers && c.rls.merge_domains && c.rls.shadow_mode && c.rls.quota_mode &&
               c.rls.dynamic_metadata);
+  EXPECT_FALSE(c.metrics.enabled);  // PROMETHEUS_ADDR is PORT: its /metrics serves
+}
+
+// Envoy Gateway's USE_PROMETHEUS=true, PROMETHEUS_ADDR=:19001: a metrics listener of its own.
+TEST(ErlEnv, PrometheusAddrIsAListenerOfItsOwn) {
+  Config c;
+  auto w = apply_erl_env({{"USE_PROMETHEUS", "true"}, {"PROMETHEUS_ADDR", ":19001"}, {"PROMETHEUS_PATH", "/stats"}}, c);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->empty()) << (*w)[0];
+  EXPECT_TRUE(c.metrics.enabled);
+  EXPECT_EQ(c.metrics.listen_host, "0.0.0.0");
+  EXPECT_EQ(c.metrics.listen_port, 19001);
+  EXPECT_EQ(c.metrics.path, "/stats");
+  Config d;
+  auto wd = apply_erl_env({{"PROMETHEUS_ADDR", ":19001"}}, d);
+  ASSERT_TRUE(wd.ok());
+  EXPECT_FALSE(d.metrics.enabled);
+  ASSERT_EQ(wd->size(), 1u);
+  EXPECT_EQ((*wd)[0], "PROMETHEUS_ADDR is not used: USE_PROMETHEUS is not true");
+  auto m = parse_config("metrics: {listen: 127.0.0.1:19001, path: /m}\n", "f.yaml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->metrics.enabled);
+  EXPECT_EQ(m->metrics.listen_port, 19001);
+  EXPECT_EQ(m->metrics.path, "/m");
 }
 
 TEST(ErlEnv, RedisCluster) {
@@ -74,7 +98,7 @@ TEST(ErlEnv, EveryUnhonouredVariableIsNamed) {
   EXPECT_EQ(warnings->size(), 8u) << all;
   for (const char* name : {"EXPIRATION_JITTER_MAX_SECONDS is not honoured", "NEAR_LIMIT_RATIO=0.9", "DEBUG_PORT",
                            "REDIS_PERSECOND", "LIMIT_RESET_HEADER", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false",
-                           "PROMETHEUS_ADDR=:9090", "FORCE_START_WITHOUT_INITIAL_CONFIG"}) {
+                           "PROMETHEUS_ADDR is not used", "FORCE_START_WITHOUT_INITIAL_CONFIG"}) {
     EXPECT_NE(all.find(name), std::string::npos) << name << " in\n" << all;
   }
 }
@@ -168,6 +192,13 @@ TEST(ErlEnv, GrpcServerTls) {
   Config d;
   ASSERT_TRUE(apply_erl_env(one_way, d).ok());
   EXPECT_TRUE(d.tls.enabled() && !d.tls.mutual());
+  // Envoy Gateway's name of the client CA.
+  Environment gateway = one_way;
+  gateway.emplace("GRPC_SERVER_TLS_CA_CERT", "/certs/ca.crt");
+  Config g;
+  ASSERT_TRUE(apply_erl_env(gateway, g).ok());
+  EXPECT_EQ(g.tls.client_ca_file, "/certs/ca.crt");
+  EXPECT_TRUE(g.tls.mutual());
   // The files without the switch: no TLS, as envoyproxy, and each one named.
   Environment off = tls;
   off.erase("GRPC_SERVER_USE_TLS");

@@ -112,6 +112,9 @@ class Service {
   /// Families appended to `/metrics` (e.g. the gRPC service's counters). Set before serving.
   void set_extra_metrics(std::function<void(PromText&)> extra) { extra_metrics_ = std::move(extra); }
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
+  /// The text of GET /metrics (Prometheus exposition 0.0.4), for another listener that serves it.
+  /// Thread-safe.
+  [[nodiscard]] std::string metrics_text();
   [[nodiscard]] Limiter& limiter() noexcept { return limiter_; }
   /// Drops the compiled inline limits not used since the previous call (serve's Housekeeping
   /// calls it every few seconds; their state stays in the storage). Returns how many.

@@ -207,6 +207,17 @@ void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r)
   }
 }
 
+void parse_metrics(const std::string& source, const YAML::Node& metrics, MetricsSettings& m) {
+  check_keys(source, metrics, {"listen", "path"}, "metrics");
+  if (!metrics["listen"]) fail(source, metrics, "metrics needs a listen address (HOST:PORT)");
+  listen(source, metrics["listen"], "metrics.listen", m.listen_host, m.listen_port);
+  m.enabled = true;
+  if (const auto& n = metrics["path"]) {
+    m.path = scalar<std::string>(source, n, "metrics.path");
+    if (!m.path.starts_with('/')) fail(source, n, "metrics.path must start with /");
+  }
+}
+
 void parse_admin(const std::string& source, const YAML::Node& admin, AdminSettings& a) {
   check_keys(source, admin, {"token_file"}, "admin");
   if (admin["token_file"]) {
@@ -248,7 +259,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
   check_keys(source, root,
              {"listen", "threads", "storage", "batching", "log_level", "log_format", "inline_limits", "max_inline_policies",
-              "auth_denied_status", "http", "rls", "admin", "tls", "policies"},
+              "auth_denied_status", "http", "rls", "metrics", "admin", "tls", "policies"},
              "the configuration");
   if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
   if (const auto& n = root["threads"]) c.threads = static_cast<unsigned>(integer(source, n, "threads", 1, limits::kMaxThreads));
@@ -282,6 +293,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   }
   if (const YAML::Node& http = root["http"]) parse_http(source, http, c.http);
   if (const YAML::Node& rls = root["rls"]) parse_rls(source, rls, c.rls);
+  if (const YAML::Node& metrics = root["metrics"]) parse_metrics(source, metrics, c.metrics);
   if (const YAML::Node& admin = root["admin"]) parse_admin(source, admin, c.admin);
   if (const YAML::Node& tls = root["tls"]) parse_tls(source, tls, c.tls);
   if (const YAML::Node& policies = root["policies"]) parse_policies(source, policies, c);

@@ -103,6 +103,16 @@ struct RlsSettings {
   unsigned batch_threads = 2;
 };
 
+/// A listener of its own for Prometheus (envoyproxy's USE_PROMETHEUS, PROMETHEUS_ADDR,
+/// PROMETHEUS_PATH): GET `path` answers the same text as /metrics on the main listener, in plain
+/// HTTP. Off unless `enabled`.
+struct MetricsSettings {
+  bool enabled = false;
+  std::string listen_host = "0.0.0.0";
+  std::uint16_t listen_port = 9090;
+  std::string path = "/metrics";
+};
+
 /// Who may use the admin endpoints (docs/http-api.md, "Admin endpoints").
 struct AdminSettings {
   /// A file whose first line is the bearer token (relative to the configuration file). The
@@ -154,6 +164,7 @@ struct Config {
   int auth_denied_status = 429;       ///< nginx auth_request passes only 401/403 through
   HttpLimits http;
   RlsSettings rls;
+  MetricsSettings metrics;
   AdminSettings admin;
   TlsSettings tls;
   std::vector<ServicePolicy> policies;

@@ -172,7 +172,9 @@ Status grpc_tls(const Environment& env, Config& c) {
   }
   c.tls.cert_file = cert;
   c.tls.key_file = key;
-  c.tls.client_ca_file = get(env, "GRPC_CLIENT_TLS_CACERT", "");
+  // Envoy Gateway's Deployment names the client CA GRPC_SERVER_TLS_CA_CERT (envoyproxy reads only
+  // GRPC_CLIENT_TLS_CACERT, so there it has no effect): either requires client certificates.
+  c.tls.client_ca_file = get(env, "GRPC_CLIENT_TLS_CACERT", get(env, "GRPC_SERVER_TLS_CA_CERT", ""));
   c.tls.http = false;
   return absl::OkStatus();
 }
@@ -296,6 +298,23 @@ absl::StatusOr<std::vector<std::string>> apply_erl_env(const Environment& env, C
   }
   c.rls.config_dir = dir;
   if (auto s = xds_env(env, c, warnings); !s.ok()) return s;
+  // USE_PROMETHEUS: a listener of its own at PROMETHEUS_ADDR (":9090": every address) and PATH.
+  auto prometheus = flag(env, "USE_PROMETHEUS", false);
+  if (!prometheus.ok()) return prometheus.status();
+  if (*prometheus) {
+    std::string addr = get(env, "PROMETHEUS_ADDR", ":9090");
+    if (addr.starts_with(':')) addr = "0.0.0.0" + addr;
+    if (auto s = parse_listen(addr, c.metrics.listen_host, c.metrics.listen_port); !s.ok()) {
+      return bad("PROMETHEUS_ADDR", get(env, "PROMETHEUS_ADDR", ":9090"), std::string(s.message()));
+    }
+    c.metrics.path = get(env, "PROMETHEUS_PATH", "/metrics");
+    if (!c.metrics.path.starts_with('/')) return bad("PROMETHEUS_PATH", c.metrics.path, "a path starts with /");
+    // PORT's own port: /metrics of the main listener serves it (a PATH other than /metrics is warned).
+    c.metrics.enabled = c.metrics.listen_port != c.listen_port;
+    if (!c.metrics.enabled && c.metrics.path != "/metrics") {
+      warnings.push_back(fmt::format("PROMETHEUS_PATH={} is not honoured on PORT: the path there is /metrics", c.metrics.path));
+    }
+  }
   auto healthy = flag(env, "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false);
   if (!healthy.ok()) return healthy.status();
   c.rls.healthcheck_needs_rules = *healthy;

@@ -64,7 +64,7 @@ void conditional(const Environment& env, const Config& c, std::vector<std::strin
     out.push_back("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false is not honoured: floodgate never charges a refused request");
   }
   if (!c.tls.enabled()) {  // envoyproxy ignores them too; named so that nobody thinks TLS is on
-    for (const char* n : {"GRPC_SERVER_TLS_CERT", "GRPC_SERVER_TLS_KEY", "GRPC_CLIENT_TLS_CACERT"}) {
+    for (const char* n : {"GRPC_SERVER_TLS_CERT", "GRPC_SERVER_TLS_KEY", "GRPC_CLIENT_TLS_CACERT", "GRPC_SERVER_TLS_CA_CERT"}) {
       if (value(n) != nullptr) out.push_back(fmt::format("{} is not used: GRPC_SERVER_USE_TLS is not true", n));
     }
   }
@@ -74,11 +74,12 @@ void conditional(const Environment& env, const Config& c, std::vector<std::strin
   if (const auto* v = value("USE_PROMETHEUS"); v != nullptr && (*v == "false" || *v == "0")) {
     out.push_back("USE_PROMETHEUS=false is not honoured: /metrics is always served on PORT");
   }
-  if (const auto* v = value("PROMETHEUS_ADDR"); v != nullptr && !v->ends_with(fmt::format(":{}", c.listen_port))) {
-    out.push_back(fmt::format("PROMETHEUS_ADDR={} is not honoured: /metrics is served on PORT ({})", *v, c.listen_port));
-  }
-  if (const auto* v = value("PROMETHEUS_PATH"); v != nullptr && *v != "/metrics") {
-    out.push_back(fmt::format("PROMETHEUS_PATH={} is not honoured: the path is /metrics", *v));
+  if (const auto* v = value("USE_PROMETHEUS"); v == nullptr || (*v != "true" && *v != "1" && *v != "t" && *v != "T" &&
+                                                                  *v != "TRUE" && *v != "True")) {
+    // envoyproxy does not read them either then
+    for (const char* n : {"PROMETHEUS_ADDR", "PROMETHEUS_PATH"}) {
+      if (value(n) != nullptr) out.push_back(fmt::format("{} is not used: USE_PROMETHEUS is not true", n));
+    }
   }
   if (!c.rls.xds.enabled()) {  // CONFIG_TYPE=FILE: envoyproxy does not read these either
     for (const auto& [name, v] : env) {

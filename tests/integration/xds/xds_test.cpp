@@ -7,6 +7,9 @@
 
 #include <netinet/in.h>
 
+#include <map>
+#include <sstream>
+
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 
@@ -328,6 +331,123 @@ TEST(Xds, WaitsForTheFirstRulesBeforeListening) {
   Floodgate fg(cp.address());
   EXPECT_EQ(fg.http("/readyz"), 200);  // its first answer already
   EXPECT_EQ(fg.call("foo", {{"k1", "v1"}}), "OK 3/MINUTE left 2");
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// TLS to the control plane, with a client certificate (the control plane requires one), the
+// server's name checked as rls.xds.tls.server_name says.
+TEST(Xds, MutualTlsToTheControlPlane) {
+  const auto certs = std::filesystem::temp_directory_path() / ("floodgate-xds-certs-" + std::to_string(getpid()));
+  const std::string make = std::string(FLOODGATE_SOURCE_DIR) + "/tests/support/make_test_certs.sh " + certs.string() +
+                           " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  o.pem_root_certs = read_file(certs / "ca.crt");
+  o.pem_key_cert_pairs.push_back({read_file(certs / "server.key"), read_file(certs / "server.crt")});
+  ControlPlane cp(0, grpc::SslServerCredentials(o));
+  cp.push("1", {domain("foo", "foo", {rule("k1", "v1", rlconf::MINUTE, 3)})});
+  const std::string tls = "    tls: {ca_file: " + (certs / "ca.crt").string() + ", cert_file: " +
+                          (certs / "client.crt").string() + ", key_file: " + (certs / "client.key").string();
+  {
+    // A name the certificate does not have: no handshake, no request.
+    Floodgate wrong("localhost:" + std::to_string(cp.port()), tls + ", server_name: other.example}\n    start_without_rules: true\n");
+    EXPECT_EQ(cp.wait_for([](const auto&) { return true; }, milliseconds(500)).stream, 0);
+    EXPECT_EQ(wrong.http("/readyz"), 503);
+  }
+  Floodgate fg("127.0.0.1:" + std::to_string(cp.port()), tls + ", server_name: localhost}\n");
+  EXPECT_TRUE(acked(cp.answer_to("1"), "1"));
+  EXPECT_EQ(fg.call("foo", {{"k1", "v1"}}), "OK 3/MINUTE left 2");
+  std::filesystem::remove_all(certs);
+}
+
+// Envoy Gateway's rate-limit Deployment, its environment as it sets it (internal/infrastructure/
+// kubernetes/ratelimit in envoyproxy/gateway), with the addresses of this test: it starts without
+// rules, not ready and not healthy, exports metrics on a listener of its own, logs JSON, and
+// becomes ready when the control plane sends the rules.
+TEST(Xds, EnvoyGatewaysEnvironment) {
+  const int cp_port = free_port();
+  const int metrics_port = free_port();
+  const std::map<std::string, std::string> env = {
+      {"CONFIG_TYPE", "GRPC_XDS_SOTW"}, {"CONFIG_GRPC_XDS_NODE_ID", "envoy-ratelimit"},
+      {"CONFIG_GRPC_XDS_SERVER_URL", "127.0.0.1:" + std::to_string(cp_port)},
+      {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "50ms"}, {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "50ms"},
+      {"FORCE_START_WITHOUT_INITIAL_CONFIG", "true"}, {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true"},
+      {"USE_PROMETHEUS", "true"}, {"PROMETHEUS_ADDR", ":" + std::to_string(metrics_port)},
+      {"LOG_FORMAT", "json"}, {"LOG_LEVEL", "info"}, {"RUNTIME_IGNOREDOTFILES", "true"},
+      {"RUNTIME_WATCH_ROOT", "false"}, {"USE_STATSD", "false"}, {"REDIS_SOCKET_TYPE", "tcp"},
+      {"REDIS_URL", "127.0.0.1:1"}};
+  for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+  const std::string grpc_port_file =
+      (std::filesystem::temp_directory_path() / ("floodgate-xds-eg-" + std::to_string(getpid()))).string();
+  ServerProcess fg("", {"--envoyproxy-env", "--storage", "memory", "--grpc-listen", "127.0.0.1:0",
+                        "--grpc-port-file", grpc_port_file});
+  for (const auto& [k, v] : env) unsetenv(k.c_str());
+  int grpc_port = 0;
+  for (int i = 0; i < 500 && grpc_port == 0; ++i) {
+    std::ifstream in(grpc_port_file);
+    if (!(in >> grpc_port)) std::this_thread::sleep_for(milliseconds(10));
+  }
+  std::filesystem::remove(grpc_port_file);
+  ASSERT_NE(grpc_port, 0) << fg.log_text();
+  // GET on the metrics listener (it closes the connection after its answer): {status, body}.
+  auto get = [](int port, const std::string& path) {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket socket(ioc);
+    socket.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"),
+                                                  static_cast<std::uint16_t>(port)));
+    boost::asio::write(socket, boost::asio::buffer("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    std::string text;
+    boost::system::error_code ec;
+    boost::asio::read(socket, boost::asio::dynamic_buffer(text), ec);  // to the end of the stream
+    const std::size_t body = text.find("\r\n\r\n");
+    const int status = text.size() > 12 ? std::atoi(text.substr(9, 3).c_str()) : 0;
+    return std::pair<int, std::string>(status, body == std::string::npos ? "" : text.substr(body + 4));
+  };
+  EXPECT_EQ(fg.request(http::verb::get, "/healthcheck").result_int(), 500);
+  EXPECT_EQ(fg.request(http::verb::get, "/readyz").result_int(), 503);
+  const auto before = get(metrics_port, "/metrics");
+  EXPECT_EQ(before.first, 200);
+  EXPECT_NE(before.second.find("floodgate_xds_updates_total{result=\"applied\"} 0"), std::string::npos);
+  EXPECT_EQ(get(metrics_port, "/other").first, 404);
+
+  ControlPlane cp(cp_port);
+  cp.push("1", {domain("ratelimit", "default/eg/http", {rule("rule-0-match-0", "", rlconf::HOUR, 3)})});
+  const auto ack = cp.answer_to("1");
+  EXPECT_EQ(ack.request.node().id(), "envoy-ratelimit");
+  EXPECT_EQ(ack.request.version_info(), "1");
+  for (int i = 0; i < 100 && fg.request(http::verb::get, "/healthcheck").result_int() != 200; ++i) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(fg.request(http::verb::get, "/healthcheck").result_int(), 200);
+  EXPECT_EQ(fg.request(http::verb::get, "/readyz").result_int(), 200);
+  EXPECT_NE(get(metrics_port, "/metrics").second.find("floodgate_xds_updates_total{result=\"applied\"} 1"),
+            std::string::npos);
+  auto stub = rlsv3::RateLimitService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureChannelCredentials()));
+  rlsv3::RateLimitRequest req;
+  req.set_domain("default/eg/http");
+  auto* e = req.add_descriptors()->add_entries();
+  e->set_key("rule-0-match-0");
+  e->set_value("rule-0-match-0");
+  rlsv3::RateLimitResponse res;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub->ShouldRateLimit(&ctx, req, &res).ok());
+  EXPECT_EQ(res.statuses(0).current_limit().requests_per_unit(), 3u);
+  EXPECT_EQ(res.statuses(0).limit_remaining(), 2u);
+  // Every log line is one JSON object; the variables floodgate does not honour are named.
+  std::istringstream log(fg.log_text());
+  std::string line;
+  int lines = 0;
+  while (std::getline(log, line)) {
+    ++lines;
+    EXPECT_TRUE(line.starts_with("{\"time\":") && line.ends_with("}")) << line;
+  }
+  EXPECT_GT(lines, 3);
+  EXPECT_NE(fg.log_text().find("RUNTIME_IGNOREDOTFILES is not honoured"), std::string::npos);
 }
 
 // --- without sockets -------------------------------------------------------------------------
