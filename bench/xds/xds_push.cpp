@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
     return std::string(buf);
   };
   std::cout << "pushes under load: " << pushes << " in " << seconds << " s; calls " << calls.load() << " ("
-            << calls.load() / seconds << "/s), failed " << failed.load() << ", mixed versions " << mixed.load() << "\n";
+            << static_cast<double>(calls.load()) / seconds << "/s), failed " << failed.load() << ", mixed versions " << mixed.load() << "\n";
   std::cout << "push -> ACK received: " << stats(to_ack_ms) << "\n";
   std::cout << "push -> first call answered by the new rules: " << stats(to_use_ms) << "\n";
   std::cout << "NACK: version_info \"" << nack.request.version_info() << "\", nonce " << nack.request.response_nonce()

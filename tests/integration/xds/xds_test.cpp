@@ -12,6 +12,7 @@
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
+#include <grpcpp/impl/codegen/sync_stream.h>
 
 #include "../http/server_fixture.hpp"
 #include "control_plane.hpp"
@@ -73,8 +74,9 @@ int free_port() {
 // `floodgate serve` with rules from the control plane at `server`, its gRPC port read from a file.
 class Floodgate {
  public:
-  explicit Floodgate(const std::string& server, const std::string& extra_xds = "", const std::string& extra_rls = "")
-      : process_("rls:\n  listen: 127.0.0.1:0\n" + extra_rls +
+  explicit Floodgate(const std::string& server, const std::string& extra_xds = "", const std::string& extra_rls = "",
+                     const std::string& extra_top = "")
+      : process_(extra_top + "rls:\n  listen: 127.0.0.1:0\n" + extra_rls +
                      "  xds:\n    server: " + server +
                      "\n    node_id: test-node\n    node_metadata: {zone: z1}\n    headers: {authorization: Bearer t0k}\n"
                      "    connect_retry_ms: 50\n    backoff: {initial_ms: 50, max_ms: 400, jitter: 0.2}\n" + extra_xds,
@@ -132,6 +134,7 @@ class Floodgate {
 
   ~Floodgate() { std::filesystem::remove(port_file_); }
   ServerProcess& process() { return process_; }
+  [[nodiscard]] const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   int http(const std::string& path) { return process_.request(http::verb::get, path).result_int(); }
 
  private:
@@ -448,6 +451,34 @@ TEST(Xds, EnvoyGatewaysEnvironment) {
   }
   EXPECT_GT(lines, 3);
   EXPECT_NE(fg.log_text().find("RUNTIME_IGNOREDOTFILES is not honoured"), std::string::npos);
+}
+
+// SIGTERM: /healthcheck answers 500 while the calls in flight drain (here a health Watch, which
+// holds the gRPC server's drain until its deadline), then the process exits.
+TEST(Xds, HealthcheckFailsFromSigtermWhileCallsDrain) {
+  ControlPlane cp;
+  cp.push("1", {domain("foo", "foo", {rule("k1", "v1", rlconf::MINUTE, 3)})});
+  Floodgate fg(cp.address(), "", "", "http:\n  drain_timeout_ms: 1500\n");
+  ASSERT_TRUE(acked(cp.answer_to("1"), "1"));
+  EXPECT_EQ(fg.http("/healthcheck"), 200);
+  grpc::ClientContext ctx;
+  grpc::Slice empty("", 0);
+  const grpc::ByteBuffer request(&empty, 1);
+  const grpc::internal::RpcMethod watch("/grpc.health.v1.Health/Watch", grpc::internal::RpcMethod::SERVER_STREAMING);
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(fg.channel().get(), watch, &ctx, request));
+  grpc::ByteBuffer first;
+  ASSERT_TRUE(reader->Read(&first));  // SERVING: the Watch is in flight
+  const auto start = std::chrono::steady_clock::now();
+  kill(fg.process().pid(), SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 50 && status != 500; ++i) {
+    status = fg.http("/healthcheck");
+    if (status != 500) std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(status, 500);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));  // before the drain ended
+  ctx.TryCancel();
 }
 
 // --- without sockets -------------------------------------------------------------------------
