@@ -290,7 +290,7 @@ std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storag
 // The certificate state of a start (null without TLS); gRPC gets private copies of its files.
 absl::StatusOr<std::unique_ptr<server::TlsState>> open_tls(const Loaded& loaded) {
   if (!loaded.tls) return std::unique_ptr<server::TlsState>();
-  auto state = server::TlsState::create(loaded.tls, loaded.rules != nullptr);
+  auto state = server::TlsState::create(loaded.tls, loaded.rules != nullptr || loaded.config.rls.xds.enabled());
   if (state.ok()) {
     spdlog::info("TLS on{}: {}", loaded.tls->client_ca.empty() ? "" : ", client certificates required",
                  loaded.tls->summary);

@@ -374,7 +374,18 @@ TEST(Xds, MutualTlsToTheControlPlane) {
 TEST(Xds, EnvoyGatewaysEnvironment) {
   const int cp_port = free_port();
   const int metrics_port = free_port();
+  // Its certificates: one pair serves floodgate's gRPC listener and its xDS client, as /certs does.
+  const auto certs = std::filesystem::temp_directory_path() / ("floodgate-xds-eg-certs-" + std::to_string(getpid()));
+  ASSERT_EQ(std::system((std::string(FLOODGATE_SOURCE_DIR) + "/tests/support/make_test_certs.sh " + certs.string() +
+                         " >/dev/null 2>&1").c_str()),
+            0);
+  const std::string crt = (certs / "server.crt").string(), key = (certs / "server.key").string(),
+                    ca = (certs / "ca.crt").string();
   const std::map<std::string, std::string> env = {
+      {"GRPC_SERVER_USE_TLS", "true"}, {"GRPC_SERVER_TLS_CERT", crt}, {"GRPC_SERVER_TLS_KEY", key},
+      {"GRPC_SERVER_TLS_CA_CERT", ca}, {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+      {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", crt}, {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", key},
+      {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", ca},
       {"CONFIG_TYPE", "GRPC_XDS_SOTW"}, {"CONFIG_GRPC_XDS_NODE_ID", "envoy-ratelimit"},
       {"CONFIG_GRPC_XDS_SERVER_URL", "127.0.0.1:" + std::to_string(cp_port)},
       {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "50ms"}, {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "50ms"},
@@ -417,7 +428,10 @@ TEST(Xds, EnvoyGatewaysEnvironment) {
   EXPECT_NE(before.second.find("floodgate_xds_updates_total{result=\"applied\"} 0"), std::string::npos);
   EXPECT_EQ(get(metrics_port, "/other").first, 404);
 
-  ControlPlane cp(cp_port);
+  grpc::SslServerCredentialsOptions cp_tls(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  cp_tls.pem_root_certs = read_file(ca);
+  cp_tls.pem_key_cert_pairs.push_back({read_file(key), read_file(crt)});
+  ControlPlane cp(cp_port, grpc::SslServerCredentials(cp_tls));
   cp.push("1", {domain("ratelimit", "default/eg/http", {rule("rule-0-match-0", "", rlconf::HOUR, 3)})});
   const auto ack = cp.answer_to("1");
   EXPECT_EQ(ack.request.node().id(), "envoy-ratelimit");
@@ -429,8 +443,15 @@ TEST(Xds, EnvoyGatewaysEnvironment) {
   EXPECT_EQ(fg.request(http::verb::get, "/readyz").result_int(), 200);
   EXPECT_NE(get(metrics_port, "/metrics").second.find("floodgate_xds_updates_total{result=\"applied\"} 1"),
             std::string::npos);
+  // ShouldRateLimit over TLS with a client certificate (Envoy's); without one the call is refused.
+  grpc::SslCredentialsOptions client_tls;
+  client_tls.pem_root_certs = read_file(ca);
+  const auto anonymous = rlsv3::RateLimitService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port), grpc::SslCredentials(client_tls)));
+  client_tls.pem_cert_chain = read_file(certs / "client.crt");
+  client_tls.pem_private_key = read_file(certs / "client.key");
   auto stub = rlsv3::RateLimitService::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port), grpc::SslCredentials(client_tls)));
   rlsv3::RateLimitRequest req;
   req.set_domain("default/eg/http");
   auto* e = req.add_descriptors()->add_entries();
@@ -438,9 +459,13 @@ TEST(Xds, EnvoyGatewaysEnvironment) {
   e->set_value("rule-0-match-0");
   rlsv3::RateLimitResponse res;
   grpc::ClientContext ctx;
-  ASSERT_TRUE(stub->ShouldRateLimit(&ctx, req, &res).ok());
+  const grpc::Status answered = stub->ShouldRateLimit(&ctx, req, &res);
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
   EXPECT_EQ(res.statuses(0).current_limit().requests_per_unit(), 3u);
   EXPECT_EQ(res.statuses(0).limit_remaining(), 2u);
+  grpc::ClientContext ctx2;
+  ctx2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  EXPECT_FALSE(anonymous->ShouldRateLimit(&ctx2, req, &res).ok());
   // Every log line is one JSON object; the variables floodgate does not honour are named.
   std::istringstream log(fg.log_text());
   std::string line;
@@ -451,6 +476,7 @@ TEST(Xds, EnvoyGatewaysEnvironment) {
   }
   EXPECT_GT(lines, 3);
   EXPECT_NE(fg.log_text().find("RUNTIME_IGNOREDOTFILES is not honoured"), std::string::npos);
+  std::filesystem::remove_all(certs);
 }
 
 // SIGTERM: /healthcheck answers 500 while the calls in flight drain (here a health Watch, which
