@@ -2,6 +2,7 @@
 #include <mutex>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -23,7 +24,10 @@
 #include "server/config/envoyproxy_env.hpp"
 #include "server/rls/service.hpp"
 #include "server/rls/json.hpp"
+#include "server/xds/client.hpp"
+#include "server/xds/rules_resource.hpp"
 #include "server/common/housekeeping.hpp"
+#include "server/http/metrics_listener.hpp"
 #include "server/http/server.hpp"
 #include "server/api/metrics.hpp"
 #include "server/api/service.hpp"
@@ -55,6 +59,16 @@ struct ServeArgs {
   bool envoyproxy_env = false;
 };
 
+// What --envoyproxy-env warns about at start, logged once the log's format is known.
+std::vector<std::string>& start_warnings() {
+  static std::vector<std::string> warnings;
+  return warnings;
+}
+
+void log_start_warnings() {
+  for (const std::string& w : start_warnings()) spdlog::warn("--envoyproxy-env: {}", w);
+}
+
 // The command line wins over the file for what it names.
 absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& config_path) {
   server::Config c;
@@ -66,10 +80,8 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
   if (a.envoyproxy_env) {  // envoyproxy/ratelimit's variables over the file, under the flags
     auto warnings = server::apply_erl_env(server::process_environment(), c);
     if (!warnings.ok()) return warnings.status();
-    static std::once_flag once;  // at start, not at every reload
-    std::call_once(once, [&] {
-      for (const std::string& w : *warnings) spdlog::warn("--envoyproxy-env: {}", w);
-    });
+    static std::once_flag once;  // at start, not at every reload; logged once the log is set up
+    std::call_once(once, [&] { start_warnings() = *warnings; });
   }
   if (!a.listen.empty()) {
     if (auto s = server::parse_listen(a.listen, c.listen_host, c.listen_port); !s.ok()) return s;
@@ -85,6 +97,10 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
       return absl::InvalidArgumentError(fmt::format("--grpc-listen: {}", std::string(s.message())));
     }
   }
+  if (!a.rls_config.empty() && c.rls.xds.enabled()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--rls-config and rls.xds (or CONFIG_TYPE=GRPC_XDS_SOTW) are two sources of rules: give one"));
+  }
   if (a.rls_headers) c.rls.response_headers = true;
   if (!a.tls_cert.empty()) c.tls.cert_file = a.tls_cert;
   if (!a.tls_key.empty()) c.tls.key_file = a.tls_key;
@@ -96,7 +112,7 @@ absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& confi
 // A configuration and the rate-limit rules it names, checked as `serve` would start them.
 struct Loaded {
   server::Config config;
-  std::shared_ptr<const server::RlsConfig> rules;  // null: no gRPC service
+  std::shared_ptr<const server::RlsConfig> rules;  // from the rules directory; null: none (xDS, or no gRPC)
   std::shared_ptr<const server::TlsMaterial> tls;  // null: plain text
 };
 
@@ -124,12 +140,14 @@ absl::StatusOr<Loaded> load_checked(const ServeArgs& a, const std::string& confi
 
 int check_config(const ServeArgs& args) {
   auto loaded = load_checked(args, args.check_config);
+  log_start_warnings();
   if (!loaded.ok()) {
     std::cerr << loaded.status().message() << "\n";
     return 1;
   }
   std::cout << args.check_config << ": ok, " << loaded->config.policies.size() << " policies";
   if (loaded->rules) std::cout << ", " << loaded->rules->domains.size() << " rate-limit domains";
+  if (loaded->config.rls.xds.enabled()) std::cout << ", rate-limit rules from xDS " << loaded->config.rls.xds.server;
   std::cout << "\n";
   return 0;
 }
@@ -194,24 +212,50 @@ struct Reloader {
   }
 };
 
-// Envoy's RateLimitService over gRPC. The listen address, the caps and the header switch are read
-// at start only; the rules reload.
-absl::Status start_rls(const Loaded& loaded, server::Service& service, const server::TlsState* tls,
-                       std::unique_ptr<server::RlsService>& rls, std::unique_ptr<server::GrpcServer>& grpc) {
-  const server::Config& c = loaded.config;
-  server::RlsSettings settings = c.rls;
+// Envoy's RateLimitService: the service and its rules (from the directory, or none until xDS
+// brings them: no domain, every descriptor OK).
+std::unique_ptr<server::RlsService> make_rls(const Loaded& loaded, server::Service& service) {
+  server::RlsSettings settings = loaded.config.rls;
   settings.batching = service.batches();  // networked storages: coalesce decisions, as HTTP does
-  rls = std::make_unique<server::RlsService>(service.limiter(), std::move(settings));  // one pipeline for both
-  rls->reload(loaded.rules);
+  auto rls = std::make_unique<server::RlsService>(service.limiter(), std::move(settings));  // one pipeline for both
+  auto none = std::make_shared<server::RlsConfig>();
+  none->source = "xDS";
+  rls->reload(loaded.rules ? loaded.rules : std::shared_ptr<const server::RlsConfig>(std::move(none)));
   service.set_json_rls([r = rls.get()](std::string_view body, server::Response& res) {
     server::answer_rls_json(*r, body, res);
   });
-  grpc = std::make_unique<server::GrpcServer>(*rls, c.rls.listen_host, c.rls.listen_port, tls);
+  return rls;
+}
+
+// The gRPC listener. The listen address, the caps and the header switch are read at start only;
+// the rules reload.
+absl::Status start_grpc(const Loaded& loaded, server::RlsService& rls, const server::TlsState* tls,
+                        const server::XdsClient* xds, std::unique_ptr<server::GrpcServer>& grpc) {
+  const server::Config& c = loaded.config;
+  grpc = std::make_unique<server::GrpcServer>(rls, c.rls.listen_host, c.rls.listen_port, tls);
+  if (xds != nullptr) grpc->set_ready(xds->has_rules());
   if (auto s = grpc->start(); !s.ok()) return s;
   spdlog::info("gRPC rate-limit service on {}:{}{} ({} domains from {})", c.rls.listen_host, grpc->port(),
-               tls != nullptr ? " over TLS" : "",
-               loaded.rules->domains.size(), c.rls.config_dir);
+               tls != nullptr ? " over TLS" : "", rls.config()->domains.size(),
+               xds != nullptr ? "xDS " + c.rls.xds.server : c.rls.config_dir);
   return absl::OkStatus();
+}
+
+// Rules over xDS: each response is checked like a rules directory (and against the storage), then
+// published at once; the stream ACKs it after. `grpc` (set once it exists) hears the first rules.
+std::unique_ptr<server::XdsClient> make_xds(const server::Config& c, server::RlsService& rls,
+                                            std::atomic<server::GrpcServer*>& grpc) {
+  auto apply = [&rls, &grpc, merge = c.rls.merge_domains,
+                storage = c.storage](const server::discoveryv3::DiscoveryResponse& r) -> absl::Status {
+    auto rules = server::rules_from_resources(r.resources(), merge);
+    if (!rules.ok()) return rules.status();
+    if (auto s = server::check_rules_storage(**rules, storage); !s.ok()) return s;
+    rls.reload(*rules);
+    spdlog::info("xDS: rules of version {} in force: {} domains", r.version_info(), (*rules)->domains.size());
+    if (auto* g = grpc.load()) g->set_ready(true);
+    return absl::OkStatus();
+  };
+  return std::make_unique<server::XdsClient>(c.rls.xds, std::move(apply));
 }
 
 // The storage of a start: with "background" an unreachable server is no error (decisions follow
@@ -246,7 +290,7 @@ std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storag
 // The certificate state of a start (null without TLS); gRPC gets private copies of its files.
 absl::StatusOr<std::unique_ptr<server::TlsState>> open_tls(const Loaded& loaded) {
   if (!loaded.tls) return std::unique_ptr<server::TlsState>();
-  auto state = server::TlsState::create(loaded.tls, loaded.rules != nullptr);
+  auto state = server::TlsState::create(loaded.tls, loaded.rules != nullptr || loaded.config.rls.xds.enabled());
   if (state.ok()) {
     spdlog::info("TLS on{}: {}", loaded.tls->client_ca.empty() ? "" : ", client certificates required",
                  loaded.tls->summary);
@@ -302,6 +346,7 @@ int run(const ServeArgs& args) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("floodgate"));  // stdout stays for data
   spdlog::set_level(spdlog::level::from_str(loaded->config.log_level));
   use_log_format(loaded->config.log_format);
+  log_start_warnings();
   auto tls = open_tls(*loaded);
   if (!tls.ok()) return failed_to_start(tls.status());
   auto storage = open_service_storage(loaded->config);
@@ -312,22 +357,57 @@ int run(const ServeArgs& args) {
   server::ReloadCounters reloads;
   std::unique_ptr<server::RlsService> rls;
   std::unique_ptr<server::GrpcServer> grpc;
-  if (loaded->rules) {
-    if (auto s = start_rls(*loaded, service, tls->get(), rls, grpc); !s.ok()) return failed_to_start(s);
+  std::atomic<server::GrpcServer*> grpc_for_xds{nullptr};
+  std::unique_ptr<server::XdsClient> xds;
+  const server::XdsSettings& xds_settings = loaded->config.rls.xds;
+  if (loaded->rules || xds_settings.enabled()) rls = make_rls(*loaded, service);
+  if (xds_settings.enabled()) {
+    xds = make_xds(loaded->config, *rls, grpc_for_xds);
+    if (auto s = xds->start(); !s.ok()) return failed_to_start(s);
+    service.set_not_ready([x = xds.get()] {
+      return x->has_rules() ? std::string() : std::string("no rate-limit rules have come over xDS yet");
+    });
+    if (!xds_settings.start_without_rules) {  // envoyproxy's default: listen once there are rules
+      spdlog::info("xDS: waiting for the first rules from {} before listening", xds_settings.server);
+      while (!xds->wait_for_rules(std::chrono::seconds(1))) {
+      }
+    }
+  }
+  if (rls) {
+    if (auto s = start_grpc(*loaded, *rls, tls->get(), xds.get(), grpc); !s.ok()) return failed_to_start(s);
+    grpc_for_xds.store(grpc.get());
+    if (xds) grpc->set_ready(xds->has_rules());  // rules that came while it started
   }
   server::Housekeeping housekeeping({[&service] { return service.drop_unused_policies(); },
                                      [r = rls.get()] { return r == nullptr ? 0 : r->drop_unused_overrides(); }});
   const auto storage_watch = watch_storage(*storage, service, housekeeping);  // stopped before those go
-  service.set_extra_metrics([&reloads, &housekeeping, r = rls.get()](server::PromText& out) {
+  service.set_extra_metrics([&reloads, &housekeeping, r = rls.get(), x = xds.get()](server::PromText& out) {
     reloads.render(out);
     housekeeping.render(out);
     if (r != nullptr) r->metrics().render(out);
+    if (x != nullptr) x->render(out);
+  });
+  // envoyproxy's /healthcheck: 500 from SIGTERM on (while the calls in flight drain) and, with
+  // HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED, until rules are in force.
+  std::atomic<bool> terminating{false};
+  service.set_healthcheck([&terminating, x = xds.get(), needs = installed->rls.healthcheck_needs_rules] {
+    if (terminating.load()) return std::string("terminating: draining the calls in flight");
+    if (needs && x != nullptr && !x->has_rules()) return std::string("no rate-limit rules loaded yet");
+    return std::string();
   });
   // tls.http false (envoyproxy's GRPC_SERVER_USE_TLS): the certificate is the gRPC service's only.
   const server::TlsState* http_tls = installed->tls.http ? tls->get() : nullptr;
   server::HttpServer http(service, *installed, http_tls);
   if (auto s = http.start(); !s.ok()) return failed_to_start(s);
   log_started(*installed, http.port(), http_tls != nullptr);
+  std::unique_ptr<server::MetricsListener> metrics;  // envoyproxy's USE_PROMETHEUS / PROMETHEUS_ADDR
+  if (installed->metrics.enabled) {
+    const server::MetricsSettings& m = installed->metrics;
+    metrics = std::make_unique<server::MetricsListener>(m.listen_host, m.listen_port, m.path,
+                                                        [&service] { return service.metrics_text(); });
+    if (auto s = metrics->start(); !s.ok()) return failed_to_start(s);
+    spdlog::info("metrics on http://{}:{}{}", m.listen_host, metrics->port(), m.path);
+  }
   // The signals are ours before the port files say that we are up: a SIGHUP or SIGTERM sent by
   // whoever waits for those files must not meet the default action (exit).
   boost::asio::io_context control;
@@ -336,10 +416,14 @@ int run(const ServeArgs& args) {
   if (!args.port_file.empty()) write_port_file(args.port_file, http.port());
   Reloader reload{args, installed->rls.config_dir, service, rls.get(), reloads, tls->get()};
   watch_and_wait(control, signals, args.config_path, installed->rls.config_dir, reload, [&] {
+    terminating.store(true);
     if (grpc) grpc->shutdown(installed->http.drain_timeout);
     http.drain();
   });
   http.join();
+  if (metrics) metrics->stop();
+  grpc_for_xds.store(nullptr);
+  if (xds) xds->stop();
   spdlog::info("stopped");
   return 0;
 }

@@ -48,6 +48,30 @@ TEST(ErlEnv, EveryHonouredVariable) {
   EXPECT_EQ(c.log_format, "json");
   EXPECT_TRUE(c.rls.response_headers && c.rls.merge_domains && c.rls.shadow_mode && c.rls.quota_mode &&
               c.rls.dynamic_metadata);
+  EXPECT_FALSE(c.metrics.enabled);  // PROMETHEUS_ADDR is PORT: its /metrics serves
+}
+
+// Envoy Gateway's USE_PROMETHEUS=true, PROMETHEUS_ADDR=:19001: a metrics listener of its own.
+TEST(ErlEnv, PrometheusAddrIsAListenerOfItsOwn) {
+  Config c;
+  auto w = apply_erl_env({{"USE_PROMETHEUS", "true"}, {"PROMETHEUS_ADDR", ":19001"}, {"PROMETHEUS_PATH", "/stats"}}, c);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->empty()) << (*w)[0];
+  EXPECT_TRUE(c.metrics.enabled);
+  EXPECT_EQ(c.metrics.listen_host, "0.0.0.0");
+  EXPECT_EQ(c.metrics.listen_port, 19001);
+  EXPECT_EQ(c.metrics.path, "/stats");
+  Config d;
+  auto wd = apply_erl_env({{"PROMETHEUS_ADDR", ":19001"}}, d);
+  ASSERT_TRUE(wd.ok());
+  EXPECT_FALSE(d.metrics.enabled);
+  ASSERT_EQ(wd->size(), 1u);
+  EXPECT_EQ((*wd)[0], "PROMETHEUS_ADDR is not used: USE_PROMETHEUS is not true");
+  auto m = parse_config("metrics: {listen: 127.0.0.1:19001, path: /m}\n", "f.yaml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->metrics.enabled);
+  EXPECT_EQ(m->metrics.listen_port, 19001);
+  EXPECT_EQ(m->metrics.path, "/m");
 }
 
 TEST(ErlEnv, RedisCluster) {
@@ -65,7 +89,7 @@ TEST(ErlEnv, EveryUnhonouredVariableIsNamed) {
   auto warnings = apply_erl_env({{"EXPIRATION_JITTER_MAX_SECONDS", "5"}, {"NEAR_LIMIT_RATIO", "0.9"}, {"DEBUG_PORT", "6070"},
                                  {"REDIS_PERSECOND", "true"}, {"LIMIT_RESET_HEADER", "X-Reset"},
                                  {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"},
-                                 {"PROMETHEUS_ADDR", ":9090"}, {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true"},
+                                 {"PROMETHEUS_ADDR", ":9090"}, {"FORCE_START_WITHOUT_INITIAL_CONFIG", "true"},
                                  {"UNRELATED", "x"}},
                                 c);
   ASSERT_TRUE(warnings.ok()) << warnings.status();
@@ -74,7 +98,7 @@ TEST(ErlEnv, EveryUnhonouredVariableIsNamed) {
   EXPECT_EQ(warnings->size(), 8u) << all;
   for (const char* name : {"EXPIRATION_JITTER_MAX_SECONDS is not honoured", "NEAR_LIMIT_RATIO=0.9", "DEBUG_PORT",
                            "REDIS_PERSECOND", "LIMIT_RESET_HEADER", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false",
-                           "PROMETHEUS_ADDR=:9090", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED"}) {
+                           "PROMETHEUS_ADDR is not used", "FORCE_START_WITHOUT_INITIAL_CONFIG"}) {
     EXPECT_NE(all.find(name), std::string::npos) << name << " in\n" << all;
   }
 }
@@ -168,6 +192,13 @@ TEST(ErlEnv, GrpcServerTls) {
   Config d;
   ASSERT_TRUE(apply_erl_env(one_way, d).ok());
   EXPECT_TRUE(d.tls.enabled() && !d.tls.mutual());
+  // Envoy Gateway's name of the client CA.
+  Environment gateway = one_way;
+  gateway.emplace("GRPC_SERVER_TLS_CA_CERT", "/certs/ca.crt");
+  Config g;
+  ASSERT_TRUE(apply_erl_env(gateway, g).ok());
+  EXPECT_EQ(g.tls.client_ca_file, "/certs/ca.crt");
+  EXPECT_TRUE(g.tls.mutual());
   // The files without the switch: no TLS, as envoyproxy, and each one named.
   Environment off = tls;
   off.erase("GRPC_SERVER_USE_TLS");
@@ -217,6 +248,100 @@ TEST(ErlEnv, TheSameSwitchesInTheConfigurationFile) {
                         "f.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->rls.merge_domains && c->rls.dynamic_metadata && c->rls.shadow_mode && c->rls.quota_mode);
+}
+
+// Envoy Gateway's rate-limit Deployment: CONFIG_TYPE=GRPC_XDS_SOTW and its variables → rls.xds.
+TEST(ErlEnv, XdsVariablesAreTheXdsSection) {
+  Config c;
+  auto w = apply_erl_env({{"CONFIG_TYPE", "GRPC_XDS_SOTW"}, {"CONFIG_GRPC_XDS_NODE_ID", "envoy-ratelimit"},
+                          {"CONFIG_GRPC_XDS_SERVER_URL", "envoy-gateway.envoy-gateway-system.svc:18001"},
+                          {"CONFIG_GRPC_XDS_NODE_METADATA", "zone=a,cluster=b"},
+                          {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "Authorization:Bearer x,x-tenant:t1"},
+                          {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+                          {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/certs/ca.crt"},
+                          {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/certs/tls.crt"},
+                          {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "/certs/tls.key"},
+                          {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "envoy-gateway"},
+                          {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "500ms"},
+                          {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "1s"}, {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "30s"},
+                          {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.25"}, {"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "8388608"},
+                          {"FORCE_START_WITHOUT_INITIAL_CONFIG", "true"},
+                          {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true"}},
+                         c);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->empty()) << (*w)[0];
+  const XdsSettings& x = c.rls.xds;
+  EXPECT_TRUE(c.rls.config_dir.empty());
+  EXPECT_EQ(x.server, "envoy-gateway.envoy-gateway-system.svc:18001");
+  EXPECT_EQ(x.node_id, "envoy-ratelimit");
+  EXPECT_EQ(x.node_metadata, (std::vector<std::pair<std::string, std::string>>{{"zone", "a"}, {"cluster", "b"}}));
+  EXPECT_EQ(x.headers, (std::vector<std::pair<std::string, std::string>>{{"authorization", "Bearer x"}, {"x-tenant", "t1"}}));
+  EXPECT_TRUE(x.tls);
+  EXPECT_EQ(x.ca_file, "/certs/ca.crt");
+  EXPECT_EQ(x.cert_file, "/certs/tls.crt");
+  EXPECT_EQ(x.key_file, "/certs/tls.key");
+  EXPECT_EQ(x.server_name, "envoy-gateway");
+  EXPECT_EQ(x.connect_retry.count(), 500);
+  EXPECT_EQ(x.backoff_initial.count(), 1000);
+  EXPECT_EQ(x.backoff_max.count(), 30000);
+  EXPECT_DOUBLE_EQ(x.backoff_jitter, 0.25);
+  EXPECT_EQ(x.max_message_bytes, 8388608u);
+  EXPECT_TRUE(x.start_without_rules);
+  EXPECT_TRUE(c.rls.healthcheck_needs_rules);
+
+  Config d;  // envoyproxy's defaults
+  ASSERT_TRUE(apply_erl_env({{"CONFIG_TYPE", "GRPC_XDS_SOTW"}, {"XDS_CLIENT_BACKOFF_JITTER", "false"}}, d).ok());
+  EXPECT_EQ(d.rls.xds.server, "localhost:18000");
+  EXPECT_EQ(d.rls.xds.node_id, "default");
+  EXPECT_FALSE(d.rls.xds.tls);
+  EXPECT_EQ(d.rls.xds.connect_retry.count(), 3000);
+  EXPECT_EQ(d.rls.xds.backoff_initial.count(), 10000);
+  EXPECT_EQ(d.rls.xds.backoff_max.count(), 60000);
+  EXPECT_EQ(d.rls.xds.backoff_jitter, 0);
+  EXPECT_FALSE(d.rls.xds.start_without_rules);
+}
+
+TEST(ErlEnv, XdsValuesEnvoyproxyRefusesAndVariablesNotUsed) {
+  const auto error = [](Environment env) {
+    Config c;
+    auto r = apply_erl_env(env, c);
+    return r.ok() ? std::string("ok") : std::string(r.status().message());
+  };
+  EXPECT_EQ(error({{"CONFIG_TYPE", "GRPC_XDS_DELTA"}}), "CONFIG_TYPE=GRPC_XDS_DELTA: expected FILE or GRPC_XDS_SOTW");
+  EXPECT_EQ(error({{"CONFIG_TYPE", "GRPC_XDS_SOTW"}, {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "10"}}),
+            "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL=10: a duration needs a unit (ns, us, ms, s, m, h)");
+  EXPECT_EQ(error({{"CONFIG_TYPE", "GRPC_XDS_SOTW"}, {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "novalue"}}),
+            "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=novalue: expected name:value pairs, comma-separated");
+  Config c;  // CONFIG_TYPE=FILE: the xDS variables are named as not used, the directory stays
+  auto w = apply_erl_env({{"CONFIG_GRPC_XDS_NODE_ID", "n"}, {"XDS_CLIENT_BACKOFF_JITTER", "false"}}, c);
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(w->size(), 2u);
+  EXPECT_EQ((*w)[0], "CONFIG_GRPC_XDS_NODE_ID is not used: CONFIG_TYPE is not GRPC_XDS_SOTW");
+  EXPECT_FALSE(c.rls.xds.enabled());
+  EXPECT_EQ(c.rls.config_dir, "/srv/runtime_data/current/config");
+}
+
+TEST(ErlEnv, TheXdsSectionOfTheConfigurationFile) {
+  auto c = parse_config(
+      "rls:\n  xds:\n    server: cp:18001\n    node_id: n1\n    node_metadata: {a: b}\n    headers: {X-Token: t}\n"
+      "    tls: {ca_file: ca.pem, cert_file: c.pem, key_file: k.pem, server_name: cp}\n    connect_retry_ms: 250\n"
+      "    backoff: {initial_ms: 100, max_ms: 2000, multiplier: 3, jitter: 0.1}\n    max_message_bytes: 1048576\n"
+      "    start_without_rules: true\n",
+      "/etc/fg/f.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const XdsSettings& x = c->rls.xds;
+  EXPECT_EQ(x.server, "cp:18001");
+  EXPECT_EQ(x.headers, (std::vector<std::pair<std::string, std::string>>{{"x-token", "t"}}));
+  EXPECT_EQ(x.ca_file, "/etc/fg/ca.pem");
+  EXPECT_EQ(x.backoff_multiplier, 3);
+  EXPECT_EQ(x.max_message_bytes, 1048576u);
+  EXPECT_TRUE(x.tls && x.start_without_rules);
+  EXPECT_EQ(parse_config("rls:\n  config: d\n  xds: {server: cp:1}\n", "f.yaml").status().message(),
+            "f.yaml:3:8: rls.config and rls.xds are two sources of rules: give one");
+  EXPECT_EQ(parse_config("rls:\n  xds: {node_id: n}\n", "f.yaml").status().message(),
+            "f.yaml:2:8: rls.xds needs a server (HOST:PORT of the control plane)");
+  EXPECT_EQ(parse_config("rls:\n  xds: {server: s, backoff: {jitter: 2}}\n", "f.yaml").status().message(),
+            "f.yaml:2:38: rls.xds.backoff.jitter must be a number from 0 to 1");
 }
 
 }  // namespace

@@ -6,6 +6,11 @@
 namespace floodgate::server {
 
 bool Service::route_metrics(const Request&, Response& res, Pending&, const Installed&) {
+  respond(res, http::status::ok, metrics_text(), "text/plain; version=0.0.4");
+  return false;
+}
+
+std::string Service::metrics_text() {
   PromText out;
   metrics_.render(out);
   out.single("floodgate_blocked_cache_hits_total", "counter",
@@ -31,8 +36,7 @@ bool Service::route_metrics(const Request&, Response& res, Pending&, const Insta
     for (const auto& s : servers) out.sample("floodgate_storage_connections", {{"server", s.name}}, std::uint64_t{s.connections});
   }
   if (extra_metrics_) extra_metrics_(out);
-  respond(res, http::status::ok, out.take(), "text/plain; version=0.0.4");
-  return false;
+  return out.take();
 }
 
 }  // namespace floodgate::server

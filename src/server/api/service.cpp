@@ -49,7 +49,7 @@ const Service::Route Service::kRoutes[] = {
     {"/v1/live", http::verb::get, &Service::route_live, true},
     {"/healthz", http::verb::get, &Service::route_healthz},
     {"/livez", http::verb::get, &Service::route_healthz},  // Kubernetes' name for liveness
-    {"/healthcheck", http::verb::get, &Service::route_healthz},  // envoyproxy/ratelimit's name
+    {"/healthcheck", http::verb::get, &Service::route_healthcheck},  // envoyproxy/ratelimit's name
     {"/readyz", http::verb::get, &Service::route_readyz},
     {"/json", http::verb::post, &Service::route_json},  // envoyproxy/ratelimit's JSON API
 };
@@ -405,7 +405,24 @@ bool Service::route_json(const Request& req, Response& res, Pending&, const Inst
   return false;
 }
 
+bool Service::route_healthcheck(const Request& req, Response& res, Pending& p, const Installed& in) {
+  if (!healthcheck_) return route_healthz(req, res, p, in);
+  const std::string why = healthcheck_();
+  if (why.empty()) {
+    respond(res, http::status::ok, "OK", "text/plain");  // envoyproxy's body
+  } else {
+    respond(res, http::status::internal_server_error, why + "\n", "text/plain");
+  }
+  return false;
+}
+
 bool Service::route_readyz(const Request&, Response& res, Pending&, const Installed& in) {
+  if (not_ready_) {
+    if (const std::string why = not_ready_(); !why.empty()) {
+      respond(res, http::status::service_unavailable, "not ready: " + why + "\n", "text/plain");
+      return false;
+    }
+  }
   bool closed = false;
   for (const ServicePolicy& p : in.config->policies) closed = closed || p.policy->fail_mode() == FailMode::kClosed;
   if (closed && !storage_up_.load(std::memory_order_relaxed)) {

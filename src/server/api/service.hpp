@@ -104,9 +104,20 @@ class Service {
   using JsonRls = std::function<void(std::string_view body, Response& res)>;
   void set_json_rls(JsonRls answer) { json_rls_ = std::move(answer); }
 
+  /// Why the service is not ready (empty: ready as far as this goes), asked by /readyz before its
+  /// storage checks; e.g. no rate-limit rules have come over xDS yet. Set before serving.
+  void set_not_ready(std::function<std::string()> why) { not_ready_ = std::move(why); }
+  /// Whether envoyproxy's `/healthcheck` answers 200 (else 500 with the reason returned; empty:
+  /// healthy), e.g. 500 from SIGTERM on and, with HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED, until
+  /// rules are loaded. Unset: as /healthz. Set before serving.
+  void set_healthcheck(std::function<std::string()> why_unhealthy) { healthcheck_ = std::move(why_unhealthy); }
+
   /// Families appended to `/metrics` (e.g. the gRPC service's counters). Set before serving.
   void set_extra_metrics(std::function<void(PromText&)> extra) { extra_metrics_ = std::move(extra); }
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
+  /// The text of GET /metrics (Prometheus exposition 0.0.4), for another listener that serves it.
+  /// Thread-safe.
+  [[nodiscard]] std::string metrics_text();
   [[nodiscard]] Limiter& limiter() noexcept { return limiter_; }
   /// Drops the compiled inline limits not used since the previous call (serve's Housekeeping
   /// calls it every few seconds; their state stays in the storage). Returns how many.
@@ -144,6 +155,7 @@ class Service {
   bool route_healthz(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_json(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_readyz(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_healthcheck(const Request& req, Response& res, Pending& p, const Installed& in);
 
   bool admit(const Request& req, Response& res, const Installed& in);
   bool dispatch(const Request& req, Response& res, Pending& pending, const Installed& in);
@@ -170,6 +182,8 @@ class Service {
   JsonRls json_rls_;
   std::atomic<Micros> recovered_at_{0};  // when the storage last answered after not answering
   std::function<void(PromText&)> extra_metrics_;
+  std::function<std::string()> not_ready_;
+  std::function<std::string()> healthcheck_;
 };
 
 }  // namespace floodgate::server

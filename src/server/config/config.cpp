@@ -1,6 +1,8 @@
 // Reading and checking the service's YAML configuration file into a Config.
 #include "server/config/config.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 
@@ -94,11 +96,94 @@ void parse_http(const std::string& source, const YAML::Node& http, HttpLimits& l
   }
 }
 
+// A map of single values (node_metadata, headers), in file order.
+std::vector<std::pair<std::string, std::string>> string_map(const std::string& source, const YAML::Node& node,
+                                                            const std::string& what) {
+  if (!node.IsMap()) fail(source, node, what + " must be a map of names to values");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& kv : node) {
+    const auto name = scalar<std::string>(source, kv.first, what + " name");
+    if (name.empty()) fail(source, kv.first, what + ": a name is empty");
+    out.emplace_back(name, scalar<std::string>(source, kv.second, what + "." + name));
+  }
+  return out;
+}
+
+double fraction(const std::string& source, const YAML::Node& node, const std::string& what, double min, double max) {
+  const auto v = scalar<double>(source, node, what);
+  if (!(v >= min && v <= max)) fail(source, node, fmt::format("{} must be a number from {} to {}", what, min, max));
+  return v;
+}
+
+std::string relative_file(const std::string& source, const YAML::Node& node, const std::string& what) {
+  std::filesystem::path file = scalar<std::string>(source, node, what);
+  if (file.empty()) fail(source, node, what + " is empty");
+  if (file.is_relative()) file = std::filesystem::path(source).parent_path() / file;
+  return file.string();
+}
+
+void parse_xds(const std::string& source, const YAML::Node& xds, XdsSettings& x) {
+  check_keys(source, xds,
+             {"server", "node_id", "node_metadata", "headers", "tls", "connect_retry_ms", "backoff", "max_message_bytes",
+              "start_without_rules"},
+             "rls.xds");
+  if (!xds["server"]) fail(source, xds, "rls.xds needs a server (HOST:PORT of the control plane)");
+  x.server = scalar<std::string>(source, xds["server"], "rls.xds.server");
+  if (x.server.empty()) fail(source, xds["server"], "rls.xds.server is empty");
+  if (const auto& n = xds["node_id"]) x.node_id = scalar<std::string>(source, n, "rls.xds.node_id");
+  if (const auto& n = xds["node_metadata"]) x.node_metadata = string_map(source, n, "rls.xds.node_metadata");
+  if (const auto& n = xds["headers"]) {
+    x.headers = string_map(source, n, "rls.xds.headers");
+    for (auto& [name, value] : x.headers) {
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    }
+  }
+  if (const YAML::Node& tls = xds["tls"]) {  // present (even `tls: {}`): TLS
+    x.tls = true;
+    if (!tls.IsNull()) {
+      check_keys(source, tls, {"ca_file", "cert_file", "key_file", "server_name"}, "rls.xds.tls");
+      for (auto [key, into] : {std::pair{"ca_file", &x.ca_file}, std::pair{"cert_file", &x.cert_file},
+                               std::pair{"key_file", &x.key_file}}) {
+        if (tls[key]) *into = relative_file(source, tls[key], std::string("rls.xds.tls.") + key);
+      }
+      if (tls["server_name"]) x.server_name = scalar<std::string>(source, tls["server_name"], "rls.xds.tls.server_name");
+      if (x.cert_file.empty() != x.key_file.empty()) {
+        fail(source, tls, "rls.xds.tls: cert_file and key_file go together (a client certificate and its key)");
+      }
+    }
+  }
+  if (const auto& n = xds["connect_retry_ms"]) x.connect_retry = millis(source, n, "rls.xds.connect_retry_ms");
+  if (const YAML::Node& b = xds["backoff"]) {
+    check_keys(source, b, {"initial_ms", "max_ms", "multiplier", "jitter"}, "rls.xds.backoff");
+    if (b["initial_ms"]) x.backoff_initial = millis(source, b["initial_ms"], "rls.xds.backoff.initial_ms");
+    if (b["max_ms"]) x.backoff_max = millis(source, b["max_ms"], "rls.xds.backoff.max_ms");
+    if (b["multiplier"]) x.backoff_multiplier = fraction(source, b["multiplier"], "rls.xds.backoff.multiplier", 1, 10);
+    if (b["jitter"]) x.backoff_jitter = fraction(source, b["jitter"], "rls.xds.backoff.jitter", 0, 1);
+    if (x.backoff_max < x.backoff_initial) {
+      fail(source, b, "rls.xds.backoff: max_ms must be at least initial_ms");
+    }
+  }
+  if (const auto& n = xds["max_message_bytes"]) {
+    x.max_message_bytes = size(source, n, "rls.xds.max_message_bytes", limits::kMaxXdsMessageBytes, "bytes");
+  }
+  if (const auto& n = xds["start_without_rules"]) {
+    x.start_without_rules = scalar<bool>(source, n, "rls.xds.start_without_rules");
+  }
+}
+
 void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r) {
   check_keys(source, rls,
-             {"config", "listen", "response_headers", "merge_domains", "dynamic_metadata", "shadow_mode", "quota_mode",
-              "max_message_bytes", "max_descriptors", "max_entries", "max_string_bytes"},
+             {"config", "xds", "listen", "response_headers", "merge_domains", "dynamic_metadata", "shadow_mode",
+              "quota_mode", "max_message_bytes", "max_descriptors", "max_entries", "max_string_bytes",
+              "healthcheck_needs_rules"},
              "rls");
+  if (rls["config"] && rls["xds"]) {
+    fail(source, rls["xds"], "rls.config and rls.xds are two sources of rules: give one");
+  }
+  if (const YAML::Node& xds = rls["xds"]) parse_xds(source, xds, r.xds);
+  if (const auto& n = rls["healthcheck_needs_rules"]) {
+    r.healthcheck_needs_rules = scalar<bool>(source, n, "rls.healthcheck_needs_rules");
+  }
   if (rls["config"]) {
     std::filesystem::path dir = scalar<std::string>(source, rls["config"], "rls.config");
     if (dir.empty()) fail(source, rls["config"], "rls.config is empty");
@@ -119,6 +204,17 @@ void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r)
   if (const auto& n = rls["max_entries"]) r.max_entries = size(source, n, "rls.max_entries", limits::kMaxRlsEntries);
   if (const auto& n = rls["max_string_bytes"]) {
     r.max_string_bytes = size(source, n, "rls.max_string_bytes", limits::kMaxRlsStringBytes, "bytes");
+  }
+}
+
+void parse_metrics(const std::string& source, const YAML::Node& metrics, MetricsSettings& m) {
+  check_keys(source, metrics, {"listen", "path"}, "metrics");
+  if (!metrics["listen"]) fail(source, metrics, "metrics needs a listen address (HOST:PORT)");
+  listen(source, metrics["listen"], "metrics.listen", m.listen_host, m.listen_port);
+  m.enabled = true;
+  if (const auto& n = metrics["path"]) {
+    m.path = scalar<std::string>(source, n, "metrics.path");
+    if (!m.path.starts_with('/')) fail(source, n, "metrics.path must start with /");
   }
 }
 
@@ -163,7 +259,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
   check_keys(source, root,
              {"listen", "threads", "storage", "batching", "log_level", "log_format", "inline_limits", "max_inline_policies",
-              "auth_denied_status", "http", "rls", "admin", "tls", "policies"},
+              "auth_denied_status", "http", "rls", "metrics", "admin", "tls", "policies"},
              "the configuration");
   if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
   if (const auto& n = root["threads"]) c.threads = static_cast<unsigned>(integer(source, n, "threads", 1, limits::kMaxThreads));
@@ -197,6 +293,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   }
   if (const YAML::Node& http = root["http"]) parse_http(source, http, c.http);
   if (const YAML::Node& rls = root["rls"]) parse_rls(source, rls, c.rls);
+  if (const YAML::Node& metrics = root["metrics"]) parse_metrics(source, metrics, c.metrics);
   if (const YAML::Node& admin = root["admin"]) parse_admin(source, admin, c.admin);
   if (const YAML::Node& tls = root["tls"]) parse_tls(source, tls, c.tls);
   if (const YAML::Node& policies = root["policies"]) parse_policies(source, policies, c);

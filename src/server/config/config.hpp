@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -31,12 +32,52 @@ struct HttpLimits {
   std::chrono::milliseconds drain_timeout{4'000};  ///< SIGTERM: in-flight requests get this long
 };
 
+/// Where the rate-limit rules come from when they are pushed over xDS (docs/envoy.md, "Rules over
+/// xDS"): one state-of-the-world ADS stream to `server` subscribing to
+/// type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig. Each response is the whole set
+/// of domains, checked like a rules directory and published at once, then ACKed; a bad set is
+/// NACKed and the rules in force keep serving. All durations are non-zero.
+struct XdsSettings {
+  std::string server;               ///< the control plane's gRPC target (host:port); empty: no xDS
+  std::string node_id = "default";  ///< Node.id: the control plane keys its snapshots by it
+  /// Node.metadata, string values (envoyproxy's CONFIG_GRPC_XDS_NODE_METADATA), in order.
+  std::vector<std::pair<std::string, std::string>> node_metadata;
+  /// Metadata (HTTP/2 headers) sent with the stream, e.g. an authorization token. Lower-case names.
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool tls = false;          ///< TLS to the control plane (the system's CAs unless `ca_file`)
+  std::string ca_file;       ///< PEM: CAs that sign the control plane's certificate
+  std::string cert_file;     ///< PEM: the client certificate (mTLS), with `key_file`
+  std::string key_file;
+  std::string server_name;   ///< the name checked in the control plane's certificate (else the host)
+  /// While the control plane cannot be reached, a connection is tried this often.
+  std::chrono::milliseconds connect_retry{3'000};
+  /// Before a stream is opened again after it ended or failed: backoff_initial, multiplied by
+  /// backoff_multiplier after each stream that brought no response, up to backoff_max; each delay is
+  /// drawn uniformly within ±backoff_jitter of it (0: exact).
+  std::chrono::milliseconds backoff_initial{10'000};
+  std::chrono::milliseconds backoff_max{60'000};
+  double backoff_multiplier = 2;
+  double backoff_jitter = 0.5;
+  /// The largest response accepted (gRPC's RESOURCE_EXHAUSTED beyond it).
+  std::size_t max_message_bytes = 4 * 1024 * 1024;
+  /// false (envoyproxy's default): `floodgate serve` opens its listeners only once the first set of
+  /// rules is in force. true (FORCE_START_WITHOUT_INITIAL_CONFIG): it serves at once, not ready
+  /// (/readyz 503, gRPC health NOT_SERVING) until then; ShouldRateLimit answers OK meanwhile.
+  bool start_without_rules = false;
+
+  [[nodiscard]] bool enabled() const noexcept { return !server.empty(); }
+};
+
 /// Envoy's rate-limit service over gRPC (docs/envoy.md): where it listens, where its rules come
 /// from, and how RlsService answers (it takes this struct as it is). Served only when `config_dir`
-/// is set. A request beyond any `max_*` bound is answered INVALID_ARGUMENT, and so is an empty
+/// or `xds` is set (not both). A request beyond any `max_*` bound is answered INVALID_ARGUMENT, and so is an empty
 /// domain, an empty descriptor list, a descriptor without entries or an entry without key.
 struct RlsSettings {
   std::string config_dir;  ///< a directory of envoyproxy/ratelimit YAML files; empty: no gRPC
+  XdsSettings xds;         ///< rules pushed by a control plane instead
+  /// envoyproxy's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: /healthcheck answers 500 until a set
+  /// of rules is in force.
+  bool healthcheck_needs_rules = false;
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8081;
   bool merge_domains = false;     ///< files of one domain merge (envoyproxy's MERGE_DOMAIN_CONFIG)
@@ -60,6 +101,16 @@ struct RlsSettings {
   /// Not read from the file: `floodgate serve` sets it like the HTTP service's `batching`.
   bool batching = false;
   unsigned batch_threads = 2;
+};
+
+/// A listener of its own for Prometheus (envoyproxy's USE_PROMETHEUS, PROMETHEUS_ADDR,
+/// PROMETHEUS_PATH): GET `path` answers the same text as /metrics on the main listener, in plain
+/// HTTP. Off unless `enabled`.
+struct MetricsSettings {
+  bool enabled = false;
+  std::string listen_host = "0.0.0.0";
+  std::uint16_t listen_port = 9090;
+  std::string path = "/metrics";
 };
 
 /// Who may use the admin endpoints (docs/http-api.md, "Admin endpoints").
@@ -113,6 +164,7 @@ struct Config {
   int auth_denied_status = 429;       ///< nginx auth_request passes only 401/403 through
   HttpLimits http;
   RlsSettings rls;
+  MetricsSettings metrics;
   AdminSettings admin;
   TlsSettings tls;
   std::vector<ServicePolicy> policies;

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "absl/strings/str_split.h"
+
 extern char** environ;  // NOLINT: POSIX
 
 namespace floodgate::server {
@@ -170,8 +172,109 @@ Status grpc_tls(const Environment& env, Config& c) {
   }
   c.tls.cert_file = cert;
   c.tls.key_file = key;
-  c.tls.client_ca_file = get(env, "GRPC_CLIENT_TLS_CACERT", "");
+  // Envoy Gateway's Deployment names the client CA GRPC_SERVER_TLS_CA_CERT (envoyproxy reads only
+  // GRPC_CLIENT_TLS_CACERT, so there it has no effect): either requires client certificates.
+  c.tls.client_ca_file = get(env, "GRPC_CLIENT_TLS_CACERT", get(env, "GRPC_SERVER_TLS_CA_CERT", ""));
   c.tls.http = false;
+  return absl::OkStatus();
+}
+
+// A float ("0.5"), as strconv.ParseFloat reads it.
+absl::StatusOr<double> number(const Environment& env, std::string_view name, double fallback) {
+  const auto it = env.find(name);
+  if (it == env.end()) return fallback;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || end != it->second.data() + it->second.size() || !std::isfinite(v)) {
+    return bad(name, it->second, "not a number");
+  }
+  return v;
+}
+
+absl::StatusOr<std::chrono::milliseconds> millis(const Environment& env, std::string_view name, std::string_view fallback) {
+  auto ms = duration_ms(name, get(env, name, fallback));
+  if (!ms.ok()) return ms.status();
+  return std::chrono::milliseconds(*ms);
+}
+
+// CONFIG_TYPE=GRPC_XDS_SOTW and the CONFIG_GRPC_XDS_* / XDS_CLIENT_* variables → rls.xds, with
+// envoyproxy's defaults. `warnings` gets what is read but cannot be used.
+Status xds_env(const Environment& env, Config& c, std::vector<std::string>& warnings) {
+  const std::string type = get(env, "CONFIG_TYPE", "FILE");
+  if (type == "FILE") return absl::OkStatus();
+  if (type != "GRPC_XDS_SOTW") return bad("CONFIG_TYPE", type, "expected FILE or GRPC_XDS_SOTW");
+  XdsSettings& x = c.rls.xds;
+  c.rls.config_dir.clear();
+  x.server = get(env, "CONFIG_GRPC_XDS_SERVER_URL", "localhost:18000");
+  if (x.server.empty()) return bad("CONFIG_GRPC_XDS_SERVER_URL", x.server, "empty");
+  x.node_id = get(env, "CONFIG_GRPC_XDS_NODE_ID", "default");
+  // "key=value,key=value": envoyproxy skips an entry without '=', so it is not an error here either.
+  const std::string metadata = get(env, "CONFIG_GRPC_XDS_NODE_METADATA", "");
+  for (const absl::string_view part : absl::StrSplit(metadata, ',')) {
+    const std::string_view entry(part.data(), part.size());
+    if (entry.empty()) continue;
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) {
+      warnings.push_back(fmt::format("CONFIG_GRPC_XDS_NODE_METADATA: \"{}\" has no '=' and is skipped", entry));
+      continue;
+    }
+    x.node_metadata.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  // envconfig's map: "name:value,name:value"; a pair without ':' is refused, as there.
+  const std::string headers = get(env, "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "");
+  for (const absl::string_view part : absl::StrSplit(headers, ',')) {
+    const std::string_view entry(part.data(), part.size());
+    if (entry.empty()) continue;
+    const std::size_t colon = entry.find(':');
+    if (colon == std::string_view::npos || colon == 0) {
+      return bad("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", std::string(entry), "expected name:value pairs, comma-separated");
+    }
+    x.headers.emplace_back(lower(std::string(entry.substr(0, colon))), std::string(entry.substr(colon + 1)));
+  }
+  auto tls = flag(env, "CONFIG_GRPC_XDS_SERVER_USE_TLS", false);
+  if (!tls.ok()) return tls.status();
+  x.tls = *tls;
+  if (x.tls) {
+    x.cert_file = get(env, "CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "");
+    x.key_file = get(env, "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "");
+    x.ca_file = get(env, "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "");
+    x.server_name = get(env, "CONFIG_GRPC_XDS_SERVER_TLS_SAN", "");
+    if (x.cert_file.empty() != x.key_file.empty()) {
+      return bad("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", x.cert_file, "goes with CONFIG_GRPC_XDS_CLIENT_TLS_KEY (both or neither)");
+    }
+  } else {
+    for (const char* n : {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "CONFIG_GRPC_XDS_CLIENT_TLS_KEY",
+                          "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "CONFIG_GRPC_XDS_SERVER_TLS_SAN"}) {
+      if (env.contains(n)) warnings.push_back(fmt::format("{} is not used: CONFIG_GRPC_XDS_SERVER_USE_TLS is not true", n));
+    }
+  }
+  auto retry = millis(env, "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s");
+  auto initial = millis(env, "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "10s");
+  auto max = millis(env, "XDS_CLIENT_BACKOFF_MAX_INTERVAL", "60s");
+  auto random = number(env, "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", 0.5);
+  auto jitter = flag(env, "XDS_CLIENT_BACKOFF_JITTER", true);
+  for (const Status& s : {retry.status(), initial.status(), max.status(), random.status(), jitter.status()}) {
+    if (!s.ok()) return s;
+  }
+  if (*random < 0 || *random > 1) {
+    return bad("XDS_CLIENT_BACKOFF_RANDOM_FACTOR", get(env, "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", ""), "a number from 0 to 1");
+  }
+  x.connect_retry = *retry;
+  x.backoff_initial = *initial;
+  x.backoff_max = std::max(*max, *initial);
+  x.backoff_jitter = *jitter ? *random : 0;
+  const std::string size = get(env, "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "");
+  if (!size.empty()) {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), v);
+    if (ec != std::errc() || end != size.data() + size.size() || v < 0 || v > limits::kMaxXdsMessageBytes) {
+      return bad("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", size, fmt::format("a number of bytes up to {}", limits::kMaxXdsMessageBytes));
+    }
+    if (v > 0) x.max_message_bytes = static_cast<std::size_t>(v);  // 0: gRPC's default, as envoyproxy
+  }
+  auto force = flag(env, "FORCE_START_WITHOUT_INITIAL_CONFIG", false);
+  if (!force.ok()) return force.status();
+  x.start_without_rules = *force;
   return absl::OkStatus();
 }
 
@@ -194,6 +297,27 @@ absl::StatusOr<std::vector<std::string>> apply_erl_env(const Environment& env, C
     if (!p.empty()) dir += "/" + p;
   }
   c.rls.config_dir = dir;
+  if (auto s = xds_env(env, c, warnings); !s.ok()) return s;
+  // USE_PROMETHEUS: a listener of its own at PROMETHEUS_ADDR (":9090": every address) and PATH.
+  auto prometheus = flag(env, "USE_PROMETHEUS", false);
+  if (!prometheus.ok()) return prometheus.status();
+  if (*prometheus) {
+    std::string addr = get(env, "PROMETHEUS_ADDR", ":9090");
+    if (addr.starts_with(':')) addr = "0.0.0.0" + addr;
+    if (auto s = parse_listen(addr, c.metrics.listen_host, c.metrics.listen_port); !s.ok()) {
+      return bad("PROMETHEUS_ADDR", get(env, "PROMETHEUS_ADDR", ":9090"), std::string(s.message()));
+    }
+    c.metrics.path = get(env, "PROMETHEUS_PATH", "/metrics");
+    if (!c.metrics.path.starts_with('/')) return bad("PROMETHEUS_PATH", c.metrics.path, "a path starts with /");
+    // PORT's own port: /metrics of the main listener serves it (a PATH other than /metrics is warned).
+    c.metrics.enabled = c.metrics.listen_port != c.listen_port;
+    if (!c.metrics.enabled && c.metrics.path != "/metrics") {
+      warnings.push_back(fmt::format("PROMETHEUS_PATH={} is not honoured on PORT: the path there is /metrics", c.metrics.path));
+    }
+  }
+  auto healthy = flag(env, "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false);
+  if (!healthy.ok()) return healthy.status();
+  c.rls.healthcheck_needs_rules = *healthy;
   const std::string backend = lower(get(env, "BACKEND_TYPE", "redis"));
   if (backend != "redis") return bad("BACKEND_TYPE", backend, "--envoyproxy-env supports the redis backend only");
   auto storage = redis_url(env);

@@ -20,9 +20,6 @@ constexpr Unhonoured kUnhonoured[] = {
     {"GRPC_MAX_CONNECTION_AGE", "connections are not aged out"},
     {"GRPC_MAX_CONNECTION_AGE_GRACE", "connections are not aged out"},
     {"GRPC_CLIENT_TLS_SAN", "any client certificate signed by GRPC_CLIENT_TLS_CACERT is accepted"},
-    {"FORCE_START_WITHOUT_INITIAL_CONFIG", "the rules directory must exist at start"},
-    {"CONFIG_GRPC_XDS_*", "rules come from files only (no xDS)"},
-    {"XDS_CLIENT_*", "rules come from files only (no xDS)"},
     {"USE_DOG_STATSD*", "metrics are Prometheus text on PORT/metrics only"},
     {"STATSD_*", "metrics are Prometheus text on PORT/metrics only"},
     {"EXTRA_TAGS", "metrics carry domain and rule labels only"},
@@ -36,7 +33,6 @@ constexpr Unhonoured kUnhonoured[] = {
     {"LIMIT_LIMIT_HEADER", "the headers are RateLimit, RateLimit-Policy and X-RateLimit-*"},
     {"LIMIT_REMAINING_HEADER", "the headers are RateLimit, RateLimit-Policy and X-RateLimit-*"},
     {"LIMIT_RESET_HEADER", "the headers are RateLimit, RateLimit-Policy and X-RateLimit-*"},
-    {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "healthy once started (the rules are loaded before)"},
     {"REDIS_PIPELINE_*", "floodgate coalesces concurrent requests by itself"},
     {"REDIS_CLUSTER_PIPELINE_PARALLELISM", "floodgate coalesces concurrent requests by itself"},
     {"REDIS_PERSECOND*", "one Redis holds every unit (so per-second rules do not share envoyproxy's per-second keys)"},
@@ -68,7 +64,7 @@ void conditional(const Environment& env, const Config& c, std::vector<std::strin
     out.push_back("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false is not honoured: floodgate never charges a refused request");
   }
   if (!c.tls.enabled()) {  // envoyproxy ignores them too; named so that nobody thinks TLS is on
-    for (const char* n : {"GRPC_SERVER_TLS_CERT", "GRPC_SERVER_TLS_KEY", "GRPC_CLIENT_TLS_CACERT"}) {
+    for (const char* n : {"GRPC_SERVER_TLS_CERT", "GRPC_SERVER_TLS_KEY", "GRPC_CLIENT_TLS_CACERT", "GRPC_SERVER_TLS_CA_CERT"}) {
       if (value(n) != nullptr) out.push_back(fmt::format("{} is not used: GRPC_SERVER_USE_TLS is not true", n));
     }
   }
@@ -78,14 +74,23 @@ void conditional(const Environment& env, const Config& c, std::vector<std::strin
   if (const auto* v = value("USE_PROMETHEUS"); v != nullptr && (*v == "false" || *v == "0")) {
     out.push_back("USE_PROMETHEUS=false is not honoured: /metrics is always served on PORT");
   }
-  if (const auto* v = value("PROMETHEUS_ADDR"); v != nullptr && !v->ends_with(fmt::format(":{}", c.listen_port))) {
-    out.push_back(fmt::format("PROMETHEUS_ADDR={} is not honoured: /metrics is served on PORT ({})", *v, c.listen_port));
+  if (const auto* v = value("USE_PROMETHEUS"); v == nullptr || (*v != "true" && *v != "1" && *v != "t" && *v != "T" &&
+                                                                  *v != "TRUE" && *v != "True")) {
+    // envoyproxy does not read them either then
+    for (const char* n : {"PROMETHEUS_ADDR", "PROMETHEUS_PATH"}) {
+      if (value(n) != nullptr) out.push_back(fmt::format("{} is not used: USE_PROMETHEUS is not true", n));
+    }
   }
-  if (const auto* v = value("PROMETHEUS_PATH"); v != nullptr && *v != "/metrics") {
-    out.push_back(fmt::format("PROMETHEUS_PATH={} is not honoured: the path is /metrics", *v));
-  }
-  if (const auto* v = value("CONFIG_TYPE"); v != nullptr && *v != "FILE") {
-    out.push_back(fmt::format("CONFIG_TYPE={} is not honoured: rules come from files only", *v));
+  if (!c.rls.xds.enabled()) {  // CONFIG_TYPE=FILE: envoyproxy does not read these either
+    for (const auto& [name, v] : env) {
+      if (named("CONFIG_GRPC_XDS_*", name) || named("XDS_CLIENT_*", name)) {
+        out.push_back(fmt::format("{} is not used: CONFIG_TYPE is not GRPC_XDS_SOTW", name));
+      }
+    }
+    if (value("FORCE_START_WITHOUT_INITIAL_CONFIG") != nullptr) {
+      out.push_back("FORCE_START_WITHOUT_INITIAL_CONFIG is not honoured with CONFIG_TYPE=FILE: the rules directory "
+                    "must exist at start");
+    }
   }
 }
 

@@ -24,6 +24,8 @@ inline constexpr std::int64_t kMaxRlsMessageBytes = 64 * 1024 * 1024;
 inline constexpr std::int64_t kMaxRlsDescriptors = 4096;
 inline constexpr std::int64_t kMaxRlsEntries = 1024;
 inline constexpr std::int64_t kMaxRlsStringBytes = 64 * 1024;
+/// The largest xDS response (rls.xds.max_message_bytes): gRPC's own bound of a message is 2 GiB.
+inline constexpr std::int64_t kMaxXdsMessageBytes = 1024 * 1024 * 1024;
 /// Policy names and override keys, in bytes.
 inline constexpr std::size_t kMaxNameBytes = 256;
 }  // namespace limits

@@ -127,23 +127,44 @@ absl::Status GrpcServer::start() {
   }
   port_ = static_cast<std::uint16_t>(bound);
   if (inline_) inline_->start();
-  if (auto* health = server_->GetHealthCheckService()) {
-    health->SetServingStatus(std::string(rlsv3::RateLimitService::service_full_name()), true);
-    health->SetServingStatus(true);
-  }
+  std::lock_guard<std::mutex> lock(health_mu_);
+  serving_ = true;
+  health_ = server_->GetHealthCheckService();
+  report_health();
   return absl::OkStatus();
+}
+
+void GrpcServer::report_health() {
+  if (health_ == nullptr) return;
+  const bool up = serving_ && ready_;
+  health_->SetServingStatus(std::string(rlsv3::RateLimitService::service_full_name()), up);
+  health_->SetServingStatus("ratelimit", up);  // the name envoyproxy/ratelimit reports
+  health_->SetServingStatus(up);
+}
+
+void GrpcServer::set_ready(bool ready) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  ready_ = ready;
+  report_health();
 }
 
 void GrpcServer::shutdown(std::chrono::milliseconds deadline) {
   if (!server_) return;
-  // Health watchers hear NOT_SERVING before the calls in flight drain.
-  if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
+  {  // Health watchers hear NOT_SERVING before the calls in flight drain.
+    std::lock_guard<std::mutex> lock(health_mu_);
+    serving_ = false;
+    report_health();
+  }
   server_->Shutdown(std::chrono::system_clock::now() + deadline);
   server_->Wait();
   // The inline service's queue is drained while the server still exists: its last events (call
   // slots gRPC gives back unused) finish through the server's request objects; destroying the
   // server first crashed there, now and then, at exit.
   if (inline_) inline_->stop();
+  {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    health_ = nullptr;
+  }
   server_.reset();
 }
 

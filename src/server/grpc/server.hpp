@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -11,7 +12,8 @@
 
 namespace grpc {
 class Server;
-}
+class HealthCheckServiceInterface;
+}  // namespace grpc
 
 namespace floodgate::server {
 
@@ -41,6 +43,10 @@ class GrpcServer {
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   /// Stops accepting calls; calls in flight get until `deadline` to finish.
   void shutdown(std::chrono::milliseconds deadline);
+  /// What the health service reports while serving: SERVING when `ready` (the default), else
+  /// NOT_SERVING (e.g. until the first rules have come over xDS). Any thread, before or after
+  /// `start`; from `shutdown` on it stays NOT_SERVING.
+  void set_ready(bool ready);
 
   class Handler;  // the generated service's implementation (grpc/server.cpp)
 
@@ -52,6 +58,11 @@ class GrpcServer {
   std::unique_ptr<Handler> handler_;        // with batching
   std::unique_ptr<GrpcInlineService> inline_;  // without
   std::unique_ptr<grpc::Server> server_;
+  std::mutex health_mu_;  // orders the health service's updates (start, set_ready, shutdown)
+  bool ready_ = true;     // guarded by health_mu_
+  bool serving_ = false;  // guarded by health_mu_: started and not shut down
+  grpc::HealthCheckServiceInterface* health_ = nullptr;  // guarded by health_mu_; null when not serving
+  void report_health();   // with health_mu_ held
 };
 
 }  // namespace floodgate::server

@@ -314,35 +314,49 @@ struct Parser {
   }
 };
 
+void parse_rls_root(const YAML::Node& root, const std::string& source, RlsConfig& into, bool merge);
+
 }  // namespace
 
 absl::Status parse_rls_file(const std::string& yaml, const std::string& source, RlsConfig& into, bool merge) {
   return yaml::guarded(source, [&] {
     const YAML::Node root = yaml::load_document(yaml, source);
-    if (!root.IsMap()) fail(source, root, "a rate-limit file must be a map with domain and descriptors");
-    check_keys(source, root, {"domain", "descriptors"}, "the file");
-    if (!root["domain"]) fail(source, root, "the file needs a domain");
-    const auto domain = scalar<std::string>(source, root["domain"], "domain");
-    if (domain.empty()) fail(source, root["domain"], "the domain is empty");
-    RlsDomain* d = nullptr;
-    std::unique_ptr<RlsDomain> fresh;
-    if (auto it = into.domains.find(domain); it != into.domains.end()) {
-      if (!merge) {
-        fail(source, root["domain"],
-             fmt::format("domain \"{}\" is already defined in {}", domain, it->second->source));
-      }
-      d = it->second.get();  // MERGE_DOMAIN_CONFIG: this file's descriptors join the domain's
-    } else {
-      fresh = std::make_unique<RlsDomain>();
-      fresh->domain = domain;
-      fresh->source = source;
-      d = fresh.get();
-    }
-    Parser p{source, domain, into, d->reservation_id_keys};
-    if (const YAML::Node& list = root["descriptors"]) p.descriptors(list, d->root, "", {domain}, false);
-    if (fresh) into.domains.emplace(domain, std::move(fresh));
+    parse_rls_root(root, source, into, merge);
   });
 }
+
+absl::Status parse_rls_document(const YAML::Node& root, const std::string& source, RlsConfig& into, bool merge) {
+  return yaml::guarded(source, [&] { parse_rls_root(root, source, into, merge); });
+}
+
+namespace {
+
+void parse_rls_root(const YAML::Node& root, const std::string& source, RlsConfig& into, bool merge) {
+  if (!root.IsMap()) fail(source, root, "a rate-limit file must be a map with domain and descriptors");
+  check_keys(source, root, {"domain", "descriptors"}, "the file");
+  if (!root["domain"]) fail(source, root, "the file needs a domain");
+  const auto domain = scalar<std::string>(source, root["domain"], "domain");
+  if (domain.empty()) fail(source, root["domain"], "the domain is empty");
+  RlsDomain* d = nullptr;
+  std::unique_ptr<RlsDomain> fresh;
+  if (auto it = into.domains.find(domain); it != into.domains.end()) {
+    if (!merge) {
+      fail(source, root["domain"],
+           fmt::format("domain \"{}\" is already defined in {}", domain, it->second->source));
+    }
+    d = it->second.get();  // MERGE_DOMAIN_CONFIG: this file's descriptors join the domain's
+  } else {
+    fresh = std::make_unique<RlsDomain>();
+    fresh->domain = domain;
+    fresh->source = source;
+    d = fresh.get();
+  }
+  Parser p{source, domain, into, d->reservation_id_keys};
+  if (const YAML::Node& list = root["descriptors"]) p.descriptors(list, d->root, "", {domain}, false);
+  if (fresh) into.domains.emplace(domain, std::move(fresh));
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::string& dir, bool merge) {
   namespace fs = std::filesystem;

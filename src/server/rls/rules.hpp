@@ -14,6 +14,10 @@
 #include "absl/status/statusor.h"
 #include "floodgate/policy.hpp"
 
+namespace YAML {
+class Node;
+}
+
 namespace floodgate::server {
 
 /// The time units of envoyproxy/ratelimit, numbered as Envoy's RateLimitUnit enum.
@@ -188,6 +192,11 @@ std::string rls_default_key(std::string_view key);
 /// descriptors join the domain's (a descriptor defined twice at one level is still an error).
 absl::Status parse_rls_file(const std::string& yaml, const std::string& source, RlsConfig& into,
                             bool merge = false);
+
+/// The same for a document already in YAML form (rules that did not come from a file: a resource
+/// pushed over xDS, xds/rules_resource.hpp): the same checks and messages, `source` naming it.
+absl::Status parse_rls_document(const YAML::Node& root, const std::string& source, RlsConfig& into,
+                                bool merge = false);
 
 /// Loads every *.yaml / *.yml file of `dir` (sorted by name; subdirectories are not read). A
 /// domain defined by two files is an error naming both unless `merge`. An empty directory is

@@ -1,0 +1,32 @@
+// Rate-limit rules pushed over xDS: the RateLimitConfig resources of one state-of-the-world
+// response, read into an RlsConfig by the same parser as a rules directory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <google/protobuf/any.pb.h>
+#include <google/protobuf/repeated_ptr_field.h>
+
+#include "absl/status/statusor.h"
+#include "server/rls/rules.hpp"
+
+namespace floodgate::server {
+
+/// The type URL of the resource: type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig.
+extern const char* const kRateLimitConfigTypeUrl;
+
+/// Reads every resource of a response (the whole set of domains: state of the world) into one
+/// RlsConfig, each RateLimitConfig as one rules file named `resource "NAME"`, through
+/// parse_rls_document: the same checks and messages as a rules directory (units, names, replaces,
+/// a domain defined twice unless `merge`, …). floodgate's additions to a rule travel in the
+/// descriptor's `metadata` under the key "floodgate" (a Struct with `algorithm`, `burst`, `fail`,
+/// `share_threshold`, `value_to_metric`); that key is not returned to Envoy as metadata.
+///
+/// Errors (InvalidArgument) name the resource and the field: `resource "foo": the rate_limit of
+/// "k1_v1": invalid unit "UNKNOWN" (…)`; a resource of another type, one that does not parse, two
+/// resources of one name. Pure: no I/O.
+absl::StatusOr<std::shared_ptr<const RlsConfig>> rules_from_resources(
+    const google::protobuf::RepeatedPtrField<google::protobuf::Any>& resources, bool merge);
+
+}  // namespace floodgate::server
