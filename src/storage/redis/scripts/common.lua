@@ -194,3 +194,22 @@ local function window_answer(key, start, count, amount, period, now, cost, hit, 
   if count > 0 then reset_after = finish - now end
   return answer(allowed, amount, period, remaining, reset_after, wait, 0)
 end
+
+-- A fixed window's settle (fixed_window::settle), both anchors' clock-aligned scripts: the window
+-- at `now` is [start, finish); it takes `delta` if it is the window that held `at`, else a positive
+-- delta opens it (a new expiry) and a negative one is dropped.
+local function window_settle(s, start, finish, at, delta)
+  if delta == 0 then return end
+  if s.count > 0 and s.start == start and start <= at and at < finish then
+    s.count = s.count + delta
+    if s.count < 0 then s.count = 0 end
+  elseif delta > 0 then
+    if s.count == 0 or s.start ~= start then
+      s.start = start
+      s.count = 0
+      s.moved = true
+    end
+    s.count = s.count + delta
+  end
+  s.changed = true
+end

@@ -62,20 +62,8 @@ end
 
 -- A reservation's settle (fixed_window::settle): the window that held `at` still holds the count.
 local function settle(s, l, now, at, mark, delta)
-  if delta == 0 then return end
   local start = current_start(s.start, s.count, l.period, now)
-  if s.count > 0 and s.start == start and window_start(at, l.period) == start then
-    s.count = s.count + delta
-    if s.count < 0 then s.count = 0 end
-  elseif delta > 0 then
-    if s.count == 0 or s.start ~= start then
-      s.start = start
-      s.count = 0
-      s.moved = true
-    end
-    s.count = s.count + delta
-  end
-  s.changed = true
+  window_settle(s, start, start + l.period, at, delta)
 end
 local function mark(s, l) return 0 end
 local function settled(key, s, l, now) if s.changed then save(key, s, l, now) end end
