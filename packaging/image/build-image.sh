@@ -52,6 +52,7 @@ install -m 0644 /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certi
 ln -s /etc/ssl/certs/ca-certificates.crt "$root/usr/lib/ssl/cert.pem"
 mkdir -p "$root/usr/share"
 cp -a /usr/share/zoneinfo "$root/usr/share/zoneinfo"
+rm -rf "$root/usr/share/zoneinfo/right"  # the zones again with leap seconds: unused (POSIX time)
 packages+=(tzdata)
 for pkg in $(printf '%s\n' "${packages[@]}" | sort -u); do
   mkdir -p "$root/usr/share/doc/$pkg"

@@ -98,12 +98,18 @@ def main(archive, rootfs):
             if len(parts) >= 3 and parts[1] == "=>" and parts[2].startswith("/"):
                 listed.add(os.path.normpath(parts[2]))
     fixed = {"/usr/bin/floodgate", "/bin/ratelimit", "/etc/floodgate/floodgate.yaml", "/etc/passwd",
-             "/etc/group", "/etc/nsswitch.conf", "/etc/ssl/certs/ca-certificates.crt", "/usr/lib/ssl/cert.pem"}
+             "/etc/group", "/etc/nsswitch.conf", "/etc/ssl/certs/ca-certificates.crt", "/usr/lib/ssl/cert.pem",
+             "/usr/share/zoneinfo/Europe/Berlin", "/usr/share/zoneinfo/UTC"}
     for path in sorted(fixed - set(files)):
         fail(f"missing {path}")
     for path in sorted(listed - set(files)):
         fail(f"the loader lists {path}, which is not a file of the image")
+    # The IANA time zones of calendar limits (Debian's tzdata), without the leap-second copies.
+    zones = [p for p in files if p.startswith("/usr/share/zoneinfo/")]
+    for path in sorted(p for p in zones if p.startswith("/usr/share/zoneinfo/right/")):
+        fail(f"unexpected file {path} (the leap-second zones are not used)")
     extra = [p for p in sorted(files) if p not in fixed and p not in listed
+             and not p.startswith("/usr/share/zoneinfo/")
              and not (p.startswith("/usr/share/doc/") and p.endswith("/copyright"))]
     for path in extra:
         fail(f"unexpected file {path} (not the program, a library it links, or its configuration)")
