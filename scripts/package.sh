@@ -35,8 +35,8 @@ if [[ -n "$sudo" ]]; then sudo chown "$(id -u):$(id -g)" "$image"; fi
 
 common=(--binary build/release/floodgate --version "$FLOODGATE_VERSION" --commit "$FLOODGATE_COMMIT"
         --epoch "$FLOODGATE_COMMIT_EPOCH")
-packaging/sbom.py spdx "${common[@]}" --kind deb --artifact "$deb" --out "${deb%.deb}.spdx.json"
-packaging/sbom.py spdx "${common[@]}" --kind image --artifact "$image" --extra-package ca-certificates \
+packaging/sbom.py spdx "${common[@]}" --kind deb --artifact "$deb" --extra-package tzdata --out "${deb%.deb}.spdx.json"
+packaging/sbom.py spdx "${common[@]}" --kind image --artifact "$image" --extra-package ca-certificates --extra-package tzdata \
   --out "${image%.tar}.spdx.json"
 (cd dist && sha256sum -- *.deb *.tar *.spdx.json > SHA256SUMS)
 echo "dist/ (floodgate ${FLOODGATE_VERSION}, commit ${FLOODGATE_COMMIT}):"
