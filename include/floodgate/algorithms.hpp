@@ -51,6 +51,10 @@ enum class Strategy : std::uint8_t {
   kTokenBucket,           ///< capacity = burst, refills amount per period, starts full
   kLeakyBucket,           ///< meter that rejects on overflow; as a shaper also returns `delay`
   kGcra,                  ///< generic cell rate algorithm (virtual scheduling)
+  /// At most `amount` leases outstanding per key (Limit::concurrent): the moving window's log,
+  /// whose period is a lease's time to live, with leases taken as reservations and released by
+  /// settling them to 0 (docs/algorithms.md, "Concurrency").
+  kConcurrency,
 };
 
 /// The strategy's name as used on the command line and in config ("fixed-window", …, "gcra").
@@ -58,6 +62,13 @@ const char* to_string(Strategy s) noexcept;
 
 /// Parses a strategy name; accepts the names above and '_' for '-'.
 absl::StatusOr<Strategy> parse_strategy(std::string_view name);
+
+/// The strategy whose functions (and state, and Redis script) run `s`: itself, but the moving
+/// window for kConcurrency (a lease is a log entry that leaves the log when released or when its
+/// time to live ends).
+constexpr Strategy algorithm_of(Strategy s) noexcept {
+  return s == Strategy::kConcurrency ? Strategy::kMovingWindow : s;
+}
 
 /// Whether the strategy uses `Limit::burst` (token bucket, leaky bucket, GCRA).
 constexpr bool uses_burst(Strategy s) noexcept {
@@ -140,12 +151,17 @@ inline bool commit_keeps_size(const State& s, const Limit& l, Micros now, std::i
   return !s.log.full() && !shrinks(s.log.size(), s.log.capacity());
 }
 Micros expires_at(const State& s, const Limit& l) noexcept;
-/// While `at` is in the window at `now` (at ≥ now − P), the log's entry at `at` takes `delta`
-/// (an entry that falls to 0 leaves the log; a refund takes no more than the entry holds).
-/// Otherwise, or if the log holds no entry at `at`, a positive delta is appended at `now` like a
-/// commit (even past the limit) and a negative one dropped. May allocate, like commit.
+/// The reservation's units are in the log's entry at `mark` (the time of the entry its commit went
+/// to: `at`, or a later entry it merged into when requests of different threads or clients commit
+/// out of order; `at` when mark is 0). While that entry is in the window at `now`
+/// (mark ≥ now − P), it takes `delta` (an entry that falls to 0 leaves the log; a refund takes no
+/// more than the entry holds). Otherwise, or if the log holds no entry there, a positive delta is
+/// appended at `now` like a commit (even past the limit) and a negative one dropped. May
+/// allocate, like commit.
 void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta);
-inline Micros mark(const State&, const Limit&) noexcept { return 0; }
+/// Read right after a commit: the time of the log's newest entry, which holds what was just
+/// committed (a commit appends at `now`, or merges into the newest entry when that is not older).
+inline Micros mark(const State& s, const Limit&) noexcept { return s.back_at; }
 /// The capacity of the log's buffer after settle(s, l, now, at, mark, delta), without settling.
 std::size_t settle_capacity(const State& s, const Limit& l, Micros now, Micros at, std::int64_t delta) noexcept;
 }  // namespace moving_window

@@ -129,9 +129,9 @@ std::ptrdiff_t entry_at(const State& s, const Limit& l, Micros now, Micros at) n
 }
 }  // namespace
 
-void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, std::int64_t delta) {
+void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta) {
   if (delta == 0) return;
-  const std::ptrdiff_t i = entry_at(s, l, now, at);
+  const std::ptrdiff_t i = entry_at(s, l, now, mark > 0 ? mark : at);
   if (i < 0) {
     if (delta > 0) commit(s, l, now, delta);
     return;

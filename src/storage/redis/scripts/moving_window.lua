@@ -172,7 +172,8 @@ local function save(key, s, l, now)
   if not s.merged then redis.call('PEXPIRE', key, ttl_ms(expires_at(s, l), now)) end
 end
 
-local function mark(s, l) return 0 end
+-- The time of the newest entry, read right after a commit: the entry that holds what it committed.
+local function mark(s, l) return s.back_at or 0 end
 
 -- A reservation's settle (moving_window::settle): the log's entry at `at` while `at` is in the
 -- window, found from the newest end in chunks and changed in place (LSET; an entry that falls to
@@ -180,6 +181,7 @@ local function mark(s, l) return 0 end
 -- appended at `now` like a commit, a negative one dropped.
 local function settle(s, l, now, at, mark, delta)
   if delta == 0 then return end
+  if mark and mark > 0 then at = mark end  -- the entry the reservation's commit went to
   if at >= now - l.period and s.size > 0 then
     local off = 0
     while off < s.size do
