@@ -72,7 +72,12 @@ void for_each_rate_limit_header(const Policy& policy, const Decision& d,
     }
     if (i > 0) fmt::format_to(fmt::appender(field), ", ");
     append_sf_name(field, policy.name(), index_of(i));
-    fmt::format_to(fmt::appender(field), ";q={};w={}", sf_int(q.quota), sf_int(q.window));
+    if (limits[i].concurrent) {
+      // The draft's quota unit for requests in progress; a lease's time to live is no window.
+      fmt::format_to(fmt::appender(field), ";q={};qu=\"concurrent-requests\"", sf_int(q.quota));
+    } else {
+      fmt::format_to(fmt::appender(field), ";q={};w={}", sf_int(q.quota), sf_int(q.window));
+    }
   }
   emit("RateLimit-Policy", view(field));
   const std::int64_t remaining = sf_int(std::min(d.remaining, current_quota));

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include <random>
@@ -31,7 +32,9 @@ absl::Status check_request(const Storage::BatchItem& r) {
     return absl::InvalidArgumentError(
         absl::StrCat("reservation id of ", r.reservation.size(), " bytes: expected 1 to ", kMaxReservationId));
   }
-  if (r.effect != Effect::kSettle && (r.ttl < kMinReservationTtl || r.ttl > kMaxReservationTtl)) {
+  // A lease's time to live is its policy's (Policy::make checked it).
+  if (r.effect != Effect::kSettle && r.effect != Effect::kRenew && r.policy->strategy() != Strategy::kConcurrency &&
+      (r.ttl < kMinReservationTtl || r.ttl > kMaxReservationTtl)) {
     return absl::InvalidArgumentError(absl::StrCat("reservation ttl of ", r.ttl / 1000,
                                                    " ms is out of range: expected 1 ms to 24 hours"));
   }
@@ -145,7 +148,8 @@ void Limiter::remember(const Request& r, const Decision& decision, Micros now) {
 bool refused_request(const absl::Status& status) noexcept {
   return status.code() == absl::StatusCode::kInvalidArgument ||
          status.code() == absl::StatusCode::kResourceExhausted ||
-         status.code() == absl::StatusCode::kAlreadyExists || status.code() == absl::StatusCode::kUnimplemented;
+         status.code() == absl::StatusCode::kAlreadyExists || status.code() == absl::StatusCode::kUnimplemented ||
+         status.code() == absl::StatusCode::kNotFound;
 }
 
 Decision degraded_decision(const Policy& policy) noexcept {
@@ -270,7 +274,8 @@ bool Limiter::decide_group(std::span<const Request> requests, Micros now,
       } else {
         tests.push_back(requests[i]);
         // A settle is applied all the same; a reservation that may be one is resolved first.
-        if (tests.back().effect != Effect::kSettle && tests.back().effect != Effect::kReserveOrSettle) {
+        if (tests.back().effect != Effect::kSettle && tests.back().effect != Effect::kRenew &&
+            tests.back().effect != Effect::kReserveOrSettle) {
           tests.back().effect = Effect::kTest;
         } else if (tests.back().effect == Effect::kReserveOrSettle) {
           const absl::StatusOr<bool> k = storage_->known(*requests[i].policy, requests[i].key,
@@ -314,6 +319,69 @@ absl::StatusOr<Decision> Limiter::settle(const Policy& policy, std::string_view 
   Request r{&policy, key, actual, Effect::kSettle};
   r.reservation = id;
   return decide_one(r);
+}
+
+absl::StatusOr<Lease> Limiter::acquire(const Policy& policy, std::string_view key, std::int64_t cost,
+                                       std::string id) {
+  if (policy.strategy() != Strategy::kConcurrency) {
+    return absl::InvalidArgumentError(absl::StrCat("policy \"", policy.name(), "\" is ", to_string(policy.strategy()),
+                                                   ": leases are taken of a concurrency policy"));
+  }
+  absl::StatusOr<Reservation> r = reserve(policy, key, cost, std::move(id), policy.limits().front().period);
+  if (!r.ok()) return r.status();
+  Lease lease;
+  lease.decision_ = r->decision;
+  lease.id_ = std::move(r->id);
+  if (r->reserved()) {
+    lease.limiter_ = this;
+    lease.policy_ = std::make_unique<Policy>(policy);
+    lease.key_ = std::string(key);
+  }
+  return lease;
+}
+
+absl::StatusOr<Decision> Limiter::release(const Policy& policy, std::string_view key, std::string_view id) {
+  return settle(policy, key, id, 0);
+}
+
+absl::StatusOr<Decision> Limiter::renew(const Policy& policy, std::string_view key, std::string_view id) {
+  Request r{&policy, key, 0, Effect::kRenew};
+  r.reservation = id;
+  return decide_one(r);
+}
+
+Lease::Lease(Lease&& other) noexcept
+    : limiter_(std::exchange(other.limiter_, nullptr)),
+      policy_(std::move(other.policy_)),
+      key_(std::move(other.key_)),
+      id_(std::move(other.id_)),
+      decision_(other.decision_) {}
+
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    (void)release();
+    limiter_ = std::exchange(other.limiter_, nullptr);
+    policy_ = std::move(other.policy_);
+    key_ = std::move(other.key_);
+    id_ = std::move(other.id_);
+    decision_ = other.decision_;
+  }
+  return *this;
+}
+
+Lease::~Lease() { (void)release(); }
+
+absl::StatusOr<Decision> Lease::release() {
+  if (limiter_ == nullptr) return absl::FailedPreconditionError("this lease holds no slot (denied, or released)");
+  Limiter* limiter = std::exchange(limiter_, nullptr);
+  return limiter->release(*policy_, key_, id_);
+}
+
+absl::StatusOr<Decision> Lease::renew() {
+  if (limiter_ == nullptr) return absl::FailedPreconditionError("this lease holds no slot (denied, or released)");
+  absl::StatusOr<Decision> d = limiter_->renew(*policy_, key_, id_);
+  if (d.ok() && !d->degraded) decision_ = *d;
+  return d;
 }
 
 absl::StatusOr<Decision> Limiter::hit(const Policy& policy, std::string_view key,

@@ -15,13 +15,14 @@
 namespace floodgate {
 
 namespace {
-constexpr std::array<std::pair<Strategy, const char*>, 6> kStrategies{{
+constexpr std::array<std::pair<Strategy, const char*>, 7> kStrategies{{
     {Strategy::kFixedWindow, "fixed-window"},
     {Strategy::kMovingWindow, "moving-window"},
     {Strategy::kSlidingWindowCounter, "sliding-window-counter"},
     {Strategy::kTokenBucket, "token-bucket"},
     {Strategy::kLeakyBucket, "leaky-bucket"},
     {Strategy::kGcra, "gcra"},
+    {Strategy::kConcurrency, "concurrency"},
 }};
 }  // namespace
 
@@ -45,7 +46,7 @@ absl::StatusOr<Strategy> parse_strategy(std::string_view name) {
   }
   return absl::InvalidArgumentError(fmt::format(
       "unknown strategy \"{}\": expected fixed-window, moving-window, sliding-window-counter, "
-      "token-bucket, leaky-bucket or gcra",
+      "token-bucket, leaky-bucket, gcra or concurrency",
       name));
 }
 
@@ -85,6 +86,31 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
           "(strategy fixed-window, anchor clock), not {}{}",
           name, to_string(l), to_string(strategy),
           strategy == Strategy::kFixedWindow ? " anchored at the first hit" : ""));
+    }
+  }
+  if (strategy == Strategy::kConcurrency) {
+    if (limits.size() != 1 || !limits[0].concurrent) {
+      return absl::InvalidArgumentError(fmt::format(
+          "policy \"{}\": the concurrency strategy takes one concurrency limit, e.g. \"20 concurrent for 5 "
+          "minutes\", not \"{}\"",
+          name, to_string(limits)));
+    }
+    if (auto valid = Limit::concurrency(limits[0].amount, limits[0].period); !valid.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("policy \"{}\": {}", name, std::string(valid.status().message())));
+    }
+    if (options.blocked_cache > 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "policy \"{}\": blocked_cache does not apply to the concurrency strategy (a release frees a slot "
+          "before the time a denial names)",
+          name));
+    }
+  } else {
+    for (const Limit& l : limits) {
+      if (!l.concurrent) continue;
+      return absl::InvalidArgumentError(fmt::format(
+          "policy \"{}\": \"{}\" is a concurrency limit: it takes the concurrency strategy, not {}", name,
+          to_string(l), to_string(strategy)));
     }
   }
   if (options.burst < 0 || options.burst > kMaxAmount) {

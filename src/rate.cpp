@@ -195,10 +195,54 @@ absl::StatusOr<Limit> parse_calendar(Scanner& s, std::int64_t amount) {
   return Limit::make(amount, *calendar, burst);
 }
 
+constexpr std::string_view kConcurrentExample = "\"20 concurrent\" or \"20 concurrent for 5 minutes\"";
+
+// After "N concurrent": nothing, or `for [count] <unit>`, the time to live of a lease.
+absl::StatusOr<Limit> parse_concurrent(Scanner& s, std::int64_t amount) {
+  s.skip_space();
+  if (s.done()) return Limit::concurrency(amount, kDefaultLeaseTtl);
+  const std::string_view kw = s.word();
+  if (text::lower(kw) != "for") {
+    return s.error("unexpected text after \"concurrent\" (only \"for <time to live>\" may follow)",
+                   kw.empty() ? s.rest() : kw, kConcurrentExample);
+  }
+  std::int64_t count = 1;
+  s.skip_space();
+  if (s.at_digit()) {
+    auto n = s.number("the number of periods");
+    if (!n.ok()) return n.status();
+    count = *n;
+  }
+  const std::string_view unit_word = s.word();
+  const Unit* unit = find_unit(text::lower(unit_word));
+  if (unit == nullptr) {
+    return s.error("unknown unit of a lease's time to live (expected second, minute, hour, day, "
+                   "millisecond or microsecond)",
+                   unit_word.empty() ? s.rest() : unit_word, kConcurrentExample);
+  }
+  if (count > kMaxPeriod / unit->micros) {
+    return s.error("the time to live exceeds 2^53 microseconds (about 285 years)", unit_word, kConcurrentExample);
+  }
+  s.skip_space();
+  if (!s.done()) return s.error("unexpected text after the time to live", s.rest(), kConcurrentExample);
+  return Limit::concurrency(amount, count * unit->micros);
+}
+
+// Whether `rest` starts with the word `w` (case-insensitive), after spaces.
+bool starts_with_word(std::string_view rest, std::string_view w) {
+  rest = text::trim(rest);
+  if (rest.size() < w.size() || text::lower(rest.substr(0, w.size())) != w) return false;
+  return rest.size() == w.size() || !text::is_alpha(rest[w.size()]);
+}
+
 absl::StatusOr<Limit> parse_one(std::string_view item) {
   Scanner s(item);
   auto amount = s.number("the amount");
   if (!amount.ok()) return amount.status();
+  if (starts_with_word(s.rest(), "concurrent")) {
+    s.word();
+    return parse_concurrent(s, *amount);
+  }
 
   // "/" or "per"
   s.skip_space();
@@ -280,6 +324,20 @@ absl::StatusOr<Limit> Limit::make(std::int64_t amount, const Calendar& calendar,
   return l;
 }
 
+absl::StatusOr<Limit> Limit::concurrency(std::int64_t amount, Micros lease_ttl) {
+  auto l = make(amount, lease_ttl);
+  if (!l.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("concurrency limit: {}", std::string(l.status().message())));
+  }
+  if (lease_ttl < 1000) {
+    return absl::InvalidArgumentError(fmt::format(
+        "concurrency limit: a lease's time to live of {} µs is too short: expected at least 1 ms", lease_ttl));
+  }
+  l->concurrent = true;
+  return l;
+}
+
 absl::StatusOr<std::vector<Limit>> parse_limits(std::string_view text) {
   std::vector<Limit> out;
   if (text::trim(text).empty()) {
@@ -322,6 +380,9 @@ std::string to_string(const Limit& limit) {
     }
   }
   const std::int64_t count = limit.period / best->micros;
+  if (limit.concurrent) {
+    return fmt::format("{} concurrent for {} {}{}", limit.amount, count, best->name, count == 1 ? "" : "s");
+  }
   std::string out = count == 1 ? fmt::format("{}/{}", limit.amount, best->name)
                                : fmt::format("{} per {} {}s", limit.amount, count, best->name);
   if (limit.burst > 0) out += fmt::format(" burst {}", limit.burst);

@@ -1,6 +1,7 @@
 #include "floodgate/throttle.hpp"
 
 #include <deque>
+#include <random>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -76,9 +77,42 @@ void Throttle::shutdown() {
 
 // One try of the head of the line, without mu_: admitted, finished (an error or a slot after the
 // deadline), or the time to retry at.
+// A lease (a concurrency policy): a slot frees when another holder releases it, which no
+// decision can foresee, so a denied acquisition polls — after 1 ms, then twice as long each time up
+// to 16 ms, each wait jittered down to half so that waiters of several processes spread out — and
+// never longer than `retry_after` (the oldest lease's end).
+Throttle::Attempt Throttle::attempt_lease(const Policy& policy, std::string_view key, std::int64_t cost,
+                                          Micros deadline, int tries, Lease& out) {
+  const Clock& clock = limiter_->clock();
+  auto l = limiter_->acquire(policy, key, cost);
+  if (!l.ok()) return Attempt::finished(l.status());
+  if (l->decision().allowed) {  // held; or the storage failed and the fail mode let it through
+    const Decision d = l->decision();
+    out = *std::move(l);
+    return Attempt{Attempt::kAdmitted, absl::OkStatus(), d, 0};
+  }
+  if (!l->decision().can_retry()) {
+    return Attempt::finished(absl::InvalidArgumentError(fmt::format(
+        "a lease of {} slots never fits policy \"{}\"", cost, policy.name())));
+  }
+  const Micros now = clock.now();
+  if (now >= deadline) {
+    return Attempt::finished(absl::DeadlineExceededError("no slot was released before the deadline"));
+  }
+  thread_local std::minstd_rand jitter{std::random_device{}()};
+  const Micros backoff = Micros{1000} << std::min(tries, 4);
+  const Micros poll = backoff / 2 + static_cast<Micros>(jitter() % static_cast<std::uint32_t>(backoff / 2 + 1));
+  return Attempt{Attempt::kRetry, absl::OkStatus(), Decision{},
+                 std::min(deadline, now + std::min(poll, l->decision().retry_after))};
+}
+
 Throttle::Attempt Throttle::attempt(const Policy& policy, std::string_view key, std::int64_t cost,
                                     Micros deadline) {
   const Clock& clock = limiter_->clock();
+  if (policy.strategy() == Strategy::kConcurrency) {
+    return Attempt::finished(absl::InvalidArgumentError(fmt::format(
+        "policy \"{}\" limits requests in progress: wait for a lease with acquire_lease", policy.name())));
+  }
   if (policy.shape()) {
     // A shaper admits at once and says how long to wait: check that against the deadline before
     // consuming (a concurrent process may still lengthen it between test and hit).
@@ -119,6 +153,25 @@ absl::Status Throttle::leave_at_rate(const Decision& d, Micros deadline, std::st
 
 AcquireResult Throttle::acquire(const Policy& policy, std::string_view key, std::int64_t cost,
                                 Micros timeout, std::stop_token stop) {
+  return wait(policy, key, cost, timeout, std::move(stop), nullptr);
+}
+
+LeaseResult Throttle::acquire_lease(const Policy& policy, std::string_view key, std::int64_t cost, Micros timeout,
+                                    std::stop_token stop) {
+  LeaseResult out;
+  if (policy.strategy() != Strategy::kConcurrency) {
+    out.status = absl::InvalidArgumentError(fmt::format(
+        "policy \"{}\" is {}: leases are taken of a concurrency policy", policy.name(), to_string(policy.strategy())));
+    return out;
+  }
+  AcquireResult r = wait(policy, key, cost, timeout, std::move(stop), &out.lease);
+  out.status = std::move(r.status);
+  out.waited = r.waited;
+  return out;
+}
+
+AcquireResult Throttle::wait(const Policy& policy, std::string_view key, std::int64_t cost, Micros timeout,
+                             std::stop_token stop, Lease* lease) {
   const Clock& clock = limiter_->clock();
   const Micros start = clock.now();
   const Micros deadline = timeout >= kNever - start ? kNever : start + std::max<Micros>(0, timeout);
@@ -132,7 +185,7 @@ AcquireResult Throttle::acquire(const Policy& policy, std::string_view key, std:
   std::unique_lock<std::mutex> lock(mu_);
   if (shutdown_) return finish(absl::CancelledError("the throttle is shut down"));
   const std::shared_ptr<Waiter> me = enqueue(policy, key);
-  for (;;) {
+  for (int tries = 0;; ++tries) {
     if (shutdown_ || stop.stop_requested()) {
       remove(me);
       return finish(absl::CancelledError(shutdown_ ? "the throttle is shut down" : "cancelled"));
@@ -140,7 +193,8 @@ AcquireResult Throttle::acquire(const Policy& policy, std::string_view key, std:
     Micros wait_until = deadline;  // not at the head: wait for the turn, at most until the deadline
     if (is_head(*me)) {
       lock.unlock();  // the decision may go over the network
-      Attempt a = attempt(policy, key, cost, deadline);
+      Attempt a = lease != nullptr ? attempt_lease(policy, key, cost, deadline, tries, *lease)
+                                   : attempt(policy, key, cost, deadline);
       lock.lock();
       if (a.kind != Attempt::kRetry) {
         remove(me);  // the next in line may go on while this one waits its delay
@@ -241,6 +295,13 @@ struct AsyncAcquire : std::enable_shared_from_this<AsyncAcquire> {
 void Throttle::async_acquire(boost::asio::any_io_executor executor, const Policy& policy,
                              std::string key, std::int64_t cost, Micros timeout,
                              std::function<void(AcquireResult)> handler) {
+  if (policy.strategy() == Strategy::kConcurrency) {
+    AcquireResult r;
+    r.status = absl::InvalidArgumentError(fmt::format(
+        "policy \"{}\" limits requests in progress: wait for a lease with acquire_lease", policy.name()));
+    boost::asio::post(executor, [h = std::move(handler), r]() { h(r); });
+    return;
+  }
   auto op = std::make_shared<AsyncAcquire>(this, executor);
   op->policy = &policy;
   op->key = std::move(key);

@@ -42,7 +42,8 @@ std::int64_t decision_quota(const Policy& policy, const Decision& decision) noex
 ///
 /// - `RateLimit-Policy` (IETF draft-ietf-httpapi-ratelimit-headers-11, a structured-field list):
 ///   one item per limit, `"<name>";q=<quota>;w=<window>` (see Quota; items of a multi-limit
-///   policy are named `<name>-<index>`).
+///   policy are named `<name>-<index>`); a concurrency limit's item is
+///   `"<name>";q=<slots>;qu="concurrent-requests"` (the draft's quota unit, and no window).
 /// - `RateLimit`: the most constraining limit, `"<name>";r=<remaining>;t=<reset in seconds>`,
 ///   with remaining ≤ its quota.
 /// - `X-RateLimit-Limit` (that limit's quota), `X-RateLimit-Remaining`, `X-RateLimit-Reset`

@@ -36,6 +36,53 @@ struct Reservation {
   [[nodiscard]] bool reserved() const noexcept { return decision.allowed && !decision.degraded; }
 };
 
+class Limiter;
+
+/// A lease of a concurrency policy (Limiter::acquire): one of at most N slots of a key, held
+/// until released, or until its time to live (the limit's period, from the acquisition or the
+/// last renewal) ends. Move-only; released when destroyed (the result of that release is not
+/// reported: call `release` to see it). The Limiter must outlive the lease.
+///
+/// A denied acquisition gives a lease that holds nothing (`held()` false), with the decision
+/// (`retry_after`: when the oldest lease's time to live ends; a release may free a slot sooner).
+/// When the storage fails, the policy's fail mode decides (`decision().degraded`): the lease
+/// holds nothing, whether the request may go on (fail open) or not.
+///
+/// Thread-safety: a Lease is one caller's; distinct leases may be used from any threads.
+class Lease {
+ public:
+  Lease() = default;
+  Lease(Lease&& other) noexcept;
+  Lease& operator=(Lease&& other) noexcept;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease();
+
+  /// Whether this lease holds a slot now (acquired, not yet released or moved from). A lease
+  /// past its time to live still says true: only the storage knows it expired (renew says).
+  [[nodiscard]] bool held() const noexcept { return limiter_ != nullptr; }
+  /// The lease's id (given to `acquire`, or a random one), empty for a default-made lease.
+  [[nodiscard]] const std::string& id() const noexcept { return id_; }
+  /// The decision of the acquisition (or of the last renewal).
+  [[nodiscard]] const Decision& decision() const noexcept { return decision_; }
+
+  /// Frees the slot now (Limiter::release); the lease then holds nothing. Errors: as release;
+  /// FailedPrecondition if it holds nothing.
+  absl::StatusOr<Decision> release();
+  /// Starts the lease's time to live again (Limiter::renew), for a request that runs longer.
+  /// NotFound when the lease had already expired (its slot may have been taken since: the
+  /// caller decides whether to go on). FailedPrecondition if it holds nothing.
+  absl::StatusOr<Decision> renew();
+
+ private:
+  friend class Limiter;
+  Limiter* limiter_ = nullptr;
+  std::unique_ptr<Policy> policy_;
+  std::string key_;
+  std::string id_;
+  Decision decision_;
+};
+
 /// A limiter: a storage and a clock, and the one decision pipeline of the library. The policy is
 /// passed with each call, so one limiter serves any number of policies.
 ///
@@ -94,6 +141,21 @@ class Limiter {
   /// The decision is the state after it (allowed).
   absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id,
                                   std::int64_t actual);
+
+  /// Concurrency (a policy of Strategy::kConcurrency, "20 concurrent for 5 minutes"; docs/
+  /// algorithms.md, "Concurrency"): takes a lease of `cost` slots (usually 1) for `key` if at
+  /// most the limit's amount are then outstanding — a reservation of the concurrency limit whose
+  /// time to live is the limit's period. `id` names it (a random id when empty), for `release`
+  /// and `renew` from elsewhere (another process, a service's later call). Errors as `reserve`;
+  /// InvalidArgument for a policy that is not a concurrency policy.
+  absl::StatusOr<Lease> acquire(const Policy& policy, std::string_view key, std::int64_t cost = 1,
+                                std::string id = {});
+  /// Frees lease `id` of `key` (a settle to 0): its slots are free at once. NotFound when it is
+  /// not outstanding (never taken, released, expired): nothing is freed.
+  absl::StatusOr<Decision> release(const Policy& policy, std::string_view key, std::string_view id);
+  /// Starts lease `id`'s time to live again from now. NotFound when it is not outstanding;
+  /// InvalidArgument for a policy that is not a concurrency policy.
+  absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, std::string_view id);
 
   /// Forgets `key`'s state under `policy` (and its entry in the blocked-key cache).
   absl::Status clear(const Policy& policy, std::string_view key);

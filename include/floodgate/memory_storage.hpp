@@ -98,6 +98,7 @@ class MemoryStorage final : public Storage {
   absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id, std::int64_t actual,
                                   Micros now) override;
   absl::StatusOr<bool> known(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
+  absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
   /// Reservations remembered now (outstanding, or settled and not yet expired).
   [[nodiscard]] std::size_t reservations() const noexcept;
   /// Reservations refused at the `max_reservations` bound.
@@ -149,10 +150,11 @@ class MemoryStorage final : public Storage {
   // `create`, else a scratch table that keeps nothing.
   absl::StatusOr<Decision> in_table(const Policy& policy, Micros now, bool create,
                                     absl::FunctionRef<absl::StatusOr<Decision>(Table&)> f);
-  // A settle with the reservation's entry (null: an unknown id) under its shard's lock.
-  absl::StatusOr<Decision> settle_locked(const Policy& policy, std::string_view key, std::int64_t actual,
-                                         Micros now, ReservationShard& shard, const std::string& entry_key,
-                                         ReservationEntry* entry);
+  // A settle with the reservation's entry (null: an unknown id) under its shard's lock. `strict`:
+  // an explicit settle (Effect::kSettle), which answers NotFound for a lease not outstanding.
+  absl::StatusOr<Decision> settle_locked(const Policy& policy, std::string_view key, std::string_view id,
+                                         std::int64_t actual, Micros now, ReservationShard& shard,
+                                         const std::string& entry_key, ReservationEntry* entry, bool strict);
 
   MemoryStorageOptions options_;
   std::unique_ptr<Directory> dir_;

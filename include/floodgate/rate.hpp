@@ -96,6 +96,10 @@ struct Limit {
   std::int64_t burst = 0;
   /// Calendar periods instead of epoch-aligned ones (unit kNone: none, the default).
   Calendar calendar;
+  /// A concurrency limit ("20 concurrent for 5 minutes"): at most `amount` leases outstanding at
+  /// once, each freeing itself `period` after it was taken (or last renewed) unless released
+  /// first. Only the concurrency strategy runs it, and runs nothing else (Policy::make).
+  bool concurrent = false;
 
   /// The bucket capacity in use: `burst` if set, else `amount`.
   [[nodiscard]] std::int64_t capacity() const noexcept { return burst > 0 ? burst : amount; }
@@ -114,9 +118,15 @@ struct Limit {
   /// by Calendar::make.
   static absl::StatusOr<Limit> make(std::int64_t amount, const Calendar& calendar,
                                     std::int64_t burst = 0);
+  /// A concurrency limit: at most `amount` leases at once, each living `lease_ttl` (1 µs to 2^53
+  /// µs; kDefaultLeaseTtl unless given).
+  static absl::StatusOr<Limit> concurrency(std::int64_t amount, Micros lease_ttl);
 
   friend bool operator==(const Limit&, const Limit&) = default;
 };
+
+/// The time to live of a lease when a concurrency limit does not give one ("20 concurrent").
+inline constexpr Micros kDefaultLeaseTtl = 60 * kMicrosPerSecond;
 
 /// Parses one or more limits in the notation of Python's `limits` library, joined by `;`, `,` or
 /// `|`:
@@ -135,6 +145,11 @@ struct Limit {
 ///
 ///     1000000 per calendar month in Europe/Berlin anchored 31     500/calendar day in UTC
 ///
+/// A concurrency limit (Limit::concurrent) is written `N concurrent`, optionally followed by
+/// `for [count] <unit>`, the time to live of a lease (default kDefaultLeaseTtl, one minute):
+///
+///     20 concurrent     20 concurrent for 5 minutes     4 concurrent for 90 seconds
+///
 /// Errors: InvalidArgument with a message that quotes the offending text and says what was
 /// expected. The amount, the count of periods and the burst must be integers in [1, 2^53]; the
 /// resulting period must be at most 2^53 µs. An empty string is an error.
@@ -142,7 +157,7 @@ absl::StatusOr<std::vector<Limit>> parse_limits(std::string_view text);
 
 /// Renders a limit back into the notation, e.g. "10/minute", "5 per 2 seconds", "3/second burst 5",
 /// "1000/calendar month in Europe/Berlin anchored 31" (a calendar limit always names its zone,
-/// and its anchor when not 1). parse_limits(to_string(l)) gives back `l`.
+/// and its anchor when not 1), "20 concurrent for 5 minutes" (always with its time to live). parse_limits(to_string(l)) gives back `l`.
 std::string to_string(const Limit& limit);
 
 /// Renders several limits joined by "; ".

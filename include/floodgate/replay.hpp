@@ -24,7 +24,9 @@ namespace floodgate {
 ///     {"t": 10, "key": "u", "cost": 100, "reservation": "r1", "ttl_ms": 60000}   a reservation
 ///     {"t": 12, "key": "u", "reservation": "r1", "actual": 130}                  its settle
 ///
-/// (a settle may also say `"settle": true`); a settle's decision is the state after it.
+/// (a settle may also say `"settle": true`); a settle's decision is the state after it. Under a
+/// concurrency policy a reservation is a lease and its settle releases it; the release of a lease
+/// that is not outstanding prints `{"allowed": false, "not_outstanding": true}`.
 ///
 ///     {"allowed": true, "remaining": 2, "retry_after": 0.0, "reset_after": 4.0}
 ///

@@ -29,11 +29,13 @@ enum class Effect : std::uint8_t {
   /// else kReserve: Envoy's two calls of one request, at its start and at its end, carry the same
   /// id and cannot say which they are.
   kReserveOrSettle,
+  /// Renews a lease of a concurrency policy (Storage::renew): its time to live starts again now.
+  kRenew,
 };
 
 /// Whether the effect names a reservation (BatchItem::reservation).
 constexpr bool reserves(Effect e) noexcept {
-  return e == Effect::kReserve || e == Effect::kSettle || e == Effect::kReserveOrSettle;
+  return e == Effect::kReserve || e == Effect::kSettle || e == Effect::kReserveOrSettle || e == Effect::kRenew;
 }
 
 /// Bounds of a reservation's time to live and id, checked by Limiter (and the service, which
@@ -105,8 +107,9 @@ class Storage {
     Effect effect;
     /// For apply_group only: a denial of this item does not stop the others (a shadow rule).
     bool optional = false;
-    /// kReserve, kSettle, kReserveOrSettle: the reservation's id (1 to kMaxReservationId bytes)
-    /// and, for a reservation, its time to live (kMinReservationTtl to kMaxReservationTtl).
+    /// kReserve, kSettle, kReserveOrSettle, kRenew: the reservation's (or lease's) id (1 to
+    /// kMaxReservationId bytes) and, for a reservation, its time to live (kMinReservationTtl to
+    /// kMaxReservationTtl; a lease lives for its limit's period instead).
     std::string_view reservation = {};
     Micros ttl = kDefaultReservationTtl;
   };
@@ -130,6 +133,22 @@ class Storage {
   virtual absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id,
                                           std::int64_t actual, Micros now);
 
+  /// Leases (a policy of Strategy::kConcurrency; docs/algorithms.md, "Concurrency"). A lease is a
+  /// reservation of the policy's concurrency limit whose time to live is the limit's period (the
+  /// BatchItem's ttl is not used): `reserve` takes it, `settle` releases it — whatever `actual`
+  /// says, a lease's units are given back in full while it is outstanding, and nothing is charged
+  /// for an id the storage does not know. A settle (Effect::kSettle) of a lease that is not
+  /// outstanding (never taken, released, expired, or another key's): NotFound, nothing changed;
+  /// Effect::kReserveOrSettle of a released lease: the state as it is (Envoy's second call sent
+  /// again).
+  ///
+  /// `renew` gives an outstanding lease a new time to live from `now`, atomically (its units
+  /// leave the log at their old time and enter it at `now`: never more outstanding than before).
+  /// Errors: NotFound when the lease is not outstanding (nothing taken), InvalidArgument for a
+  /// policy that is not a concurrency policy, else as `apply`. Default: Unimplemented.
+  virtual absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, std::string_view id,
+                                         Micros now);
+
   /// Applies many requests at `now`, in order, as if by `apply` one after another; `out` has one
   /// slot per item. A networked storage sends them in one round trip (the service coalesces
   /// concurrent requests through this); the default calls `apply` for each.
@@ -139,7 +158,7 @@ class Storage {
     for (std::size_t i = 0; i < items.size(); ++i) out[i] = apply_item(items[i], now);
   }
 
-  /// One item by its effect: `apply`, `reserve` or `settle`.
+  /// One item by its effect: `apply`, `reserve`, `settle` or `renew`.
   absl::StatusOr<Decision> apply_item(const BatchItem& item, Micros now);
 
   /// Applies several requests as one, all or nothing: if no item that is not `optional` is

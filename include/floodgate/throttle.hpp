@@ -32,6 +32,17 @@ struct AcquireResult {
   [[nodiscard]] bool acquired() const noexcept { return status.ok(); }
 };
 
+/// The outcome of a lease's acquisition (Throttle::acquire_lease).
+struct LeaseResult {
+  /// As AcquireResult::status: OK when a slot was taken (or the storage failed and the policy's
+  /// fail mode let the request through: `lease.decision().degraded`, and the lease holds nothing).
+  absl::Status status;
+  Micros waited = 0;
+  /// The lease (holds nothing unless OK and not degraded).
+  Lease lease;
+  [[nodiscard]] bool acquired() const noexcept { return status.ok(); }
+};
+
 /// Waits for a slot: `acquire` blocks until the policy admits the request, `async_acquire`
 /// completes a handler. Built on the non-blocking decision: a denied request's `retry_after` says
 /// exactly how long to sleep (no polling, no fixed extra sleep), and the deadline is checked before
@@ -57,6 +68,16 @@ class Throttle {
   /// acquired), without waiting for the deadline.
   AcquireResult acquire(const Policy& policy, std::string_view key, std::int64_t cost,
                         Micros timeout, std::stop_token stop = {});
+
+  /// Waits for a lease of a concurrency policy ("20 concurrent"), FIFO among this Throttle's
+  /// waiters on the key, until `timeout` (µs) has passed or `stop` is requested. A slot frees
+  /// when a holder releases it, which no decision foresees: a denied attempt polls again after
+  /// 1 ms, doubling to 16 ms, each wait jittered down to half (waiters of several processes
+  /// spread out), and never later than the oldest lease's end. Unlike `acquire`, it waits up to
+  /// the deadline even when `retry_after` is later (a release may come first). Errors as
+  /// `acquire`; InvalidArgument for a policy that is not a concurrency policy.
+  LeaseResult acquire_lease(const Policy& policy, std::string_view key, std::int64_t cost, Micros timeout,
+                            std::stop_token stop = {});
 
   /// The asynchronous form: never blocks the calling thread; `handler` runs on `executor` with
   /// the result. Waits use the executor's timers on the system clock (use the blocking form for
@@ -86,6 +107,11 @@ class Throttle {
     static Attempt finished(absl::Status s) { return Attempt{kFinished, std::move(s), Decision{}, 0}; }
   };
   Attempt attempt(const Policy& policy, std::string_view key, std::int64_t cost, Micros deadline);
+  Attempt attempt_lease(const Policy& policy, std::string_view key, std::int64_t cost, Micros deadline, int tries,
+                        Lease& out);
+  // acquire's loop; with `lease`, it waits for a lease into it (acquire_lease).
+  AcquireResult wait(const Policy& policy, std::string_view key, std::int64_t cost, Micros timeout,
+                     std::stop_token stop, Lease* lease);
   absl::Status leave_at_rate(const Decision& d, Micros deadline, std::stop_token stop);
 
   std::shared_ptr<Limiter> limiter_;

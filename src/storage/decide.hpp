@@ -6,7 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 
+#include <fmt/format.h>
+
+#include "absl/status/status.h"
 #include "floodgate/algorithms.hpp"
 #include "floodgate/policy.hpp"
 #include "floodgate/storage.hpp"
@@ -67,6 +72,7 @@ decltype(auto) with_algorithm(const Policy& policy, F&& f) {
       if (policy.anchor() == Anchor::kFirstHit) return f(FixedFirstHit{});
       return f(FixedClock{});
     case Strategy::kMovingWindow:
+    case Strategy::kConcurrency:
       return f(Moving{});
     case Strategy::kSlidingWindowCounter:
       return f(Sliding{});
@@ -152,6 +158,33 @@ Decision settle_all(typename A::State* st, std::span<const Limit> limits, Micros
 template <class A>
 void marks_of(const typename A::State* st, std::span<const Limit> limits, std::span<Micros> out) {
   for (std::size_t i = 0; i < limits.size() && i < out.size(); ++i) out[i] = A::mark(st[i], limits[i]);
+}
+
+/// Whether `policy`'s reservations are leases (Storage::renew: a concurrency policy).
+inline bool leases(const Policy& policy) noexcept { return policy.strategy() == Strategy::kConcurrency; }
+
+/// A lease's time to live: its limit's period. A lease taken (or renewed) at `at` is a log entry
+/// that counts while now ≤ at + ttl: it is outstanding until then, unless released.
+inline Micros lease_ttl(const Policy& policy) noexcept { return policy.limits().front().period; }
+
+/// Whether a lease is still within its time to live at `now`: its units are in the log's entry at
+/// `mark` (its commit's entry, moving_window::mark; `at` when 0), which counts while
+/// mark ≥ now − ttl.
+inline bool lease_alive(const Policy& policy, Micros at, Micros mark, Micros now) noexcept {
+  return (mark > 0 ? mark : at) >= now - lease_ttl(policy);
+}
+
+/// The answer to a release or renewal of a lease that is not outstanding.
+inline absl::Status lease_not_outstanding(std::string_view id) {
+  return absl::NotFoundError(fmt::format(
+      "lease \"{}\" of this key is not outstanding (never taken, released, or expired): nothing freed", id));
+}
+
+/// A renewal asked of a policy that takes no leases.
+inline absl::Status renew_needs_leases(const Policy& policy) {
+  return absl::InvalidArgumentError(fmt::format(
+      "policy \"{}\" is {}: only a concurrency policy's leases are renewed", policy.name(),
+      to_string(policy.strategy())));
 }
 
 }  // namespace floodgate::detail

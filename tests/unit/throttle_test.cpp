@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -236,6 +237,36 @@ TEST(Throttle, AsyncAcquireCompletesHandlersInOrderWithoutBlocking) {
   }
   EXPECT_LT(at.back(), 2'000'000);
   EXPECT_TRUE(too_late);
+}
+
+// A lease is waited for until a holder releases it (polling with backoff, on the real clock):
+// the waiter gets the slot soon after the release, not at the held lease's end (10 s away).
+TEST(ThrottleLeases, AWaiterGetsTheSlotAReleaseFrees) {
+  auto limiter = std::make_shared<Limiter>(std::make_shared<MemoryStorage>());
+  Throttle throttle(limiter);
+  const Policy p = Policy::make("slots", Strategy::kConcurrency, "1 concurrent for 10 seconds").value();
+  auto held = limiter->acquire(p, "k");
+  ASSERT_TRUE(held.ok() && held->held());
+  LeaseResult got;
+  std::thread waiter([&] { got = throttle.acquire_lease(p, "k", 1, 5 * kMicrosPerSecond); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  const auto released_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(held->release().ok());
+  waiter.join();
+  const auto after_release = std::chrono::steady_clock::now() - released_at;
+  ASSERT_TRUE(got.acquired()) << got.status;
+  EXPECT_TRUE(got.lease.held());
+  EXPECT_GE(got.waited, 50'000);
+  EXPECT_LT(after_release, std::chrono::seconds(2)) << "woken by polling, not by the lease's end";
+  // Nothing released: the waiter waits to its deadline (a release could come), then gives up.
+  const LeaseResult late = throttle.acquire_lease(p, "k", 1, 80'000);
+  EXPECT_EQ(late.status.code(), absl::StatusCode::kDeadlineExceeded) << late.status;
+  EXPECT_GE(late.waited, 80'000);
+  EXPECT_FALSE(late.lease.held());
+  // A rate policy is refused by acquire_lease, a concurrency policy by acquire.
+  const Policy rate = Policy::make("rate", Strategy::kGcra, "1/second").value();
+  EXPECT_EQ(throttle.acquire_lease(rate, "k", 1, 0).status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(throttle.acquire(p, "k", 1, 0).status.code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -155,6 +155,23 @@ absl::StatusOr<DecisionBody> parse_settle_body(std::string_view body) {
   return d;
 }
 
+absl::StatusOr<DecisionBody> parse_lease_body(std::string_view body) {
+  auto obj = parse_object(body);
+  if (!obj.ok()) return obj.status();
+  for (const char* field : {"cost", "actual", "ttl_ms"}) {
+    if (obj->contains(field)) {
+      return invalid(fmt::format("a lease's release or renewal takes no \"{}\": the lease has its units and its "
+                                 "time to live",
+                                 field));
+    }
+  }
+  if (!obj->contains("reservation")) return invalid("\"reservation\" is required: the lease's id, as given to /v1/hit");
+  auto d = parse_decision_body(body);
+  if (!d.ok()) return d;
+  d->cost = 0;
+  return d;
+}
+
 absl::StatusOr<KeyQuery> parse_key_query(std::string_view target) {
   auto policy = query_param(target, "policy");
   auto key = query_param(target, "key");

@@ -52,6 +52,12 @@ absl::StatusOr<DecisionBody> parse_decision_body(std::string_view body);
 /// Errors: InvalidArgument naming the field; nothing is charged.
 absl::StatusOr<DecisionBody> parse_settle_body(std::string_view body);
 
+/// The body of POST /v1/release and /v1/renew: /v1/hit's policy (or inline limit) and key, and
+/// the lease's "reservation" id (required); no "cost", "actual" or "ttl_ms" (a lease has its
+/// own). `cost` is 0.
+/// Errors: InvalidArgument naming the field.
+absl::StatusOr<DecisionBody> parse_lease_body(std::string_view body);
+
 /// `?policy=NAME&key=KEY` of GET /v1/stats and DELETE /v1/keys.
 struct KeyQuery {
   std::string policy;

@@ -42,6 +42,8 @@ const Service::Route Service::kRoutes[] = {
     {"/v1/hit", http::verb::post, &Service::route_hit},
     {"/v1/test", http::verb::post, &Service::route_test},
     {"/v1/settle", http::verb::post, &Service::route_settle},
+    {"/v1/release", http::verb::post, &Service::route_release},
+    {"/v1/renew", http::verb::post, &Service::route_renew},
     {"/v1/stats", http::verb::get, &Service::route_stats},
     {"/v1/keys", http::verb::delete_, &Service::route_clear, true},
     {"/metrics", http::verb::get, &Service::route_metrics},
@@ -148,8 +150,11 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
       continue;
     }
     Limiter::Request r{p.policy, p.key, p.cost, p.kind == Pending::Kind::kTest ? Effect::kTest : Effect::kHit};
-    if (p.kind == Pending::Kind::kSettle) {
-      r.effect = Effect::kSettle;
+    if (p.kind == Pending::Kind::kSettle || p.kind == Pending::Kind::kRelease) {
+      r.effect = Effect::kSettle;  // a lease's settle releases it (cost 0)
+      r.reservation = p.reservation;
+    } else if (p.kind == Pending::Kind::kRenew) {
+      r.effect = Effect::kRenew;
       r.reservation = p.reservation;
     } else if (!p.reservation.empty()) {
       r.effect = Effect::kReserve;
@@ -250,9 +255,11 @@ bool Service::admit(const Request& req, Response& res, const Installed& in) {
 void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Response& res) {
   if (!d.ok()) {
     // The storage refused the request: invalid (400), over one of its memory bounds (503), a
-    // reservation id already in use (409), a storage without reservations (501).
+    // reservation id already in use (409), a storage without reservations (501), a lease that is
+    // not outstanding (404).
     http::status status = http::status::bad_request;
     switch (d.status().code()) {
+      case absl::StatusCode::kNotFound: status = http::status::not_found; break;
       case absl::StatusCode::kResourceExhausted: status = http::status::service_unavailable; break;
       case absl::StatusCode::kAlreadyExists: status = http::status::conflict; break;
       case absl::StatusCode::kUnimplemented: status = http::status::not_implemented; break;
@@ -266,7 +273,8 @@ void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Respon
       set_rate_limit_headers(res, *p.policy, *d, shadow_denied);
       respond_empty(res, pass ? http::status::no_content : static_cast<http::status>(p.denied_status));
     } else {
-      const bool ok = p.kind == Pending::Kind::kTest || p.kind == Pending::Kind::kSettle || pass;
+      const bool ok = p.kind == Pending::Kind::kTest || p.kind == Pending::Kind::kSettle ||
+                      p.kind == Pending::Kind::kRelease || p.kind == Pending::Kind::kRenew || pass;
       respond(res, ok ? http::status::ok : http::status::too_many_requests,
               decision_json(*p.policy, *d, shadow_denied));
       set_rate_limit_headers(res, *p.policy, *d, shadow_denied);
@@ -286,6 +294,22 @@ bool Service::route_hit(const Request& req, Response& res, Pending& p, const Ins
 bool Service::route_settle(const Request& req, Response& res, Pending& p, const Installed& in) {
   p.kind = Pending::Kind::kSettle;
   auto body = parse_settle_body(req.body());
+  if (!body.ok()) return fail(res, http::status::bad_request, body.status());
+  return resolve_body(*std::move(body), res, p, in);
+}
+
+// A lease's end (a settle to 0) and its renewal: the body of /v1/hit's policy and key with the
+// lease's "reservation" id. Answers the state after it; 404 for a lease not outstanding.
+bool Service::route_release(const Request& req, Response& res, Pending& p, const Installed& in) {
+  p.kind = Pending::Kind::kRelease;
+  auto body = parse_lease_body(req.body());
+  if (!body.ok()) return fail(res, http::status::bad_request, body.status());
+  return resolve_body(*std::move(body), res, p, in);
+}
+
+bool Service::route_renew(const Request& req, Response& res, Pending& p, const Installed& in) {
+  p.kind = Pending::Kind::kRenew;
+  auto body = parse_lease_body(req.body());
   if (!body.ok()) return fail(res, http::status::bad_request, body.status());
   return resolve_body(*std::move(body), res, p, in);
 }
@@ -326,6 +350,26 @@ bool Service::resolve_body(DecisionBody body_value, Response& res, Pending& p, c
     p.policy = p.owned.get();
     p.slot = inline_slot_;
   }
+  const bool lease_policy = p.policy->strategy() == Strategy::kConcurrency;
+  const bool lease_call = p.kind == Pending::Kind::kRelease || p.kind == Pending::Kind::kRenew;
+  if (lease_call && !lease_policy) {
+    return fail(res, http::status::bad_request,
+                fmt::format("policy \"{}\" is {}: leases are released and renewed of a concurrency policy (a "
+                            "reservation is settled with /v1/settle)",
+                            p.policy->name(), to_string(p.policy->strategy())));
+  }
+  if (lease_policy && p.kind == Pending::Kind::kHit && !body->reservation) {
+    return fail(res, http::status::bad_request,
+                fmt::format("policy \"{}\" limits requests in progress: give \"reservation\", the lease's id, "
+                            "and release it with /v1/release when the request ends",
+                            p.policy->name()));
+  }
+  if (lease_policy && body->ttl_ms != 0) {
+    return fail(res, http::status::bad_request,
+                fmt::format("policy \"{}\": a lease lives for its limit's time to live ({}); \"ttl_ms\" is for "
+                            "reservations",
+                            p.policy->name(), to_string(p.policy->limits().front())));
+  }
   p.key = std::move(body->key);
   p.cost = body->cost;
   if (body->reservation) p.reservation = *std::move(body->reservation);
@@ -339,6 +383,12 @@ bool Service::route_auth(const Request& req, Response& res, Pending& p, const In
   if (!name) return fail(res, http::status::bad_request, "give ?policy=NAME");
   const ServicePolicy* sp = in.config->find(*name);
   if (sp == nullptr) return fail(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *name));
+  if (sp->policy->strategy() == Strategy::kConcurrency) {
+    return fail(res, http::status::bad_request,
+                fmt::format("policy \"{}\" limits requests in progress, and /v1/auth cannot see a request end: take "
+                            "leases with /v1/hit and /v1/release (docs/http-api.md, \"Concurrency\")",
+                            *name));
+  }
   const bool header = sp->key_source.kind == KeySource::Kind::kHeader;
   std::string key;
   if (header) {

@@ -52,7 +52,7 @@ class Service {
 
   /// A request that needs a decision from the storage, between `prepare` and `finish`.
   struct Pending {
-    enum class Kind : std::uint8_t { kHit, kTest, kAuth, kSettle };
+    enum class Kind : std::uint8_t { kHit, kTest, kAuth, kSettle, kRelease, kRenew };
     Kind kind = Kind::kHit;
     std::shared_ptr<const void> installed;  // keeps the configuration it was resolved under alive
     const ServicePolicy* configured = nullptr;  // null for an inline policy
@@ -146,6 +146,8 @@ class Service {
   bool route_hit(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_test(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_settle(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_release(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_renew(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_auth(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_stats(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_clear(const Request& req, Response& res, Pending& p, const Installed& in);

@@ -199,6 +199,8 @@ struct Parser {
       Limit limit;
       limit.amount = r->requests_per_unit;
       limit.period = rls_unit_period(r->unit);
+      // `algorithm: concurrency`: requests_per_unit leases at once, each living one unit.
+      limit.concurrent = r->strategy == Strategy::kConcurrency;
       if (r->calendar) limit = *Limit::make(r->requests_per_unit, r->calendar);
       auto p = Policy::make(fmt::format("{}/{}", domain, path), r->strategy, std::vector<Limit>{limit},
                             r->options);
@@ -301,6 +303,13 @@ struct Parser {
         node->rule->walk = walks;
         node->rule->metadata = std::move(metadata);
         if (const YAML::Node& res = d["reservation"]) reservation(res, path, *node->rule);
+        if (node->rule->strategy == Strategy::kConcurrency && node->rule->reservation_id_key.empty()) {
+          fail(source, rl,
+               fmt::format("\"{}\" limits requests in progress (algorithm concurrency): it needs a reservation "
+                           "{{id_key, …}} naming the descriptor entry with the request's id, so that the call at "
+                           "the stream's end releases the lease",
+                           path));
+        }
         config.rules.push_back(node->rule.get());
         config.rule_domains.push_back(domain);
       }

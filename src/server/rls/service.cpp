@@ -208,6 +208,7 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   Limit limit;
   limit.amount = requests_per_unit;
   limit.period = rls_unit_period(unit);
+  limit.concurrent = strategy == Strategy::kConcurrency;
   if (calendar) limit = *Limit::make(requests_per_unit, calendar);
   auto p = Policy::make(name, strategy, std::vector<Limit>{limit}, options);
   if (!p.ok()) return nullptr;

@@ -363,6 +363,7 @@ absl::StatusOr<Decision> MemcachedStorage::reserve(const Policy& policy, std::st
     memcached_st* m = lease->get();
     const std::uint32_t server = server_of(m, rk);
     if (auto s = admit(server); !s.ok()) return s;
+    if (detail::leases(policy)) ttl = detail::lease_ttl(policy);
     const std::chrono::seconds life{(ttl + kMicrosPerSecond - 1) / kMicrosPerSecond};
     expires = wall_seconds() + life.count();
     const std::string pending = fmt::format("p {} {} {}", now, cost, expires);
@@ -397,7 +398,7 @@ absl::StatusOr<Decision> MemcachedStorage::reserve(const Policy& policy, std::st
     }
   }
   // The id is known (the client is given back first: settle borrows one of its own).
-  if (effect == Effect::kReserveOrSettle) return settle(policy, key, id, cost, now);
+  if (effect == Effect::kReserveOrSettle) return settle_record(policy, key, id, cost, now, false, false);
   return absl::AlreadyExistsError(fmt::format(
       "reservation \"{}\" of this key is known (outstanding or settled): an id names one request until its time "
       "to live ends",
@@ -406,7 +407,20 @@ absl::StatusOr<Decision> MemcachedStorage::reserve(const Policy& policy, std::st
 
 absl::StatusOr<Decision> MemcachedStorage::settle(const Policy& policy, std::string_view key, std::string_view id,
                                                   std::int64_t actual, Micros now) {
+  return settle_record(policy, key, id, actual, now, true, false);
+}
+
+absl::StatusOr<Decision> MemcachedStorage::renew(const Policy& policy, std::string_view key, std::string_view id,
+                                                 Micros now) {
+  if (!detail::leases(policy)) return detail::renew_needs_leases(policy);
+  return settle_record(policy, key, id, 0, now, true, true);
+}
+
+absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, std::string_view key,
+                                                         std::string_view id, std::int64_t actual, Micros now,
+                                                         bool strict, bool renewal) {
   if (auto s = check_policy(policy, options_.item_size_max); !s.ok()) return s;
+  const bool is_lease = detail::leases(policy);
   const std::string rk = reservation_key(options_.prefix, policy, key, id);
   const std::string k = storage_key(options_.prefix, policy, key);
   auto lease = acquire();
@@ -425,6 +439,11 @@ absl::StatusOr<Decision> MemcachedStorage::settle(const Policy& policy, std::str
     if (auto s = admit(server); !s.ok()) return s;
     auto read = get(m, server, rk);
     if (!read.ok()) return read.status();
+    if (is_lease && (!read->found || read->value.starts_with("s"))) {
+      // A lease not outstanding: nothing freed, nothing charged.
+      if (strict) return detail::lease_not_outstanding(id);
+      return apply(now, 0, {});
+    }
     if (!read->found) {
       // Unknown: a settled record first (add: one of two clients wins), then `actual` charged now.
       const std::string tomb = fmt::format("s {}", wall_seconds() + kDefaultReservationTtl / kMicrosPerSecond);
@@ -441,6 +460,40 @@ absl::StatusOr<Decision> MemcachedStorage::settle(const Policy& policy, std::str
                                              options_.servers[server].name(), rk));
     }
     if (r->kind == 's') return apply(now, 0, {});  // settled: the state as it is
+    if (is_lease && !detail::lease_alive(policy, r->at, r->marks.empty() ? 0 : r->marks[0], now)) {  // expired, its record not yet gone
+      if (strict) return detail::lease_not_outstanding(id);
+      return apply(now, 0, {});
+    }
+    if (renewal) {
+      // The record is claimed first ("p": on its way, as a reservation's), then the lease's units
+      // move to now, then the record takes their new entry's time as its mark.
+      const std::int64_t expires = wall_seconds() + (detail::lease_ttl(policy) + kMicrosPerSecond - 1) / kMicrosPerSecond;
+      const std::string pending = fmt::format("p {} {} {}", now, r->estimate, expires);
+      const auto exp = static_cast<time_t>(expires);  // absolute Unix time
+      const memcached_return_t rc =
+          memcached_cas(m, rk.data(), rk.size(), pending.data(), pending.size(), exp, kValueFlags, read->cas);
+      if (auto s = record(m, server, rc); !s.ok()) return s;
+      if (rc != MEMCACHED_SUCCESS) continue;
+      std::array<Micros, kMaxLimitsPerPolicy> marks{};
+      absl::StatusOr<Decision> d = detail::with_algorithm(policy, [&](auto a) {
+        using A = decltype(a);
+        return update<A>(m, policy, k, now, nullptr, [&](typename A::State* st) {
+          const auto limits = policy.limits();
+          detail::settle_all<A>(st, limits, now, r->at, r->marks, -r->estimate);
+          for (std::size_t i = 0; i < limits.size(); ++i) A::commit(st[i], limits[i], now, r->estimate);
+          detail::marks_of<A>(st, limits, marks);
+          Decision dd = detail::as_is<A>(st, limits, now);
+          dd.allowed = true;
+          return std::pair<Decision, bool>{dd, r->estimate != 0};
+        });
+      });
+      if (!d.ok()) return d;
+      std::string v = fmt::format("r {} {} {}", now, r->estimate, expires);
+      for (std::size_t i = 0; i < policy.limits().size(); ++i) fmt::format_to(std::back_inserter(v), " {}", marks[i]);
+      memcached_set(m, rk.data(), rk.size(), v.data(), v.size(), exp, kValueFlags);  // else "p": at, no mark
+      return d;
+    }
+    if (is_lease) actual = 0;  // a release gives the lease's units back in full
     const std::string tomb = fmt::format("s {}", r->expires);
     const auto exp = static_cast<time_t>(std::max<std::int64_t>(1, r->expires));  // absolute Unix time
     const memcached_return_t rc =

@@ -73,6 +73,9 @@ class MemcachedStorage final : public Storage {
   absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id, std::int64_t actual,
                                   Micros now) override;
   absl::StatusOr<bool> known(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
+  /// A lease's renewal: its record claimed with cas (the new time and expiry), then the key's
+  /// value updated (its units moved to now) with cas; each atomic on its own, as a settle.
+  absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
 
   /// Networked; groups are the default test-then-charge (Limiter adds its per-key locks).
   [[nodiscard]] StorageTraits traits() const override { return {.networked = true, .atomic_groups = false}; }
@@ -85,6 +88,10 @@ class MemcachedStorage final : public Storage {
   struct Got;   // a value as read, with its CAS
 
  private:
+  // settle, or (`renewal`) renew; `strict`: a lease not outstanding answers NotFound (an explicit
+  // settle or a renewal), else the state as it is (Envoy's second call sent again).
+  absl::StatusOr<Decision> settle_record(const Policy& policy, std::string_view key, std::string_view id,
+                                         std::int64_t actual, Micros now, bool strict, bool renewal);
   struct Health {
     std::mutex mu;
     redis::Breaker breaker;

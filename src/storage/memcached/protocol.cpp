@@ -299,6 +299,7 @@ std::size_t max_value_size(const Policy& policy) {
         n += 24;
         break;
       case Strategy::kMovingWindow:
+      case Strategy::kConcurrency:
         // Saturates: an amount beyond any item size is refused below all the same.
         n += 12 + static_cast<std::size_t>(std::min<std::int64_t>(l.amount, std::int64_t{1} << 40)) * 16;
         break;

@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "storage/memory/locks.hpp"
+#include "storage/decide.hpp"
 #include "storage/memory/reservations.hpp"
 #include "storage/memory/table.hpp"
 #include <fmt/format.h>
@@ -256,7 +257,7 @@ absl::StatusOr<Decision> MemoryStorage::reserve(const Policy& policy, std::strin
   std::string k = Reservations::entry_key(policy, key, id);
   std::lock_guard<std::mutex> lock(sh.mu);
   if (Reservations::Entry* e = rs.find(sh, k, now)) {
-    if (effect == Effect::kReserveOrSettle) return settle_locked(policy, key, cost, now, sh, k, e);
+    if (effect == Effect::kReserveOrSettle) return settle_locked(policy, key, id, cost, now, sh, k, e, false);
     return absl::AlreadyExistsError(fmt::format(
         "reservation \"{}\" of this key is {}: an id names one request until its time to live ends", id,
         e->settled ? "settled" : "outstanding"));
@@ -274,15 +275,24 @@ absl::StatusOr<Decision> MemoryStorage::reserve(const Policy& policy, std::strin
   if (d.ok() && d->allowed) {
     entry.at = now;
     entry.estimate = cost;
-    entry.expires = now + ttl;
+    // A lease counts until now + ttl inclusive: its entry goes 1 µs after.
+    entry.expires = now + (detail::leases(policy) ? detail::lease_ttl(policy) + 1 : ttl);
     rs.put(sh, std::move(k), entry);
   }
   return d;
 }
 
-absl::StatusOr<Decision> MemoryStorage::settle_locked(const Policy& policy, std::string_view key, std::int64_t actual,
-                                                      Micros now, ReservationShard& shard, const std::string& entry_key,
-                                                      ReservationEntry* e) {
+absl::StatusOr<Decision> MemoryStorage::settle_locked(const Policy& policy, std::string_view key, std::string_view id,
+                                                      std::int64_t actual, Micros now, ReservationShard& shard,
+                                                      const std::string& entry_key, ReservationEntry* e, bool strict) {
+  if (detail::leases(policy)) {
+    // A release: the lease's units go back in full; a lease not outstanding frees nothing.
+    if (e == nullptr || e->settled || !detail::lease_alive(policy, e->at, e->marks[0], now)) {
+      if (strict) return detail::lease_not_outstanding(id);
+      return in_table(policy, now, false, [&](Table& t) { return t.settle(policy, key, now, now, {}, 0); });
+    }
+    actual = 0;
+  }
   if (e != nullptr && e->settled) {
     return in_table(policy, now, false, [&](Table& t) {
       return t.settle(policy, key, now, now, {}, 0);  // the state as it is
@@ -316,7 +326,29 @@ absl::StatusOr<Decision> MemoryStorage::settle(const Policy& policy, std::string
   Reservations::Shard& sh = rs.shard_for(policy, key);
   const std::string k = Reservations::entry_key(policy, key, id);
   std::lock_guard<std::mutex> lock(sh.mu);
-  return settle_locked(policy, key, actual, now, sh, k, rs.find(sh, k, now));
+  return settle_locked(policy, key, id, actual, now, sh, k, rs.find(sh, k, now), true);
+}
+
+absl::StatusOr<Decision> MemoryStorage::renew(const Policy& policy, std::string_view key, std::string_view id,
+                                              Micros now) {
+  if (!detail::leases(policy)) return detail::renew_needs_leases(policy);
+  Reservations& rs = *reservations_;
+  Reservations::Shard& sh = rs.shard_for(policy, key);
+  const std::string k = Reservations::entry_key(policy, key, id);
+  std::lock_guard<std::mutex> lock(sh.mu);
+  Reservations::Entry* e = rs.find(sh, k, now);
+  if (e == nullptr || e->settled || !detail::lease_alive(policy, e->at, e->marks[0], now)) return detail::lease_not_outstanding(id);
+  const std::size_t n = policy.limits().size();
+  ReservationEntry renewed = *e;
+  absl::StatusOr<Decision> d = in_table(policy, now, true, [&](Table& t) {
+    return t.renew(policy, key, now, e->at, std::span<const Micros>(e->marks.data(), n), e->estimate,
+                   std::span<Micros>(renewed.marks.data(), n));
+  });
+  if (!d.ok()) return d;
+  renewed.at = now;
+  renewed.expires = now + detail::lease_ttl(policy) + 1;
+  rs.put(sh, k, renewed);  // replaces the entry, and queues its new expiry
+  return d;
 }
 
 absl::StatusOr<bool> MemoryStorage::known(const Policy& policy, std::string_view key, std::string_view id,

@@ -196,6 +196,29 @@ class TableImpl final : public MemoryStorage::Table {
     });
   }
 
+  absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, Micros now, Micros at,
+                                 std::span<const Micros> marks, std::int64_t units,
+                                 std::span<Micros> new_marks) override {
+    const Limits limits = policy.limits();
+    return on_record(key, limits, now, [&](S* st) -> std::pair<absl::StatusOr<Decision>, bool> {
+      std::int64_t before = 0;
+      if constexpr (kLogs) before = log_bytes(st, k_);
+      detail::settle_all<A>(st, limits, now, at, marks, -units);
+      // Charged again as a commit at `now` (never refused: the units were held), so that the marks
+      // name the entries that hold them.
+      for (std::size_t i = 0; i < limits.size(); ++i) A::commit(st[i], limits[i], now, units);
+      detail::marks_of<A>(st, limits, new_marks);
+      Decision d = detail::as_is<A>(st, limits, now);
+      d.allowed = true;
+      if constexpr (kLogs) {
+        const std::int64_t change = log_bytes(st, k_) - before;
+        if (logs_ != nullptr && change > 0) logs_->charge(change);
+        if (logs_ != nullptr && change < 0) logs_->release(-change);
+      }
+      return {d, units > 0};
+    });
+  }
+
   void clear(std::string_view key) override {
     const HashedKey hk{key, hash_key(key)};
     Shard& sh = shard_for(hk);

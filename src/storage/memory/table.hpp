@@ -33,6 +33,12 @@ class MemoryStorage::Table {
   /// usage that happened, never refused (the bytes are counted all the same).
   virtual absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, Micros now, Micros at,
                                           std::span<const Micros> marks, std::int64_t delta) = 0;
+  /// A lease's renewal, on one record under its lock: `units` leave the states at `at` (a settle
+  /// of −units with `marks`) and are committed again at `now`; the new marks are written into
+  /// `new_marks`. Never more units outstanding than before.
+  virtual absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, Micros now, Micros at,
+                                         std::span<const Micros> marks, std::int64_t units,
+                                         std::span<Micros> new_marks) = 0;
   virtual void clear(std::string_view key) = 0;
   [[nodiscard]] virtual std::size_t size() const = 0;
   /// The fingerprint hash of the last policy whose lifetime was taken into `lifetime`.

@@ -66,6 +66,7 @@ ScriptId script_for(const Policy& policy) noexcept {
       return ScriptId::kFixedWindow;
     }
     case Strategy::kMovingWindow:
+    case Strategy::kConcurrency:
       return ScriptId::kMovingWindow;
     case Strategy::kSlidingWindowCounter:
       return ScriptId::kSlidingWindow;

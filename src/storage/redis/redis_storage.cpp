@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "storage/decide.hpp"
 #include "storage/envoyproxy_layout.hpp"
 #include "storage/redis/call.hpp"
 #include "storage/redis/scripts_gen.hpp"
@@ -218,10 +219,19 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
     c.slot = call_slot(o, c.argv[3]);
     script_args(policy, cost, false, o.client_clock ? std::optional<Micros>(now) : std::nullopt,
                 o.client_clock ? o.client_ttl_slack.count() : 0, c.argv, now);
-    const char* mode = effect == Effect::kReserve ? "r" : effect == Effect::kSettle ? "s" : "e";
+    const char* mode = effect == Effect::kReserve  ? "r"
+                       : effect == Effect::kSettle ? "s"
+                       : effect == Effect::kRenew  ? "n"
+                                                   : "e";
     if (ttl == 0) mode = "k";  // Storage::known
     c.argv[3 + k + 1 + 2] = mode;  // ARGV[3]
-    c.argv.push_back(std::to_string(std::max<Micros>(1, (ttl == 0 ? kDefaultReservationTtl : ttl) / 1000)));
+    if (floodgate::detail::leases(policy)) {
+      c.argv[3 + k + 1 + 3] = "l";  // ARGV[4]: leases; they live for their limit's period
+      ttl = floodgate::detail::lease_ttl(policy) + 1;  // counts until its time to live ends, inclusive
+    }
+    // Whole milliseconds, rounded up: a record never goes before what it remembers.
+    const Micros ms = ((ttl == 0 ? kDefaultReservationTtl : ttl) + 999) / 1000;
+    c.argv.push_back(std::to_string(std::max<Micros>(1, ms)));
     return absl::OkStatus();
   }
   if (detail::envoyproxy_call(o, policy, key, cost, effect, now, c)) return absl::OkStatus();
@@ -269,6 +279,17 @@ absl::StatusOr<Decision> RedisStorage::settle(const Policy& policy, std::string_
   return std::move(c.result);
 }
 
+absl::StatusOr<Decision> RedisStorage::renew(const Policy& policy, std::string_view key, std::string_view id,
+                                             Micros now) {
+  if (!floodgate::detail::leases(policy)) return floodgate::detail::renew_needs_leases(policy);
+  Call c;
+  if (auto s = make_call(options_, policy, key, 0, Effect::kRenew, now, c, id, kDefaultReservationTtl); !s.ok()) {
+    return s;
+  }
+  run(std::span<Call>(&c, 1));
+  return std::move(c.result);
+}
+
 absl::StatusOr<bool> RedisStorage::known(const Policy& policy, std::string_view key, std::string_view id,
                                          Micros now) {
   Call c;
@@ -287,7 +308,8 @@ void RedisStorage::apply_batch(std::span<const BatchItem> items, Micros now,
   for (std::size_t i = 0; i < items.size(); ++i) {
     const BatchItem& it = items[i];
     if (auto s = make_call(options_, *it.policy, it.key, it.cost, it.effect, now, calls[n], it.reservation,
-                           it.effect == Effect::kSettle ? kDefaultReservationTtl : it.ttl);
+                           it.effect == Effect::kSettle || it.effect == Effect::kRenew ? kDefaultReservationTtl
+                                                                                       : it.ttl);
         !s.ok()) {
       out[i] = s;
       calls[n] = Call{};

@@ -66,6 +66,7 @@ class RedisStorage final : public Storage {
   absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id, std::int64_t actual,
                                   Micros now) override;
   absl::StatusOr<bool> known(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
+  absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
   /// Pipelined: the calls for each server are written together and their replies read together,
   /// one round trip per server (plus one for any NOSCRIPT, MOVED or ASK).
   void apply_batch(std::span<const BatchItem> items, Micros now,

@@ -221,6 +221,11 @@ NextStep next_step(bool error_reply, std::string_view text, bool script, bool cl
     step.error = absl::AlreadyExistsError(std::string(text.substr(11)));
     return step;
   }
+  if (script && text.starts_with("floodgate: lease not outstanding")) {  // decide.lua: release, renew
+    step.error = absl::NotFoundError(
+        "the lease is not outstanding (never taken, released, or expired): nothing freed");
+    return step;
+  }
   step.error = absl::InternalError(fmt::format("redis {}: {}", server, text));
   return step;
 }

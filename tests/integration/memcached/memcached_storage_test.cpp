@@ -17,6 +17,7 @@
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
 #include "support/limit_change.hpp"
+#include "support/lease_model.hpp"
 #include "support/reservation_model.hpp"
 #include "support/variants.hpp"
 #include "test_support.hpp"
@@ -686,6 +687,59 @@ TEST(MemcachedReservations, OneIdOneReservationAndConcurrentSettlesCountOnce) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(100'000'000 - limiter.stats(p, "tenant")->remaining, 100 + 50 * 3);
+}
+
+}  // namespace
+}  // namespace floodgate::memcached
+
+// ---- leases (a concurrency policy) ---------------------------------------------------------------
+namespace floodgate::memcached {
+namespace {
+
+using namespace floodgate::memcached::testing;
+
+TEST(MemcachedLeases, MatchTheModel) {
+  for (const char* limits : {"3 concurrent for 30 seconds", "2 concurrent for 1 minute"}) {
+    auto storage = open_url(single_url("prefix=" + unique_prefix("lease")));
+    ASSERT_NE(storage, nullptr);
+    auto clock = std::make_shared<ManualClock>(Micros{1'700'000'040} * kMicrosPerSecond);
+    Limiter limiter(storage, clock);
+    const Policy p = Policy::make("slots", Strategy::kConcurrency, limits).value();
+    floodgate::testing::check_leases_against_model(limiter, *clock, p, "k", 1, 150);
+    if (HasFailure()) return;
+  }
+}
+
+TEST(MemcachedLeases, ThreadsNeverHoldMoreThanTheLimit) {
+  auto storage = open_url(single_url("pool=8&prefix=" + unique_prefix("lease-threads")));
+  ASSERT_NE(storage, nullptr);
+  const Policy p = Policy::make("slots", Strategy::kConcurrency, "3 concurrent for 1 minute").value();
+  Limiter limiter(storage);
+  std::atomic<int> held{0};
+  std::atomic<int> most{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 60; ++i) {
+        auto lease = limiter.acquire(p, "tenant", 1, "t" + std::to_string(t) + "-" + std::to_string(i));
+        ASSERT_TRUE(lease.ok()) << lease.status();
+        if (!lease->held()) continue;
+        const int now_held = held.fetch_add(1) + 1;
+        int m = most.load();
+        while (now_held > m && !most.compare_exchange_weak(m, now_held)) {
+        }
+        if (i % 3 == 0) {
+          EXPECT_TRUE(lease->renew().ok());
+        }
+        held.fetch_sub(1);
+        EXPECT_TRUE(lease->release().ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LE(most.load(), 3);
+  EXPECT_GT(most.load(), 0);
+  EXPECT_EQ(limiter.stats(p, "tenant")->remaining, 3);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -18,6 +19,7 @@
 #include "conformance_support.hpp"
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
+#include "support/lease_model.hpp"
 #include "support/limit_change.hpp"
 #include "support/reservation_model.hpp"
 #include "support/variants.hpp"
@@ -937,6 +939,143 @@ TEST(RedisReservations, ConcurrentReserveAndSettleCountEveryUnitOnce) {
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_EQ(100'000'000 - d->remaining, actual_total.load()) << strategy;
   }
+}
+
+}  // namespace
+}  // namespace floodgate::redis
+
+// ---- leases (a concurrency policy) ---------------------------------------------------------------
+namespace floodgate::redis {
+namespace {
+
+using namespace floodgate::redis::testing;
+
+TEST(RedisLeases, MatchTheModel) {
+  // Times to live far longer than the test runs: a lease's record expires in Redis's real time,
+  // while the model's time is the manual clock's.
+  for (const char* limits : {"3 concurrent for 5 minutes", "1 concurrent for 10 minutes"}) {
+    for (std::uint32_t seed = 1; seed <= 2; ++seed) {
+      auto redis = open_url(single_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix("lease")));
+      ASSERT_NE(redis, nullptr);
+      auto clock = std::make_shared<ManualClock>(Micros{1'700'000'040} * kMicrosPerSecond);
+      Limiter limiter(redis, clock);
+      const Policy p = Policy::make("slots", Strategy::kConcurrency, limits).value();
+      floodgate::testing::check_leases_against_model(limiter, *clock, p, "k", seed, 200);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// 8 threads through two storages (two processes' clients) on one Redis, with Redis's own clock:
+// acquire, renew every third, release. The slots held, counted by the threads between their
+// acquisition and their release, never exceed the limit; all at once with every lease held,
+// exactly the limit are taken.
+TEST(RedisLeases, TwoClientsNeverHoldMoreThanTheLimit) {
+  const std::string prefix = unique_prefix("lease-threads");
+  std::vector<std::shared_ptr<RedisStorage>> storages;
+  for (int i = 0; i < 2; ++i) {
+    storages.push_back(open_url(single_url("timeout_ms=2000&pool=4&prefix=" + prefix)));
+    ASSERT_NE(storages.back(), nullptr);
+  }
+  const Policy p = Policy::make("slots", Strategy::kConcurrency, "3 concurrent for 1 minute").value();
+  std::atomic<int> held{0};
+  std::atomic<int> most{0};
+  std::atomic<int> first{0};
+  std::barrier start(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      Limiter limiter(storages[static_cast<std::size_t>(t % 2)]);
+      start.arrive_and_wait();
+      {
+        auto lease = limiter.acquire(p, "tenant", 1, fmt::format("first-{}", t));
+        EXPECT_TRUE(lease.ok()) << lease.status();  // no ASSERT: every thread must reach the barriers
+        first.fetch_add(lease.ok() && lease->held() ? 1 : 0);
+        start.arrive_and_wait();
+      }
+      start.arrive_and_wait();
+      for (int i = 0; i < 100; ++i) {
+        auto lease = limiter.acquire(p, "tenant", 1, fmt::format("t{}-{}", t, i));
+        ASSERT_TRUE(lease.ok()) << lease.status();
+        if (!lease->held()) continue;
+        const int now_held = held.fetch_add(1) + 1;
+        int m = most.load();
+        while (now_held > m && !most.compare_exchange_weak(m, now_held)) {
+        }
+        if (i % 3 == 0) {
+          EXPECT_TRUE(lease->renew().ok());
+        }
+        held.fetch_sub(1);
+        EXPECT_TRUE(lease->release().ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(first.load(), 3);
+  EXPECT_LE(most.load(), 3);
+  EXPECT_GT(most.load(), 0);
+  Limiter check(storages[0]);
+  EXPECT_EQ(check.stats(p, "tenant")->remaining, 3);
+}
+
+// Redis is killed (SIGKILL) between a lease's acquisition and its release, and comes back with
+// its data (a snapshot taken before the kill): the release fails (the policy's fail mode decides,
+// degraded), and the lease frees itself when its time to live ends, by Redis's own clock.
+TEST(RedisLeases, AReleaseLostToAKilledRedisExpiresWithTheLease) {
+  PrivateServer server;
+  ASSERT_GT(server.port(), 0);
+  auto storage = open_url("redis://127.0.0.1:" + std::to_string(server.port()) +
+                          "?timeout_ms=100&prefix=" + unique_prefix("lease-fail"));
+  ASSERT_NE(storage, nullptr);
+  Limiter limiter(storage);
+  const Policy p = Policy::make("slots", Strategy::kConcurrency, "1 concurrent for 3 seconds").value();
+  auto lease = limiter.acquire(p, "k", 1, "lost");
+  ASSERT_TRUE(lease.ok() && lease->held()) << lease.status();
+  const auto taken = std::chrono::steady_clock::now();
+  {
+    Raw raw(server.port());
+    ASSERT_EQ(raw.cmd({"SAVE"}), "OK");
+  }
+  server.kill(SIGKILL);
+  const auto released = lease->release();
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_TRUE(released->degraded) << "the release never reached Redis";
+  ASSERT_TRUE(server.restart());
+  bool back = false;
+  for (int i = 0; i < 300 && !back; ++i) {
+    const auto d = limiter.stats(p, "k");
+    back = d.ok() && !d->degraded;
+    if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(back);
+  if (std::chrono::steady_clock::now() - taken < std::chrono::milliseconds(2500)) {
+    EXPECT_EQ(limiter.stats(p, "k")->remaining, 0) << "still held within its time to live";
+    EXPECT_FALSE(limiter.acquire(p, "k")->held());
+  }
+  std::this_thread::sleep_until(taken + std::chrono::milliseconds(3100));
+  EXPECT_EQ(limiter.stats(p, "k")->remaining, 1) << "free once its time to live ended";
+  EXPECT_TRUE(limiter.acquire(p, "k")->held());
+}
+
+TEST(RedisLeases, EnvoysTwoCallsTakeThenReleaseAndAStaleReleaseFreesNothing) {
+  auto redis = open_url(single_url("timeout_ms=2000&prefix=" + unique_prefix("lease-either")));
+  ASSERT_NE(redis, nullptr);
+  Limiter limiter(redis);
+  const Policy p = Policy::make("slots", Strategy::kConcurrency, "1 concurrent for 1 minute").value();
+  const auto call = [&](const char* id, std::int64_t addend) {
+    Limiter::Request r{&p, "user", addend, Effect::kReserveOrSettle};
+    r.reservation = id;
+    std::vector<absl::StatusOr<Decision>> out(1);
+    limiter.decide(std::span<const Limiter::Request>(&r, 1), limiter.clock().now(), out);
+    return out[0];
+  };
+  EXPECT_TRUE(call("req-1", 1)->allowed);
+  EXPECT_FALSE(call("req-2", 1)->allowed);
+  EXPECT_EQ(call("req-1", 1)->remaining, 1);  // released, whatever the addend says
+  EXPECT_EQ(call("req-1", 1)->remaining, 1);  // sent again: nothing more
+  EXPECT_EQ(limiter.release(p, "user", "req-1").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(limiter.renew(p, "user", "req-1").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(call("req-2", 1)->allowed);
 }
 
 }  // namespace

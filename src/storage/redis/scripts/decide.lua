@@ -24,10 +24,12 @@ local function single(now, cost, hit, shape)
   return reply(as_is)
 end
 
--- Reservations (ARGV[3]: 'r' reserve, 's' settle, 'e' reserve or settle, 'k' whether known).
--- KEYS[k + 1] is the reservation's record, ARGV[5 + k·F + 1] its time to live in ms. The record
--- holds "at estimate mark…" (one mark per limit) until it is settled, then "settled" until its
--- time to live ends (a second settle changes nothing). Mirrors MemoryStorage::reserve/settle.
+-- Reservations (ARGV[3]: 'r' reserve, 's' settle, 'e' reserve or settle, 'k' whether known,
+-- 'n' renew a lease). KEYS[k + 1] is the reservation's record, ARGV[5 + k·F + 1] its time to live
+-- in ms. The record holds "at estimate mark…" (one mark per limit) until it is settled, then
+-- "settled" until its time to live ends (a second settle changes nothing). ARGV[4] = 'l': the
+-- reservations are leases (a concurrency policy): a settle releases the lease whatever its
+-- actual, and a lease not outstanding is never charged. Mirrors MemoryStorage::reserve/settle/renew.
 local function as_is_reply(limits, states, now)
   local out
   for i = 1, #limits do out = combine(out, evaluate(states[i], limits[i], now, 0, false)) end
@@ -35,6 +37,17 @@ local function as_is_reply(limits, states, now)
   out.retry_after = 0
   out.delay = 0
   return reply(out)
+end
+
+-- Whether a lease's record `rec` holds an outstanding lease at `now`: not settled, and its time
+-- (taken or renewed) within its limit's period, the lease's time to live.
+local function lease_outstanding(rec, l, now)
+  if not rec or rec == 'settled' then return false end
+  local at, _, mark = string.match(rec, '^(%-?%d+) (%-?%d+) (%-?%d+)')
+  at, mark = tonumber(at), tonumber(mark)
+  if at == nil or mark == nil then return false end
+  if mark > 0 then at = mark end  -- the log's entry that holds the lease (moving_window's mark)
+  return at >= now - l.period
 end
 
 local function reservation(now, cost, mode)
@@ -52,6 +65,37 @@ local function reservation(now, cost, mode)
   for i = 1, k do
     limits[i] = read_limit(5 + (i - 1) * F)
     states[i] = load(KEYS[i], limits[i], now)
+  end
+  if mode == 'n' then
+    -- A renewal: the lease's units leave the log at its time and enter it again now.
+    if not lease_outstanding(rec, limits[1], now) then
+      return redis.error_reply('floodgate: lease not outstanding')
+    end
+    local parts = {}
+    for w in string.gmatch(rec, '%-?%d+') do parts[#parts + 1] = tonumber(w) end
+    if #parts ~= k + 2 then foreign(rkey) end
+    local v = {int(now), int(parts[2])}
+    for i = 1, k do
+      settle(states[i], limits[i], now, parts[1], parts[i + 2], -parts[2])
+      settled(KEYS[i], states[i], limits[i], now)
+      states[i] = load(KEYS[i], limits[i], now)
+      if parts[2] > 0 then
+        commit(states[i], limits[i], now, parts[2])  -- never refused: the units were held
+        save(KEYS[i], states[i], limits[i], now)
+      end
+      v[#v + 1] = int(mark(states[i], limits[i]))
+      states[i] = load(KEYS[i], limits[i], now)
+    end
+    redis.call('SET', rkey, table.concat(v, ' '), 'PX', ttl)
+    return as_is_reply(limits, states, now)
+  end
+  if ARGV[4] == 'l' and (mode == 's' or rec) then
+    -- A release: nothing for a lease not outstanding; else its units back in full.
+    if not lease_outstanding(rec, limits[1], now) then
+      if mode == 's' then return redis.error_reply('floodgate: lease not outstanding') end
+      return as_is_reply(limits, states, now)
+    end
+    cost = 0
   end
   if mode == 's' or rec then
     if rec == 'settled' then return as_is_reply(limits, states, now) end
@@ -105,7 +149,9 @@ local function main()
   local now = now_micros()
   local cost = tonumber(ARGV[2])
   local mode = ARGV[3]
-  if mode == 'r' or mode == 's' or mode == 'e' or mode == 'k' then return reservation(now, cost, mode) end
+  if mode == 'r' or mode == 's' or mode == 'e' or mode == 'k' or mode == 'n' then
+    return reservation(now, cost, mode)
+  end
   local hit = ARGV[3] == '1'
   local shape = ARGV[4] == '1'
   local k = #KEYS

@@ -1,0 +1,147 @@
+// A reference model of a concurrency policy's leases, written from the definition and not from
+// the moving window's code: a lease taken (or renewed) at `at` holds its units while
+// now ≤ at + ttl, unless released; an acquisition is admitted iff the units held plus its own fit
+// the limit. Drives a Limiter on any storage with random acquisitions, releases, renewals and
+// expiries, and checks every answer, and that no more than the limit is ever held.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "floodgate/limiter.hpp"
+
+namespace floodgate::testing {
+
+struct LeaseModel {
+  struct Held {
+    Micros at;
+    std::int64_t units;
+    bool released = false;
+  };
+  std::int64_t limit;
+  Micros ttl;
+  std::map<std::string, Held> leases;
+
+  [[nodiscard]] bool outstanding(const Held& h, Micros now) const { return !h.released && now <= h.at + ttl; }
+
+  [[nodiscard]] std::int64_t held(Micros now) const {
+    std::int64_t n = 0;
+    for (const auto& [id, h] : leases) n += outstanding(h, now) ? h.units : 0;
+    return n;
+  }
+
+  // When enough leases run out for `cost` to fit (µs from now), if nothing is released.
+  [[nodiscard]] Micros retry_after(std::int64_t cost, Micros now) const {
+    std::vector<const Held*> live;
+    for (const auto& [id, h] : leases) {
+      if (outstanding(h, now)) live.push_back(&h);
+    }
+    std::sort(live.begin(), live.end(), [](const Held* a, const Held* b) { return a->at < b->at; });
+    std::int64_t still = held(now);
+    for (const Held* h : live) {
+      still -= h->units;
+      if (still + cost <= limit) return h->at + ttl + 1 - now;
+    }
+    return kNever;
+  }
+
+  // The latest time a held unit runs out (µs from now), 0 when none is held.
+  [[nodiscard]] Micros reset_after(Micros now) const {
+    Micros last = -1;
+    for (const auto& [id, h] : leases) {
+      if (outstanding(h, now)) last = std::max(last, h.at);
+    }
+    return last < 0 ? 0 : last + ttl + 1 - now;
+  }
+};
+
+// Random acquisitions (fresh ids), releases and renewals (of any id ever used, outstanding or
+// not), and time passing by fractions of the ttl, `steps` times; every answer checked against the
+// model. The storage's clock is `clock`.
+inline void check_leases_against_model(Limiter& limiter, ManualClock& clock, const Policy& policy,
+                                       const std::string& key, std::uint32_t seed, int steps) {
+  const Limit& l = policy.limits().front();
+  LeaseModel model{l.amount, l.period, {}};
+  std::mt19937 rng(seed);  // 32-bit results
+  std::vector<std::string> ids;
+  std::int64_t most = 0;
+  std::map<std::string, Lease> kept;
+  for (int step = 0; step < steps; ++step) {
+    const Micros now = clock.now();
+    const auto op = static_cast<std::uint32_t>(rng() % 10);
+    SCOPED_TRACE(fmt::format("seed {} step {} op {} at +{} µs", seed, step, op, now % 100'000'000));
+    if (op < 4 || ids.empty()) {
+      const std::string id = fmt::format("lease-{}-{}", seed, step);
+      const std::int64_t cost = 1 + static_cast<std::int64_t>(rng() % 2U);
+      auto lease = limiter.acquire(policy, key, cost, id);
+      ASSERT_TRUE(lease.ok()) << lease.status();
+      const bool fits = model.held(now) + cost <= model.limit;
+      ASSERT_EQ(lease->held(), fits);
+      ASSERT_EQ(lease->decision().allowed, fits);
+      if (fits) {
+        model.leases[id] = {now, cost};
+        ids.push_back(id);
+        EXPECT_EQ(lease->decision().remaining, model.limit - model.held(now));
+      } else {
+        EXPECT_EQ(lease->decision().remaining, model.limit - model.held(now));
+        EXPECT_EQ(lease->decision().retry_after, model.retry_after(cost, now));
+      }
+      EXPECT_EQ(lease->decision().reset_after, model.reset_after(now));
+      // Kept, so that its destructor does not release it: the test releases it by id, as another
+      // process would (the destructor's release at the end finds it released and frees nothing).
+      if (fits) kept.emplace(id, *std::move(lease));
+    } else if (op < 7) {
+      const std::string& id = ids[rng() % ids.size()];
+      const auto it = model.leases.find(id);
+      const bool out = it != model.leases.end() && model.outstanding(it->second, now);
+      auto d = limiter.release(policy, key, id);
+      if (out) {
+        ASSERT_TRUE(d.ok()) << d.status();
+        it->second.released = true;
+        EXPECT_TRUE(d->allowed);
+        EXPECT_EQ(d->remaining, model.limit - model.held(now));
+      } else {
+        EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound) << d.status();
+      }
+    } else if (op < 8) {
+      const std::string& id = ids[rng() % ids.size()];
+      const auto it = model.leases.find(id);
+      const bool out = it != model.leases.end() && model.outstanding(it->second, now);
+      auto d = limiter.renew(policy, key, id);
+      if (out) {
+        ASSERT_TRUE(d.ok()) << d.status();
+        it->second.at = now;
+        EXPECT_EQ(d->remaining, model.limit - model.held(now));
+        EXPECT_EQ(d->reset_after, model.reset_after(now));
+      } else {
+        EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound) << d.status();
+      }
+    } else {
+      // Time passes: up to half a ttl, sometimes exactly to a lease's last instant or just past.
+      Micros by = 1 + static_cast<Micros>(rng() % static_cast<std::uint64_t>(model.ttl / 2));
+      if (rng() % 3 == 0 && !model.leases.empty()) {
+        auto it = model.leases.begin();
+        std::advance(it, rng() % model.leases.size());
+        const Micros edge = it->second.at + model.ttl + static_cast<Micros>(rng() % 2) - now;
+        if (edge > 0) by = edge;
+      }
+      clock.advance(by);
+    }
+    const auto stats = limiter.stats(policy, key);
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    EXPECT_EQ(stats->remaining, model.limit - model.held(clock.now()));
+    most = std::max(most, model.held(clock.now()));
+    ASSERT_LE(model.held(clock.now()), model.limit);
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(most, 0);
+}
+
+}  // namespace floodgate::testing
