@@ -180,7 +180,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, "
                 "algorithm: fastest}\n",
                 "rules.yaml:4:65: the rate_limit of \"k\": unknown strategy \"fastest\": expected fixed-window, "
-                "moving-window, sliding-window-counter, token-bucket, leaky-bucket or gcra"},
+                "moving-window, sliding-window-counter, token-bucket, leaky-bucket, gcra or concurrency"},
         BadFile{"descriptors: []\n", "rules.yaml:1:1: the file needs a domain"},
         BadFile{"domain: \"\"\n", "rules.yaml:1:9: the domain is empty"},
         BadFile{"domain: d\ndescriptors:\n  - value: v\n", "rules.yaml:3:5: a descriptor needs a key"},
@@ -456,6 +456,43 @@ TEST_F(Rls, TokenBudgetHoldsWithReservations) {
   auto next = request("ai", {{{"user", "alice"}, {"request_id", "late"}}});
   next.mutable_descriptors(0)->mutable_hits_addend()->set_value(1);
   EXPECT_EQ(call(next).overall_code(), Response::OVER_LIMIT);  // the 30 over are paid before more starts
+}
+
+// A concurrency rule with stock Envoy: the request-time call with the request's id takes a lease,
+// the stream-done call with the same id releases it whatever its hits_addend; sent again it frees
+// nothing more. Beside a rate limit of the same request, all or nothing.
+TEST_F(Rls, AConcurrencyRuleTakesAndReleasesLeases) {
+  load("domain: ai\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 2, algorithm: concurrency}\n"
+       "    reservation: {id_key: request_id}\n"
+       "  - key: tenant\n    rate_limit: {unit: minute, requests_per_unit: 3}\n");
+  const auto start = [&](const std::string& id) {
+    return call(request("ai", {{{"user", "alice"}, {"request_id", id}}, {{"tenant", "acme"}}}));
+  };
+  EXPECT_EQ(start("r-1").overall_code(), Response::OK);
+  EXPECT_EQ(start("r-2").overall_code(), Response::OK);
+  const Response full = start("r-3");
+  EXPECT_EQ(full.overall_code(), Response::OVER_LIMIT);
+  EXPECT_EQ(full.statuses(0).code(), Response::OVER_LIMIT);
+  EXPECT_EQ(full.statuses(1).limit_remaining(), 1u) << "a request denied by the lease charges no rate";
+  const auto done = [&](const std::string& id) {
+    auto r = request("ai", {{{"user", "alice"}, {"request_id", id}}});
+    r.mutable_descriptors(0)->mutable_hits_addend()->set_value(7);
+    return call(r);
+  };
+  EXPECT_EQ(done("r-1").statuses(0).limit_remaining(), 1u);
+  EXPECT_EQ(done("r-1").statuses(0).limit_remaining(), 1u) << "sent again: nothing more freed";
+  EXPECT_EQ(start("r-4").overall_code(), Response::OK);
+  EXPECT_EQ(done("r-2").statuses(0).limit_remaining(), 1u);
+  const Response rate = start("r-5");
+  EXPECT_EQ(rate.overall_code(), Response::OVER_LIMIT) << "the tenant's 3 per minute";
+  EXPECT_EQ(rate.statuses(1).code(), Response::OVER_LIMIT);
+  EXPECT_EQ(rate.statuses(0).limit_remaining(), 1u) << "a request denied by the rate takes no lease";
+}
+
+TEST_F(Rls, AConcurrencyRuleNeedsAReservation) {
+  const absl::Status s = parse("domain: ai\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 2, algorithm: concurrency}\n");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("reservation"), std::string_view::npos) << s;
 }
 
 // A billing month in Europe/Berlin anchored on the 31st: the rule resets at Mar 31 00:00 +02

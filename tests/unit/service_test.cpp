@@ -394,3 +394,74 @@ TEST(ServiceReservations, ReserveThenSettleOverHttp) {
 
 }  // namespace
 }  // namespace floodgate::server
+
+namespace floodgate::server {
+namespace {
+
+// A concurrency policy over HTTP: a lease taken with /v1/hit and a reservation id, ended with
+// /v1/release, its time to live started again with /v1/renew; 429 with the draft's quota unit
+// when every slot is held; 404 for a lease not outstanding; 400 naming the field for bad input.
+TEST(ServiceLeases, AcquireRenewReleaseOverHttp) {
+  auto clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
+  Service service{config("  - {name: slots, strategy: concurrency, limit: 2 concurrent for 30 seconds}\n"
+                         "  - {name: tokens, strategy: fixed-window, limit: 1000/hour}\n"),
+                  std::make_shared<MemoryStorage>(), clock};
+  const auto post = [&](std::string target, std::string body) {
+    Request req{http::verb::post, target, 11};
+    req.body() = std::move(body);
+    req.prepare_payload();
+    Response res;
+    service.handle(req, res);
+    return res;
+  };
+  const auto remaining = [](const Response& r) { return boost::json::parse(r.body()).as_object().at("remaining").as_int64(); };
+  Response r = post("/v1/hit", R"({"policy":"slots","key":"u","reservation":"a"})");
+  EXPECT_EQ(r.result(), http::status::ok) << r.body();
+  EXPECT_EQ(remaining(r), 1);
+  EXPECT_NE(std::string(r["RateLimit-Policy"]).find(R"(q=2;qu="concurrent-requests")"), std::string::npos)
+      << r["RateLimit-Policy"];
+  EXPECT_EQ(post("/v1/hit", R"({"policy":"slots","key":"u","reservation":"b"})").result(), http::status::ok);
+  clock->advance(10 * kSec);
+  r = post("/v1/hit", R"({"policy":"slots","key":"u","reservation":"c"})");
+  EXPECT_EQ(r.result(), http::status::too_many_requests) << r.body();
+  EXPECT_EQ(std::string(r["Retry-After"]), "21");  // a's time to live ends 20 s + 1 µs from now
+  r = post("/v1/renew", R"({"policy":"slots","key":"u","reservation":"b"})");
+  EXPECT_EQ(r.result(), http::status::ok) << r.body();
+  r = post("/v1/release", R"({"policy":"slots","key":"u","reservation":"a"})");
+  EXPECT_EQ(r.result(), http::status::ok) << r.body();
+  EXPECT_EQ(remaining(r), 1);
+  r = post("/v1/release", R"({"policy":"slots","key":"u","reservation":"a"})");
+  EXPECT_EQ(r.result(), http::status::not_found) << r.body();
+  EXPECT_NE(r.body().find("not outstanding"), std::string::npos) << r.body();
+  EXPECT_EQ(post("/v1/renew", R"({"policy":"slots","key":"u","reservation":"zzz"})").result(), http::status::not_found);
+  EXPECT_EQ(post("/v1/hit", R"({"policy":"slots","key":"u","reservation":"c"})").result(), http::status::ok);
+  // b was renewed at 10 s: held until 40 s; c until 40 s too. At 41 s both have gone.
+  clock->advance(31 * kSec);
+  EXPECT_EQ(remaining(post("/v1/test", R"({"policy":"slots","key":"u","cost":0})")), 2);
+  // Bad input, each naming the field; nothing taken or freed.
+  const std::pair<const char*, const char*> bad[] = {
+      {"/v1/hit", R"({"policy":"slots","key":"u"})"},
+      {"/v1/hit", R"({"policy":"slots","key":"u","reservation":"d","ttl_ms":1000})"},
+      {"/v1/release", R"({"policy":"slots","key":"u"})"},
+      {"/v1/release", R"({"policy":"slots","key":"u","reservation":"c","actual":0})"},
+      {"/v1/renew", R"({"policy":"slots","key":"u","reservation":"c","cost":1})"},
+      {"/v1/release", R"({"policy":"tokens","key":"u","reservation":"c"})"},
+  };
+  for (const auto& [target, body] : bad) {
+    r = post(target, body);
+    EXPECT_EQ(r.result(), http::status::bad_request) << target << " " << body;
+    EXPECT_TRUE(r.body().find("reservation") != std::string::npos || r.body().find("ttl_ms") != std::string::npos ||
+                r.body().find("actual") != std::string::npos || r.body().find("cost") != std::string::npos ||
+                r.body().find("concurrency") != std::string::npos)
+        << r.body();
+  }
+  EXPECT_EQ(remaining(post("/v1/test", R"({"policy":"slots","key":"u","cost":0})")), 2);
+  Request auth{http::verb::get, "/v1/auth?policy=slots&key=u", 11};
+  Response res;
+  service.handle(auth, res);
+  EXPECT_EQ(res.result(), http::status::bad_request);
+  EXPECT_NE(res.body().find("/v1/release"), std::string::npos) << res.body();
+}
+
+}  // namespace
+}  // namespace floodgate::server
