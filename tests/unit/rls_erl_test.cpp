@@ -1,6 +1,8 @@
 // Every rule-file key of current envoyproxy/ratelimit with its meaning: share_threshold,
 // value_to_metric, detailed_metric, metadata, quota_mode, unlimited beside a limit, a unit without
 // requests_per_unit, wildcards anywhere in a value, domain merging and the files it refuses.
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
@@ -334,6 +336,7 @@ descriptors:
 TEST_F(RlsErl, QuotasPickTheFirstServiceWithQuotaLeft) {
   RlsSettings settings;
   settings.dynamic_metadata = true;
+  settings.response_headers = true;
   load(R"(
 domain: d
 descriptors:
@@ -347,10 +350,18 @@ descriptors:
     check.mutable_descriptors(1)->mutable_hits_addend()->set_value(0);
     Response out;
     ASSERT_TRUE(service_->should_rate_limit(check, out).ok());
+    std::map<std::string, std::string> headers;
+    for (const auto& h : out.response_headers_to_add()) headers[h.key()] = h.value();
     if (out.overall_code() != Response::OK) {
       served.emplace_back("refused");
       EXPECT_FALSE(out.dynamic_metadata().fields().contains("metadata"));
+      EXPECT_EQ(headers["Retry-After"], "50");
       continue;
+    }
+    // A quota over its limit beside one that passes: nothing left, but no Retry-After.
+    EXPECT_FALSE(headers.contains("Retry-After")) << i;
+    if (i == 2) {
+      EXPECT_EQ(headers["X-RateLimit-Remaining"], "0");
     }
     const std::string name = out.dynamic_metadata().fields().at("metadata").struct_value().fields().at("with_quota")
                                  .struct_value().fields().at("name").string_value();

@@ -151,7 +151,9 @@ grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response)
     for (const auto& [name, value] : never_fits_headers(p.domain, *never, p.now)) add_header(response, name, value);
   } else if (settings_.response_headers && constraining != nullptr) {
     Decision d = constraining->decision;
-    if (constraining->shadow) d.allowed = true;
+    // A shadow-mode rule, or a quota over its limit in a request that passes: the headers say
+    // what is left (0), with no Retry-After for a request that was not refused.
+    if (constraining->shadow || (constraining->quota && !overall_over)) d.allowed = true;
     for_each_rate_limit_header(*constraining->policy, d, [&](std::string_view name, std::string_view value) {
       add_header(response, name, value);
     });
