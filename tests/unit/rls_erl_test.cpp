@@ -1,6 +1,8 @@
 // Every rule-file key of current envoyproxy/ratelimit with its meaning: share_threshold,
 // value_to_metric, detailed_metric, metadata, quota_mode, unlimited beside a limit, a unit without
 // requests_per_unit, wildcards anywhere in a value, domain merging and the files it refuses.
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "floodgate/memory_storage.hpp"
@@ -285,6 +287,93 @@ descriptors:
   EXPECT_EQ(call({{{"r", "a"}}, {{"q2", "b"}}}).overall_code(), Response::OVER_LIMIT);
 }
 
+// envoyproxy's quota pattern: a check of hits_addend 0 at the request, the usage at the stream's
+// end (apply_on_stream_done, its answer unread). A quota on a fixed window counts that usage even
+// past its limit, as envoyproxy's counters do, so the next check is refused.
+TEST_F(RlsErl, AQuotaOnAFixedWindowCountsEveryHitAsEnvoyproxy) {
+  load(R"(
+domain: d
+descriptors:
+  - {key: q, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 2}}
+  - {key: tb, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 2, algorithm: token-bucket}}
+  - {key: plain, rate_limit: {unit: minute, requests_per_unit: 2}}
+)");
+  const auto with_hits = [&](const char* key, std::uint64_t hits) {
+    auto r = request({{{key, "x"}}});
+    r.mutable_descriptors(0)->mutable_hits_addend()->set_value(hits);
+    Response out;
+    EXPECT_TRUE(service_->should_rate_limit(r, out).ok());
+    return out;
+  };
+  std::vector<std::string> answers;
+  for (int i = 0; i < 4; ++i) {
+    const Response check = with_hits("q", 0);
+    answers.push_back(Response::Code_Name(check.overall_code()) + " " +
+                      std::to_string(check.statuses(0).limit_remaining()));
+    if (check.overall_code() == Response::OK) with_hits("q", 1);
+  }
+  EXPECT_EQ(answers, (std::vector<std::string>{"OK 2", "OK 1", "OK 0", "OVER_LIMIT 0"}));
+  // The stream-end call past the limit was counted: 3 of 2, and a check still charges nothing.
+  const Response over = with_hits("q", 0);
+  EXPECT_EQ(over.statuses(0).code(), Response::OVER_LIMIT);
+  EXPECT_EQ(over.statuses(0).current_limit().requests_per_unit(), 2u);
+  EXPECT_EQ(over.statuses(0).duration_until_reset().seconds(), 50);  // the window's end, as before
+  clock_->advance(60 * kMicrosPerSecond);  // the next window
+  EXPECT_EQ(with_hits("q", 0).overall_code(), Response::OK);
+
+  // Another algorithm, and an ordinary rule: a denied hit consumes nothing, and a check of 0
+  // (which could then never be refused) counts 1.
+  EXPECT_EQ(with_hits("tb", 0).statuses(0).limit_remaining(), 1u);
+  EXPECT_EQ(with_hits("tb", 5).statuses(0).code(), Response::OVER_LIMIT);
+  EXPECT_EQ(with_hits("tb", 1).statuses(0).limit_remaining(), 0u);
+  EXPECT_EQ(with_hits("plain", 0).statuses(0).limit_remaining(), 1u);
+  EXPECT_EQ(with_hits("plain", 5).overall_code(), Response::OVER_LIMIT);
+  EXPECT_EQ(with_hits("plain", 1).statuses(0).limit_remaining(), 0u);
+}
+
+// multiservice-tokenquota: two services as quotas, each naming itself in its metadata; Envoy
+// routes to the first that passes and charges it 1 at the stream's end.
+TEST_F(RlsErl, QuotasPickTheFirstServiceWithQuotaLeft) {
+  RlsSettings settings;
+  settings.dynamic_metadata = true;
+  settings.response_headers = true;
+  load(R"(
+domain: d
+descriptors:
+  - {key: service, value: s1, quota_mode: true, metadata: {with_quota: {name: s1}}, rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: service, value: s2, quota_mode: true, metadata: {with_quota: {name: s2}}, rate_limit: {unit: minute, requests_per_unit: 2}}
+)", settings);
+  std::vector<std::string> served;
+  for (int i = 0; i < 6; ++i) {
+    auto check = request({{{"service", "s1"}}, {{"service", "s2"}}});
+    check.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+    check.mutable_descriptors(1)->mutable_hits_addend()->set_value(0);
+    Response out;
+    ASSERT_TRUE(service_->should_rate_limit(check, out).ok());
+    std::map<std::string, std::string> headers;
+    for (const auto& h : out.response_headers_to_add()) headers[h.key()] = h.value();
+    if (out.overall_code() != Response::OK) {
+      served.emplace_back("refused");
+      EXPECT_FALSE(out.dynamic_metadata().fields().contains("metadata"));
+      EXPECT_EQ(headers["Retry-After"], "50");
+      continue;
+    }
+    // A quota over its limit beside one that passes: nothing left, but no Retry-After.
+    EXPECT_FALSE(headers.contains("Retry-After")) << i;
+    if (i == 2) {
+      EXPECT_EQ(headers["X-RateLimit-Remaining"], "0");
+    }
+    const std::string name = out.dynamic_metadata().fields().at("metadata").struct_value().fields().at("with_quota")
+                                 .struct_value().fields().at("name").string_value();
+    served.push_back(name);
+    auto done = request({{{"service", name}}});
+    done.mutable_descriptors(0)->mutable_hits_addend()->set_value(1);
+    Response ignored;
+    ASSERT_TRUE(service_->should_rate_limit(done, ignored).ok());
+  }
+  EXPECT_EQ(served, (std::vector<std::string>{"s1", "s1", "s2", "s2", "s2", "refused"}));
+}
+
 TEST_F(RlsErl, UnlimitedBesideALimitAndAUnitWithoutOne) {
   load(R"(
 domain: d
@@ -303,7 +392,7 @@ TEST_F(RlsErl, MetadataOfPassingDescriptorsWhenAsked) {
 domain: d
 descriptors:
   - {key: a, metadata: {team: {name: one, size: 3}, on: true}, rate_limit: {unit: minute, requests_per_unit: 1}}
-  - {key: b, metadata: {team: {lead: z}, tags: [x]}, rate_limit: {unit: minute, requests_per_unit: 5}}
+  - {key: b, metadata: {team: {lead: z, name: two}, tags: [x], on: false}, rate_limit: {unit: minute, requests_per_unit: 5}}
 )";
   load(rules);
   EXPECT_FALSE(call({{{"a", "1"}}}).has_dynamic_metadata());
@@ -315,14 +404,20 @@ descriptors:
   EXPECT_EQ(f.at("domain").string_value(), "d");
   EXPECT_EQ(f.at("descriptors").list_value().values(1).struct_value().fields().at("entries").list_value().values(0).string_value(), "b=1");
   const auto& team = f.at("metadata").struct_value().fields().at("team").struct_value().fields();
-  EXPECT_EQ(team.at("name").string_value(), "one");
+  EXPECT_EQ(team.at("name").string_value(), "one");  // a key already set keeps the first value
   EXPECT_EQ(team.at("size").number_value(), 3);
   EXPECT_EQ(team.at("lead").string_value(), "z");  // maps merge
   EXPECT_TRUE(f.at("metadata").struct_value().fields().at("on").bool_value());
+  // The other order: b's values come first.
+  const Response ba = call({{{"b", "3"}}, {{"a", "3"}}});
+  const auto& mba = ba.dynamic_metadata().fields().at("metadata").struct_value().fields();
+  EXPECT_EQ(mba.at("team").struct_value().fields().at("name").string_value(), "two");
+  EXPECT_FALSE(mba.at("on").bool_value());
   // "a" is over now: only "b"'s metadata.
   const Response one = call({{{"a", "1"}}, {{"b", "2"}}});
   const auto& m = one.dynamic_metadata().fields().at("metadata").struct_value().fields();
-  EXPECT_FALSE(m.contains("on"));
+  EXPECT_FALSE(m.at("on").bool_value());
+  EXPECT_EQ(m.at("team").struct_value().fields().at("name").string_value(), "two");
   EXPECT_EQ(m.at("tags").list_value().values(0).string_value(), "x");
 }
 
@@ -346,6 +441,30 @@ descriptors:
   call({{{"a", "1"}}});
   EXPECT_EQ(call({{{"a", "1"}}, {{"b", "1"}}}).overall_code(), Response::OK);
   EXPECT_EQ(call({{{"a", "1"}}, {{"b", "1"}}}).overall_code(), Response::OVER_LIMIT);
+  // A descriptor that matches no rule is a quota that passed, as envoyproxy counts it.
+  const Response unmatched = call({{{"a", "1"}}, {{"nothing", "1"}}});
+  EXPECT_EQ(unmatched.overall_code(), Response::OK);
+  EXPECT_EQ(unmatched.statuses(0).code(), Response::OVER_LIMIT);
+  // A request's own limit is a quota too under QUOTA_MODE: over, beside a quota that passes, it
+  // does not refuse the request.
+  auto with_limit = request({{{"d", "1"}}, {{"nothing", "2"}}});
+  with_limit.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(1);
+  with_limit.mutable_descriptors(0)->mutable_limit()->set_unit(::envoy::type::v3::MINUTE);
+  Response first;
+  ASSERT_TRUE(service_->should_rate_limit(with_limit, first).ok());
+  EXPECT_EQ(first.statuses(0).code(), Response::OK);
+  Response second;
+  ASSERT_TRUE(service_->should_rate_limit(with_limit, second).ok());
+  EXPECT_EQ(second.statuses(0).code(), Response::OVER_LIMIT);
+  EXPECT_EQ(second.overall_code(), Response::OK);
+  // Without QUOTA_MODE the same request is refused: the override is an ordinary limit.
+  load(rules);
+  Response again;
+  ASSERT_TRUE(service_->should_rate_limit(with_limit, again).ok());
+  EXPECT_EQ(again.overall_code(), Response::OK);
+  Response refused;
+  ASSERT_TRUE(service_->should_rate_limit(with_limit, refused).ok());
+  EXPECT_EQ(refused.overall_code(), Response::OVER_LIMIT);
 }
 
 TEST_F(RlsErl, DurationUntilResetIsWholeSecondsRoundedUpAndNeverMoreThanTheUnit) {

@@ -39,6 +39,10 @@ struct RlsItem {
   bool deny_all = false;                  // requests_per_unit 0
   bool shadow = false;
   bool quota = false;                     // quota_mode: over alone does not refuse the request
+  // A quota on a fixed window, counted as envoyproxy counts (RlsRule::counter): what the storage
+  // applies instead of `policy`; every hit is committed and the verdict is the count against
+  // requests_per_unit (respond). Null otherwise.
+  std::shared_ptr<const Policy> counter;
   std::size_t slot = RlsMetrics::kMaxSeries;  // kMaxSeries: not counted
   std::size_t result = 0;                 // index into the storage results
   Decision decision;
@@ -67,8 +71,8 @@ inline bool blocks(bool shadow, const Decision& d) noexcept { return !d.allowed 
 
 /// envoyproxy's response dynamic metadata: the domain, each descriptor's entries ("key=value"),
 /// limit and hits_addend, the request's hits_addend, and under "metadata" the `metadata` of the
-/// rules of the descriptors that pass, merged in order (maps merge key by key, recursively; any
-/// other value is replaced by the later one) (rls/metadata.cpp).
+/// rules of the descriptors that pass, merged in order as envoyproxy merges: maps key by key,
+/// recursively; otherwise a key already set keeps the earlier descriptor's value (rls/metadata.cpp).
 void rls_dynamic_metadata(const rlsv3::RateLimitRequest& request, const std::vector<const RlsMeta*>& passed,
                           google::protobuf::Struct& out);
 

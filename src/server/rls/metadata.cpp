@@ -30,14 +30,19 @@ void to_value(const RlsMeta& m, Value& out) {
   }
 }
 
-// Maps merge key by key (recursively); any other value replaces what was there.
-void merge(const Value& from, Value& into) {
-  if (from.has_struct_value() && into.has_struct_value()) {
-    auto& fields = *into.mutable_struct_value()->mutable_fields();
-    for (const auto& [k, v] : from.struct_value().fields()) merge(v, fields[k]);
-    return;
+// Maps merge key by key (recursively); a key already there keeps its value unless both are maps:
+// the first passing descriptor's value wins, as envoyproxy merges (Envoy routes on it, e.g.
+// `service_with_quota.name` picks the first service whose quota is not used up).
+void merge(const Struct& from, Struct& into) {
+  auto& fields = *into.mutable_fields();
+  for (const auto& [k, v] : from.fields()) {
+    auto there = fields.find(k);
+    if (there == fields.end()) {
+      fields[k] = v;
+    } else if (there->second.has_struct_value() && v.has_struct_value()) {
+      merge(v.struct_value(), *there->second.mutable_struct_value());
+    }
   }
-  into = from;
 }
 
 }  // namespace
@@ -56,14 +61,13 @@ void rls_dynamic_metadata(const rlsv3::RateLimitRequest& request, const std::vec
   }
   if (request.hits_addend() != 0) fields["hitsAddend"].set_number_value(request.hits_addend());
   if (passed.empty()) return;
-  Value merged;
-  merged.mutable_struct_value();
+  Struct merged;
   for (const RlsMeta* m : passed) {
     Value v;
     to_value(*m, v);
-    merge(v, merged);
+    if (v.has_struct_value()) merge(v.struct_value(), merged);
   }
-  if (!merged.struct_value().fields().empty()) fields["metadata"] = std::move(merged);
+  if (!merged.fields().empty()) *fields["metadata"].mutable_struct_value() = std::move(merged);
 }
 
 }  // namespace floodgate::server

@@ -73,6 +73,23 @@ void RlsService::count(const RlsItem& it, const Decision& d, bool charged) {
   }
 }
 
+namespace {
+// A quota counted as envoyproxy counts (RlsItem::counter): the storage committed every hit under
+// an amount no count reaches; the count is limit − remaining (plus this call's hits when the call
+// was not committed), and, as envoyproxy decides, the descriptor is over when the count passes
+// requests_per_unit.
+void counted_verdict(RlsItem& it, bool charged) {
+  Decision& d = it.decision;
+  const std::int64_t count = d.limit - d.remaining + (charged ? 0 : it.hits);
+  const std::int64_t limit = it.requests_per_unit;
+  d.allowed = count <= limit;
+  d.limit = limit;
+  d.remaining = std::max<std::int64_t>(0, limit - count);
+  d.retry_after = d.allowed ? 0 : d.reset_after;
+  d.delay = 0;
+}
+}  // namespace
+
 grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response) {
   for (std::size_t i = 0; i < p.batch.size(); ++i) {
     if (!p.results[i].ok()) {  // a request the storage refuses (never a storage failure: Limiter)
@@ -89,12 +106,18 @@ grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response)
   for (RlsItem& it : p.items) {
     auto* status = response.add_statuses();
     status->set_code(rlsv3::RateLimitResponse::OK);
-    if (it.rule == nullptr && it.policy == nullptr && !it.deny_all) continue;  // no match
+    if (it.rule == nullptr && it.policy == nullptr && !it.deny_all) {  // no match (or replaced)
+      // Under QUOTA_MODE it is a quota that passed, as envoyproxy counts it: a request with one
+      // is never refused by its quotas.
+      quotas += settings_.quota_mode ? 1 : 0;
+      continue;
+    }
     if (it.rule != nullptr && it.rule->unlimited && it.policy == nullptr && !it.deny_all) {
       status->set_limit_remaining(std::numeric_limits<std::uint32_t>::max());
       continue;
     }
     it.decision = it.deny_all ? deny_all(it.unit, p.now) : *p.results[it.result];
+    if (it.counter != nullptr && !it.decision.degraded) counted_verdict(it, p.charged);
     // Never more than the unit: a sliding window counter is back to full capacity only after up
     // to two units and a moving window a microsecond after one, but what Envoy shows as
     // x-ratelimit-reset is the rule's window, as with envoyproxy's fixed windows. A calendar
@@ -128,7 +151,9 @@ grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response)
     for (const auto& [name, value] : never_fits_headers(p.domain, *never, p.now)) add_header(response, name, value);
   } else if (settings_.response_headers && constraining != nullptr) {
     Decision d = constraining->decision;
-    if (constraining->shadow) d.allowed = true;
+    // A shadow-mode rule, or a quota over its limit in a request that passes: the headers say
+    // what is left (0), with no Retry-After for a request that was not refused.
+    if (constraining->shadow || (constraining->quota && !overall_over)) d.allowed = true;
     for_each_rate_limit_header(*constraining->policy, d, [&](std::string_view name, std::string_view value) {
       add_header(response, name, value);
     });

@@ -64,6 +64,18 @@ std::string rls_default_key(std::string_view key) {
   return k;
 }
 
+std::shared_ptr<const Policy> rls_counter(const Policy& policy) {
+  if (policy.strategy() != Strategy::kFixedWindow || policy.anchor() != Anchor::kClock || policy.limits().size() != 1) {
+    return nullptr;
+  }
+  const Limit& l = policy.limits().front();
+  auto big = l.calendar ? Limit::make(kMaxAmount, l.calendar) : Limit::make(kMaxAmount, l.period);
+  if (!big.ok()) return nullptr;
+  auto p = Policy::make(policy.name(), policy.strategy(), std::vector<Limit>{*big}, policy.options());
+  if (!p.ok()) return nullptr;
+  return std::make_shared<const Policy>(p->with_identity(policy.kind(), policy.identity()));
+}
+
 namespace {
 
 using yaml::check_keys;
@@ -209,6 +221,7 @@ struct Parser {
       // each a part of its own (the stat-key path joins them ambiguously: "a_b" is key "a_b" or
       // key "a" with value "b").
       r->policy = std::make_shared<const Policy>(p->with_identity(PolicyKind::kRule, identity));
+      r->counter = rls_counter(*r->policy);
     } else if (node["burst"] || node["algorithm"] || node["calendar"]) {
       fail(source, node, where + ": requests_per_unit 0 denies every request; algorithm, burst and calendar do not apply");
     }

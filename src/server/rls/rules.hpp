@@ -80,6 +80,10 @@ struct RlsRule {
   /// The policy the storage applies (null when unlimited or requests_per_unit is 0): the rule's
   /// algorithm (default fixed window aligned to the clock, as envoyproxy), burst and fail mode.
   std::shared_ptr<const Policy> policy;
+  /// The policy of the rule as a quota counts (quota_mode, QUOTA_MODE), for a fixed window: the
+  /// same window and state with an amount no count reaches (rls_counter), so that every hit is
+  /// counted even past requests_per_unit, as envoyproxy counts. Null for other algorithms.
+  std::shared_ptr<const Policy> counter;
   /// The strategy and options, for limits that a request overrides.
   Strategy strategy = Strategy::kFixedWindow;
   PolicyOptions options;
@@ -90,6 +94,12 @@ struct RlsRule {
   std::string reservation_id_key;
   Micros reservation_ttl = 0;
 };
+
+/// A fixed window aligned to the clock (or to a calendar) counted as envoyproxy counts: the same
+/// name, window, kind and identity (so the same state) with an amount of kMaxAmount, which no count
+/// reaches: every hit is committed, and the count (Decision::limit − Decision::remaining) is
+/// compared with the rule's requests_per_unit by the caller. Null for any other policy.
+std::shared_ptr<const Policy> rls_counter(const Policy& policy);
 
 /// Whether `value` fits a wildcard pattern split at its '*'s (each '*' stands for any run of
 /// bytes, possibly empty): "/api*v1" → {"/api", "v1"}; "svc*ep*rpc" → {"svc", "ep", "rpc"}.

@@ -186,7 +186,8 @@ grpc::Status RlsService::validate(const rlsv3::RateLimitRequest& r) const {
 }
 
 std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domain, const RlsRule* rule,
-                                                          std::uint32_t requests_per_unit, RlsUnit unit) {
+                                                          std::uint32_t requests_per_unit, RlsUnit unit,
+                                                          bool counter) {
   const Strategy strategy = rule != nullptr ? rule->strategy : Strategy::kFixedWindow;
   const PolicyOptions options = rule != nullptr ? rule->options : PolicyOptions{};
   const std::string name = fmt::format("{}/{}/override", domain.domain, rule != nullptr ? rule->path : "");
@@ -203,6 +204,13 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   }
   for (const std::string& part : rule != nullptr ? rule->identity : std::vector<std::string>{domain.domain}) {
     fmt::format_to(std::back_inserter(id), "|{}:{}", part.size(), part);
+  }
+  if (counter) {  // the override's fixed window as a quota counts (rls_counter), cached beside it
+    const std::string counter_id = id + "|counter";
+    if (auto cached = overrides_.find(counter_id)) return cached;
+    auto plain = override_policy(domain, rule, requests_per_unit, unit);
+    auto made = plain != nullptr ? rls_counter(*plain) : nullptr;
+    return made != nullptr ? overrides_.add(counter_id, std::move(made)) : nullptr;
   }
   if (auto cached = overrides_.find(id)) return cached;
   Limit limit;
@@ -254,8 +262,6 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
   it.hits = !d.has_hits_addend() ? request_hits
             : d.hits_addend().value() == 0 ? 1
                                            : static_cast<std::int64_t>(d.hits_addend().value());
-  // A reservation's usage of 0 is 0 (a settle of nothing used), when the descriptor says so.
-  if (!it.reservation.empty() && d.has_hits_addend()) it.hits = static_cast<std::int64_t>(d.hits_addend().value());
   if (it.rule != nullptr) {
     it.shadow = it.rule->shadow_mode;
     it.requests_per_unit = it.rule->requests_per_unit;
@@ -278,9 +284,22 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
     if (it.requests_per_unit > 0 && it.policy == nullptr) {  // e.g. the rule's burst does not fit it
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, fmt::format("descriptor {}: invalid limit override", i));
     }
-    it.shadow = false;  // as envoyproxy: a limit Envoy sends is enforced, never shadowed
-    it.quota = false;   // nor in quota mode
+    it.shadow = false;                  // as envoyproxy: a limit Envoy sends is enforced, never shadowed,
+    it.quota = settings_.quota_mode;    // and a quota only under QUOTA_MODE (never by the rule's quota_mode)
     walked = nullptr;   // and counted per descriptor, never shared
+  }
+  // A quota on a fixed window counts every hit, even past its limit, as envoyproxy's counters do
+  // (a reservation keeps its own accounting). Its hits_addend of 0 is then a check that charges
+  // nothing, as in envoyproxy; elsewhere 0 means 1: a rule that never counts past its limit would
+  // pass every check of 0, and the usage charged at the end of the stream would stop counting
+  // there (docs/envoy.md).
+  if (it.quota && it.policy != nullptr && it.reservation.empty()) {
+    it.counter = d.has_limit() ? override_policy(domain, it.rule, it.requests_per_unit, it.unit, /*counter=*/true)
+                               : it.rule->counter;
+  }
+  // A reservation's usage of 0 is 0 (a settle of nothing used), when the descriptor says so.
+  if ((!it.reservation.empty() || it.counter != nullptr) && d.has_hits_addend()) {
+    it.hits = static_cast<std::int64_t>(d.hits_addend().value());
   }
   it.deny_all = it.requests_per_unit == 0 && it.unit != RlsUnit::kUnknown;  // a block list
   if (it.policy != nullptr) {
@@ -326,7 +345,7 @@ grpc::Status RlsService::prepare(const rlsv3::RateLimitRequest& request, RlsCall
   for (RlsItem& it : p.items) {
     if (it.policy != nullptr) {
       it.result = p.batch.size();
-      p.batch.push_back({it.policy.get(), it.key, it.hits, Effect::kHit, it.shadow || it.quota});
+      p.batch.push_back({(it.counter ? it.counter : it.policy).get(), it.key, it.hits, Effect::kHit, it.shadow || it.quota});
       if (!it.reservation.empty()) {
         p.batch.back().effect = Effect::kReserveOrSettle;
         p.batch.back().reservation = it.reservation;

@@ -100,8 +100,10 @@ class RlsService {
   grpc::Status respond(RlsCall& p, rlsv3::RateLimitResponse& response);
   void decide_jobs(std::vector<Job>& jobs);
   void forget_removed(const RlsConfig& old);
+  // A request's limit of `rule` (cached); `counter`: its fixed window as a quota counts
+  // (rls_counter), null for another algorithm.
   std::shared_ptr<const Policy> override_policy(const RlsDomain& domain, const RlsRule* rule,
-                                                std::uint32_t requests_per_unit, RlsUnit unit);
+                                                std::uint32_t requests_per_unit, RlsUnit unit, bool counter = false);
   void count(const RlsItem& item, const Decision& d, bool charged);
 
   RlsService(std::unique_ptr<Limiter> owned, Limiter* borrowed, RlsSettings settings);

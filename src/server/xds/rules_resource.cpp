@@ -55,16 +55,18 @@ YAML::Node value(const Value& v) {
   }
 }
 
-// metadata.floodgate: floodgate's additions to a rule. Keys for the rate_limit and for the node.
+// metadata.floodgate: floodgate's additions to a rule. Keys of the file's rate_limit (algorithm,
+// burst, fail, calendar) and of its descriptor (reservation, share_threshold, value_to_metric);
+// the rules parser checks their values as in a file.
 void additions(const Value& v, const std::string& where, YAML::Node& node, YAML::Node* rate_limit) {
   if (v.kind_case() != Value::kStructValue) throw Refused{where + ": metadata.floodgate must be a struct"};
   for (const auto& [k, item] : v.struct_value().fields()) {
-    const bool rule_key = k == "algorithm" || k == "burst" || k == "fail";
-    if (!rule_key && k != "share_threshold" && k != "value_to_metric") {
+    const bool rule_key = k == "algorithm" || k == "burst" || k == "fail" || k == "calendar";
+    if (!rule_key && k != "reservation" && k != "share_threshold" && k != "value_to_metric") {
       throw Refused{fmt::format("{}: unknown key \"{}\" in metadata.floodgate (known: algorithm, burst, fail, "
-                                "share_threshold, value_to_metric)", where, k)};
+                                "calendar, reservation, share_threshold, value_to_metric)", where, k)};
     }
-    if (rule_key && rate_limit == nullptr) {
+    if ((rule_key || k == "reservation") && rate_limit == nullptr) {
       throw Refused{fmt::format("{}: metadata.floodgate.{} needs a rate_limit on the descriptor", where, k)};
     }
     YAML::Node& into = rule_key ? *rate_limit : node;

@@ -21,7 +21,8 @@ extern const char* const kRateLimitConfigTypeUrl;
 /// parse_rls_document: the same checks and messages as a rules directory (units, names, replaces,
 /// a domain defined twice unless `merge`, …). floodgate's additions to a rule travel in the
 /// descriptor's `metadata` under the key "floodgate" (a Struct with `algorithm`, `burst`, `fail`,
-/// `share_threshold`, `value_to_metric`); that key is not returned to Envoy as metadata.
+/// `calendar` {time_zone, anchor_day}, `reservation` {id_key, ttl_ms}, `share_threshold`,
+/// `value_to_metric`); that key is not returned to Envoy as metadata.
 ///
 /// Errors (InvalidArgument) name the resource and the field: `resource "foo": the rate_limit of
 /// "k1_v1": invalid unit "UNKNOWN" (…)`; a resource of another type, one that does not parse, two

@@ -97,6 +97,127 @@ async function checkJson() {
   check(bad.status === 400, '/json with a body that does not parse is 400', bad);
 }
 
+// ---- envoyproxy/ratelimit's quota scenarios (its integration-test/scripts), on the wire ------------
+// The calls its Envoy (examples/envoy/proxy.yaml) makes for each request of a script, against its
+// rules (rules/rl.yaml, per second here), and the answers that Envoy needs. Each scenario starts
+// in a fresh window, as the scripts run a minute apart; its calls take well under a second.
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const freshSecond = () => sleep(1000 - (Date.now() % 1000) + 20);
+const service = (name, hits) => ({ ...descriptor(['service', name]), ...(hits === undefined ? {} : { hits_addend: { value: hits } }) });
+// The dynamic metadata as Envoy reads it: metadata.service_with_quota.name (undefined when absent).
+// (google.protobuf.Struct's fields, as protobufjs names them: structValue, stringValue, ….)
+function serviceWithQuota(res) {
+  const meta = res.dynamic_metadata && res.dynamic_metadata.fields.metadata;
+  const swq = meta && meta.structValue.fields.service_with_quota;
+  return swq ? swq.structValue.fields.name.stringValue : undefined;
+}
+
+// quota.sh: GET /quota sends (service, service_1) and (service, service_2), both quotas; every
+// call is debited from both, and the request is refused only when both are used up.
+async function quotaScenario() {
+  await freshSecond();
+  const request = { domain: 'rl', descriptors: [service('service_1'), service('service_2')] };
+  const codes = [];
+  for (let i = 0; i < 3; i++) {
+    const { err, res } = await call(request);
+    if (err) { check(false, `quota.sh: request ${i + 1}`, err.message); return; }
+    codes.push([res.overall_code, res.statuses[0].code, res.statuses[1].code, serviceWithQuota(res)]);
+  }
+  check(JSON.stringify(codes) === JSON.stringify([
+    ['OK', 'OK', 'OK', 'service_1'],                 // both pass: the first one's metadata
+    ['OK', 'OVER_LIMIT', 'OK', 'service_2'],         // service_1 used up: service_2 alone passes
+    ['OVER_LIMIT', 'OVER_LIMIT', 'OVER_LIMIT', undefined]]),
+  'quota.sh: OK, OK, then OVER_LIMIT once every quota is used up', codes);
+  await freshSecond();
+  const refreshed = await call(request);
+  check(!refreshed.err && refreshed.res.overall_code === 'OK', 'quota.sh: the quotas are back in the next window',
+        refreshed.err ? refreshed.err.message : refreshed.res.overall_code);
+}
+
+// token-quota.sh: GET /tokenquota checks (service, service_2) with hits_addend 0 at the request,
+// and debits 1 in an apply_on_stream_done call when the response ends (its answer is not read).
+// The usage is counted even past the limit, so three requests pass and the fourth is refused.
+async function tokenQuotaScenario() {
+  await freshSecond();
+  const check0 = { domain: 'rl', descriptors: [service('service_2', 0)] };
+  const done1 = { domain: 'rl', descriptors: [service('service_2', 1)] };
+  const answers = [];
+  for (let i = 0; i < 4; i++) {
+    const { err, res } = await call(check0);
+    if (err) { check(false, `token-quota.sh: request ${i + 1}`, err.message); return; }
+    answers.push(res.overall_code);
+    if (i === 0) {
+      // The metadata echoes the descriptor's hitsAddend of 0 (and no request hitsAddend).
+      const f = res.dynamic_metadata.fields;
+      const d0 = f.descriptors.listValue.values[0].structValue.fields;
+      check(d0.hitsAddend && d0.hitsAddend.numberValue === 0 && !f.hitsAddend && f.domain.stringValue === 'rl',
+            'token-quota.sh: the metadata echoes hitsAddend 0', f);
+    }
+    if (res.overall_code === 'OK') {
+      const end = await call(done1);
+      if (end.err) { check(false, `token-quota.sh: stream end ${i + 1}`, end.err.message); return; }
+      if (i === 2) {
+        check(end.res.dynamic_metadata.fields.descriptors.listValue.values[0].structValue.fields.hitsAddend.numberValue === 1,
+              'token-quota.sh: the stream-end metadata echoes hitsAddend 1', end.res.dynamic_metadata);
+      }
+    }
+  }
+  check(JSON.stringify(answers) === JSON.stringify(['OK', 'OK', 'OK', 'OVER_LIMIT']),
+        'token-quota.sh: three requests pass, the fourth is refused', answers);
+  await freshSecond();
+  const refreshed = await call(check0);
+  check(!refreshed.err && refreshed.res.overall_code === 'OK', 'token-quota.sh: the quota is back in the next window',
+        refreshed.err ? refreshed.err.message : refreshed.res.overall_code);
+}
+
+// multiservice-tokenquota.sh: GET /multiservice-tokenquota checks both services with hits_addend
+// 0; Envoy routes to the service that the metadata names (service_with_quota.name, the first
+// that passes), and at the stream's end debits 1 from the service that served it. service_1
+// serves two requests, service_2 three, and the sixth is refused; service_1 serves again in the
+// next window.
+async function multiserviceTokenQuotaScenario() {
+  await freshSecond();
+  const check0 = { domain: 'rl', descriptors: [service('service_1', 0), service('service_2', 0)] };
+  const served = [];
+  for (let i = 0; i < 6; i++) {
+    const { err, res } = await call(check0);
+    if (err) { check(false, `multiservice-tokenquota.sh: request ${i + 1}`, err.message); return; }
+    if (res.overall_code !== 'OK') {
+      served.push(res.overall_code);
+      continue;
+    }
+    const name = serviceWithQuota(res);
+    served.push(name);
+    if (!name) continue;
+    const end = await call({ domain: 'rl', descriptors: [service(name, 1)] });
+    if (end.err) { check(false, `multiservice-tokenquota.sh: stream end ${i + 1}`, end.err.message); return; }
+  }
+  check(JSON.stringify(served) === JSON.stringify(
+    ['service_1', 'service_1', 'service_2', 'service_2', 'service_2', 'OVER_LIMIT']),
+  'multiservice-tokenquota.sh: service_1 twice, service_2 three times, then refused', served);
+  await freshSecond();
+  const again = await call(check0);
+  check(!again.err && again.res.overall_code === 'OK' && serviceWithQuota(again.res) === 'service_1',
+        'multiservice-tokenquota.sh: service_1 serves again in the next window', again.err ? again.err.message : again.res);
+}
+
+// WEEK, MONTH and YEAR divide time as envoyproxy's do: windows of 7, 30 and 365 days from the
+// Unix epoch (a week from Thursday, a month of 30 days), reset at the window's end.
+async function longUnitsAsEnvoyproxy() {
+  for (const [unit, days] of [['week', 7], ['month', 30], ['year', 365]]) {
+    const before = Math.floor(Date.now() / 1000);
+    const { err, res } = await call({ domain: 'e2e', descriptors: [descriptor(['span', unit])] });
+    const after = Math.ceil(Date.now() / 1000);
+    if (err) { check(false, `unit ${unit}`, err.message); continue; }
+    const period = days * 86400;
+    const reset = Number(res.statuses[0].duration_until_reset.seconds);
+    // envoyproxy: period − now mod period, for a now between the two readings.
+    check(reset >= period - (after % period) && reset <= period - (before % period) + 1 &&
+          res.statuses[0].current_limit.unit === unit.toUpperCase(),
+          `unit ${unit}: the window of ${days} days from the epoch`, { reset, before, after, status: res.statuses[0] });
+  }
+}
+
 async function main() {
   // The rules are clock-aligned per-minute windows and this run takes about a second (more on a
   // loaded machine under ASan): start it well clear of a minute boundary, so that no count
@@ -196,6 +317,10 @@ async function main() {
   check(charged - answered < 100, 'calls past their deadline are not charged', { charged, answered });
 
   await checkJson();
+  await longUnitsAsEnvoyproxy();
+  await quotaScenario();
+  await tokenQuotaScenario();
+  await multiserviceTokenQuotaScenario();
 
   // Per-rule metrics on /metrics, never per value.
   const metrics = await scrape();

@@ -37,6 +37,7 @@ rls:
   config: $here/rules
   listen: 127.0.0.1:0
   response_headers: true
+  dynamic_metadata: true
 YAML
 "$floodgate" serve --config "$work/floodgate.yaml" --listen 127.0.0.1:0 --threads 2 \
   --port-file "$work/http.port" --grpc-port-file "$work/grpc.port" 2>"$work/serve.log" &

@@ -7,6 +7,7 @@
 
 #include <netinet/in.h>
 
+#include <ctime>
 #include <map>
 #include <sstream>
 
@@ -580,13 +581,170 @@ TEST(XdsResources, FloodgatesAdditionsTravelInTheDescriptorsMetadata) {
   resources.Add()->PackFrom(domain("r", "api", {d}));
   EXPECT_EQ(std::string(server::rules_from_resources(resources, false).status().message()),
             "resource \"r\": descriptor \"user\": unknown key \"bucket\" in metadata.floodgate (known: algorithm, "
-            "burst, fail, share_threshold, value_to_metric)");
+            "burst, fail, calendar, reservation, share_threshold, value_to_metric)");
   ours.erase("bucket");
   ours["burst"].set_number_value(0);
   resources.Clear();
   resources.Add()->PackFrom(domain("r", "api", {d}));
   EXPECT_EQ(std::string(server::rules_from_resources(resources, false).status().message()),
             "resource \"r\": the rate_limit of \"user\": burst must be a whole number from 1 to 9007199254740992, not 0");
+}
+
+
+// A reservation and a calendar period as they travel: metadata.floodgate.reservation
+// {id_key, ttl_ms} beside the rate_limit, metadata.floodgate.calendar {time_zone, anchor_day} in
+// it; read into the same rule fields as a file's keys, and refused by the same checks.
+TEST(XdsResources, ReservationAndCalendarTravelInTheDescriptorsMetadata) {
+  auto user = rule("user", "", rlconf::HOUR, 100);
+  auto& reservation = *(*user.mutable_metadata()->mutable_fields())["floodgate"]
+                           .mutable_struct_value()->mutable_fields();
+  auto& res = *reservation["reservation"].mutable_struct_value()->mutable_fields();
+  res["id_key"].set_string_value("request_id");
+  res["ttl_ms"].set_number_value(60000);
+  auto tenant = rule("tenant", "", rlconf::MONTH, 1000);
+  auto& cal = *(*(*tenant.mutable_metadata()->mutable_fields())["floodgate"].mutable_struct_value()
+                     ->mutable_fields())["calendar"].mutable_struct_value()->mutable_fields();
+  cal["time_zone"].set_string_value("Europe/Berlin");
+  cal["anchor_day"].set_number_value(31);
+  const auto parse = [&] {
+    google::protobuf::RepeatedPtrField<google::protobuf::Any> resources;
+    resources.Add()->PackFrom(domain("ai", "ai", {user, tenant}));
+    return server::rules_from_resources(resources, false);
+  };
+  auto rules = parse();
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  const server::RlsDomain& ai = *(*rules)->find("ai");
+  const server::RlsRule& u = *ai.root.children.at(server::rls_default_key("user"))->rule;
+  EXPECT_EQ(u.reservation_id_key, "request_id");
+  EXPECT_EQ(u.reservation_ttl, 60000 * 1000);
+  EXPECT_EQ(ai.reservation_id_keys, std::vector<std::string>{"request_id"});
+  EXPECT_EQ(u.metadata, nullptr);  // "floodgate" is not Envoy's
+  const server::RlsRule& t = *ai.root.children.at(server::rls_default_key("tenant"))->rule;
+  ASSERT_TRUE(t.calendar);
+  EXPECT_EQ(t.calendar.unit, CalendarUnit::kMonth);
+  EXPECT_EQ(t.calendar.anchor_day, 31);
+  EXPECT_EQ(t.calendar.zone.name(), "Europe/Berlin");
+
+  const auto refused = [&] { return std::string(parse().status().message()); };
+  res["ttl_ms"].set_number_value(0);
+  EXPECT_EQ(refused(), "resource \"ai\": the reservation of \"user\": ttl_ms must be a whole number from 1 to "
+                       "86400000, not 0");
+  res["ttl_ms"].set_number_value(60000);
+  res["key"].set_string_value("request_id");
+  EXPECT_EQ(refused(), "resource \"ai\": unknown key \"key\" in the reservation of \"user\" (known: id_key, ttl_ms)");
+  res.erase("key");
+  res.erase("id_key");
+  EXPECT_EQ(refused(), "resource \"ai\": the reservation of \"user\" needs an id_key: the descriptor key that "
+                       "carries the request's id");
+  res["id_key"].set_string_value("request_id");
+  reservation["reservation"].set_string_value("request_id");
+  EXPECT_EQ(refused(), "resource \"ai\": the reservation of \"user\" must be a map with id_key (and ttl_ms)");
+  // A reservation needs a rate_limit on its descriptor, as in a file.
+  auto bare = user;
+  bare.clear_rate_limit();
+  google::protobuf::RepeatedPtrField<google::protobuf::Any> resources;
+  resources.Add()->PackFrom(domain("ai", "ai", {bare}));
+  EXPECT_EQ(std::string(server::rules_from_resources(resources, false).status().message()),
+            "resource \"ai\": descriptor \"user\": metadata.floodgate.reservation needs a rate_limit on the "
+            "descriptor");
+  google::protobuf::Value id_only;
+  (*id_only.mutable_struct_value()->mutable_fields())["id_key"].set_string_value("request_id");
+  reservation["reservation"] = id_only;  // ttl_ms is optional
+  ASSERT_TRUE(parse().ok()) << parse().status();
+
+  cal["time_zone"].set_string_value("Mars/Olympus");
+  EXPECT_EQ(refused(), "resource \"ai\": the rate_limit of \"tenant\": calendar.time_zone: unknown time zone "
+                       "\"Mars/Olympus\": expected an IANA name such as Europe/Berlin or UTC, found in the system's "
+                       "zoneinfo (/usr/share/zoneinfo, Debian's tzdata)");
+  cal["time_zone"].set_string_value("Europe/Berlin");
+  cal["anchor_day"].set_number_value(32);
+  EXPECT_EQ(refused(), "resource \"ai\": the rate_limit of \"tenant\": calendar.anchor_day must be a whole number "
+                       "from 1 to 31, not 32");
+  cal["anchor_day"].set_number_value(1);
+  tenant.mutable_rate_limit()->set_unit(rlconf::MINUTE);
+  EXPECT_EQ(refused(), "resource \"ai\": the rate_limit of \"tenant\": calendar applies to unit day, week, month "
+                       "or year only");
+}
+
+// Over the wire: a reservation rule pushed by the control plane reserves the estimate of the
+// request's first call and settles the usage at its second (Envoy's apply_on_stream_done call,
+// the same request id); a calendar rule's month ends at its anchor day, not after 30 days.
+TEST(Xds, AReservationAndACalendarRulePushedOverXds) {
+  auto user = rule("user", "", rlconf::HOUR, 100);
+  auto& ours = *(*user.mutable_metadata()->mutable_fields())["floodgate"].mutable_struct_value()->mutable_fields();
+  auto& res = *ours["reservation"].mutable_struct_value()->mutable_fields();
+  res["id_key"].set_string_value("request_id");
+  res["ttl_ms"].set_number_value(600000);
+  auto tenant = rule("tenant", "", rlconf::MONTH, 1000);
+  auto& cal = *(*(*tenant.mutable_metadata()->mutable_fields())["floodgate"].mutable_struct_value()
+                     ->mutable_fields())["calendar"].mutable_struct_value()->mutable_fields();
+  cal["time_zone"].set_string_value("UTC");
+  cal["anchor_day"].set_number_value(15);
+  ControlPlane cp;
+  cp.push("1", {domain("ai", "ai", {user, tenant})});
+  Floodgate fg(cp.address());
+  EXPECT_TRUE(acked(cp.answer_to("1"), "1"));
+
+  auto stub = rlsv3::RateLimitService::NewStub(fg.channel());
+  // "OK left 20": the code and limit_remaining of the call's only descriptor.
+  const auto call = [&](const std::vector<std::pair<std::string, std::string>>& entries, std::uint64_t hits,
+                        rlsv3::RateLimitResponse* out = nullptr) {
+    rlsv3::RateLimitRequest req;
+    req.set_domain("ai");
+    auto* d = req.add_descriptors();
+    for (const auto& [k, v] : entries) {
+      auto* e = d->add_entries();
+      e->set_key(k);
+      e->set_value(v);
+    }
+    d->mutable_hits_addend()->set_value(hits);
+    rlsv3::RateLimitResponse answer;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    const grpc::Status s = stub->ShouldRateLimit(&ctx, req, &answer);
+    if (!s.ok()) return "error " + s.error_message();
+    if (out != nullptr) *out = answer;
+    return rlsv3::RateLimitResponse::Code_Name(answer.statuses(0).code()) + " left " +
+           std::to_string(answer.statuses(0).limit_remaining());
+  };
+  // Request 1 reserves its estimate of 80; request 2's 30 does not fit beside it and reserves
+  // nothing; request 1's stream ends having used 10 (a refund of 70); request 2 sent again fits
+  // now and its stream ends having used 50 (20 more than its estimate).
+  EXPECT_EQ(call({{"user", "u"}, {"request_id", "r1"}}, 80), "OK left 20");
+  EXPECT_EQ(call({{"user", "u"}, {"request_id", "r2"}}, 30), "OVER_LIMIT left 20");
+  EXPECT_EQ(call({{"user", "u"}, {"request_id", "r1"}}, 10), "OK left 90");
+  EXPECT_EQ(call({{"user", "u"}, {"request_id", "r3"}}, 30), "OK left 60");
+  EXPECT_EQ(call({{"user", "u"}, {"request_id", "r3"}}, 50), "OK left 40");
+  // A second settle of r1 changes nothing; the id's entry is not part of the counter's key.
+  EXPECT_EQ(call({{"user", "u"}, {"request_id", "r1"}}, 99), "OK left 40");
+  EXPECT_EQ(call({{"user", "u"}, {"request_id", "r4"}}, 40), "OK left 0");
+  EXPECT_EQ(call({{"user", "v"}, {"request_id", "r4"}}, 1), "OK left 99");  // another user's own counter
+
+  // The calendar month (UTC, from the 15th): duration_until_reset is the time to the next 15th
+  // at 00:00, computed here from the civil calendar.
+  rlsv3::RateLimitResponse r;
+  const std::time_t now = std::time(nullptr);
+  ASSERT_EQ(call({{"tenant", "t"}}, 1, &r), "OK left 999");
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::tm end{};
+  end.tm_year = tm.tm_year;
+  end.tm_mon = tm.tm_mday >= 15 ? tm.tm_mon + 1 : tm.tm_mon;  // timegm normalises month 12
+  end.tm_mday = 15;
+  const std::int64_t expected = static_cast<std::int64_t>(timegm(&end) - now);
+  EXPECT_NEAR(static_cast<double>(r.statuses(0).duration_until_reset().seconds()), static_cast<double>(expected), 2.0);
+  EXPECT_EQ(r.statuses(0).current_limit().unit(), rlsv3::RateLimitResponse::RateLimit::MONTH);
+
+  // A calendar the validator refuses is NACKed naming the resource and the field; version 1 serves.
+  cal["time_zone"].set_string_value("Mars/Olympus");
+  const std::string n2 = cp.push("2", {domain("ai", "ai", {user, tenant})});
+  const auto nack = cp.answer_to(n2);
+  EXPECT_EQ(nack.request.version_info(), "1");
+  EXPECT_EQ(nack.request.error_detail().message(),
+            "resource \"ai\": the rate_limit of \"tenant\": calendar.time_zone: unknown time zone \"Mars/Olympus\": "
+            "expected an IANA name such as Europe/Berlin or UTC, found in the system's zoneinfo (/usr/share/zoneinfo, "
+            "Debian's tzdata)");
+  EXPECT_EQ(call({{"tenant", "t"}}, 1), "OK left 998");
 }
 
 }  // namespace
