@@ -21,6 +21,11 @@ namespace floodgate {
 namespace {
 
 constexpr Micros kMaxDuration = Micros{23} * 3600 * kMicrosPerSecond;
+// The charged-after mode settles ids never reserved; the memory store remembers each (so that a
+// settle sent twice is counted once) while it has room. None is sent twice here: a small table.
+constexpr std::size_t kChargedAfterIds = 1024;
+// Expired reservations are erased every so many requests (MemoryStorage::maintain).
+constexpr std::int64_t kMaintainEvery = 4096;
 
 // The end of an admitted request, due at `at`; requests that end at one µs end in the order they
 // started (`seq`).
@@ -62,6 +67,7 @@ struct Recent {
 };
 
 struct Mode {
+  std::shared_ptr<MemoryStorage> storage;
   std::unique_ptr<Limiter> limiter;
   ChargeFigures figures;
   std::priority_queue<End, std::vector<End>, EndsLater> ends;
@@ -129,10 +135,12 @@ absl::Status Simulation::init(const ChargeOptions& o) {
       row.out.policy = sim::describe_lane(row.policy);
       row.out.amount = row.first.amount;
       row.out.period = row.first.period;
-      for (Mode& m : row.modes) {
+      for (ChargeMode mode : {ChargeMode::kChargedAfter, ChargeMode::kReserved}) {
+        Mode& m = row.modes[static_cast<std::size_t>(mode)];
         MemoryStorageOptions storage;
-        storage.max_reservations = o.max_reservations;
-        m.limiter = std::make_unique<Limiter>(std::make_shared<MemoryStorage>(storage), clock_);
+        storage.max_reservations = mode == ChargeMode::kReserved ? o.max_reservations : kChargedAfterIds;
+        m.storage = std::make_shared<MemoryStorage>(storage);
+        m.limiter = std::make_unique<Limiter>(m.storage, clock_);
         m.bins.assign(options_.columns, 0);
       }
       rows_.push_back(std::move(row));
@@ -262,6 +270,11 @@ absl::Status Simulation::add(Micros t, Micros duration, std::string_view key, st
     }
   }
   ++requests_;
+  if (requests_ % kMaintainEvery == 0) {
+    for (Row& row : rows_) {
+      for (Mode& m : row.modes) m.storage->maintain(t);
+    }
+  }
   return absl::OkStatus();
 }
 
