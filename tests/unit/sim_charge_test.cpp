@@ -193,6 +193,31 @@ TEST(ChargeSimulation, TheChartBinsMergeAsTheLogGrows) {
   EXPECT_NE(svg.find("limit 10"), std::string::npos);
 }
 
+// Settled reservations leave the bounded table as the log goes; requests in flight past the bound
+// end the simulation with ResourceExhausted.
+TEST(ChargeSimulation, ReservationsInFlightAreBounded) {
+  ChargeOptions o;
+  o.limits = {"10/second"};
+  o.lanes = {"fixed-window", "gcra"};
+  o.estimate = *Estimate::parse("1");
+  o.max_reservations = 4;
+  auto sim = *ChargeSimulation::make(o);
+  for (int i = 0; i < 10'000; ++i) ASSERT_TRUE(sim->add(kNoon + i * 200 * kMs, 10 * kMs, "k", 1).ok()) << i;
+  auto r = sim->finish();
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const ChargeRow& row : r->rows) {
+    EXPECT_EQ(row.after.admitted, 10'000) << row.lane;
+    EXPECT_EQ(row.reserved.admitted, 10'000) << row.lane;
+    EXPECT_EQ(row.reserved.max_in_period, 5) << row.lane;
+    EXPECT_EQ(row.reserved.total_over, 0) << row.lane;
+  }
+  auto busy = *ChargeSimulation::make(o);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(busy->add(kNoon, kS, "k" + std::to_string(i), 1).ok());
+  const absl::Status s = busy->add(kNoon, kS, "k4", 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("more than 4 reservations in flight"), std::string_view::npos) << s;
+}
+
 TEST(ChargeSimulation, BadInputIsNamed) {
   EXPECT_FALSE(Estimate::parse("").ok());
   EXPECT_FALSE(Estimate::parse("-1").ok());
