@@ -64,14 +64,29 @@ std::string client_address(std::string_view value, int prefix_bits);
 /// values above 10^11 are taken as milliseconds, above 10^14 as microseconds). µs since the epoch.
 std::optional<Micros> parse_log_time(std::string_view text);
 
+/// A request's duration in a log: a number in `unit` µs per unit ("0.350" seconds as nginx's
+/// $request_time, "350" ms as Envoy's %DURATION%), or a number with its own unit ("350ms", "1.5s",
+/// "250us", "2m"). At most 23 hours. nullopt when it is not such a duration.
+std::optional<Micros> parse_log_duration(std::string_view text, Micros unit);
+
+/// Where a log keeps the request's duration, and in what unit, when it is not named:
+///   request_time (s, nginx), upstream_response_time (s, nginx), duration (ms, Envoy's %DURATION%
+///   and its JSON logs), duration_ms (ms), response_time (s), latency_ms (ms).
+/// The unit of a named field: ms for "duration" and names ending in "_ms", µs for names ending
+/// in "_us", else seconds.
+Micros default_duration_unit(std::string_view field) noexcept;
+
 /// One request of a log.
 struct LogRecord {
   Micros time = 0;         ///< µs since the epoch
   std::string key;
-  std::int64_t cost = 1;   ///< the JSON field "cost" when present, else 1
+  std::int64_t cost = 1;   ///< the cost field (LogReaderOptions::cost_field) when present, else 1
   /// A field the key names is not on this line: its part of the key is "-" (as nginx logs an
   /// absent value).
   bool key_missing = false;
+  /// How long the request took (LogReaderOptions::duration_field); nullopt when not asked for, or
+  /// when the line's value is absent or "-".
+  std::optional<Micros> duration;
 };
 
 struct LogReaderOptions {
@@ -85,6 +100,21 @@ struct LogReaderOptions {
   /// t, time, timestamp, @timestamp, start_time, time_iso8601, msec, ts, date.
   std::string time_field;
   std::size_t quoted_errors = 5;  ///< how many bad lines are quoted in LogStats::examples
+  /// The field holding the request's cost (canonical_field), e.g. "total_tokens"; a line without
+  /// it costs 1 unless `require_cost`.
+  std::string cost_field = "cost";
+  /// A line without `cost_field` does not parse ("no cost field …").
+  bool require_cost = false;
+  /// The field holding the request's duration (canonical_field); "auto" = the first present of
+  /// those default_duration_unit lists; empty = durations are not read.
+  std::string duration_field;
+  /// µs per unit of a bare number in the duration field; 0 = default_duration_unit of the field.
+  Micros duration_unit = 0;
+  /// A line without a duration (the field absent, empty or "-") does not parse.
+  bool require_duration = false;
+  /// A line that does not parse ends the stream: next() returns nullopt and status() says
+  /// "FILE: line N: <problem>: <line>". Otherwise such lines are skipped and counted.
+  bool strict = false;
 };
 
 struct LogStats {

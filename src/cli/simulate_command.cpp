@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "floodgate/access_log.hpp"
 #include "floodgate/replay.hpp"
+#include "floodgate/sim_charge.hpp"
 #include "floodgate/sim_stream.hpp"
 #include "floodgate/simulate.hpp"
 
@@ -31,6 +32,14 @@ struct SimulateArgs {
   std::size_t columns = 600;
   std::uint64_t seed = 1;
   std::string out;
+  // --charge: costs known after the response, charged after it vs reserved and settled
+  bool charge = false;
+  std::string cost_field = "cost";
+  std::string duration_field = "auto";
+  std::string duration_unit;
+  std::string duration;
+  std::string estimate;
+  std::int64_t check_cost = 1;
 };
 
 int fail(std::string_view message, int code = 2) {
@@ -55,6 +64,28 @@ absl::Status check_traffic(const std::string& traffic) {
       traffic, kind));
 }
 
+// The reader's options shared by both kinds of simulation.
+absl::StatusOr<LogReaderOptions> reader_options(const SimulateArgs& a) {
+  LogReaderOptions o;
+  auto format = parse_log_format(a.format);
+  if (!format.ok()) return format.status();
+  auto key = KeySpec::parse(a.key);
+  if (!key.ok()) return key.status();
+  o.format = *format;
+  o.key = *key;
+  o.layout = a.layout;
+  o.time_field = a.time_field.empty() ? "" : canonical_field(a.time_field);
+  return o;
+}
+
+absl::StatusOr<Micros> duration_unit(std::string_view unit) {
+  if (unit.empty()) return 0;
+  if (unit == "s") return kMicrosPerSecond;
+  if (unit == "ms") return 1000;
+  if (unit == "us") return 1;
+  return absl::InvalidArgumentError(fmt::format("--duration-unit \"{}\": give s, ms or us", unit));
+}
+
 absl::Status feed_generated(const SimulateArgs& a, StreamingSimulation& sim) {
   auto trace = make_traffic(a.traffic, a.seed);
   if (!trace.ok()) return trace.status();
@@ -66,15 +97,10 @@ absl::Status feed_generated(const SimulateArgs& a, StreamingSimulation& sim) {
 
 // Streams the log into the simulation; `notes` says what was read and what was skipped.
 absl::Status feed_log(const SimulateArgs& a, StreamingSimulation& sim, std::vector<std::string>& notes) {
-  LogReaderOptions o;
-  auto format = parse_log_format(a.format);
-  if (!format.ok()) return format.status();
-  auto key = KeySpec::parse(a.key);
-  if (!key.ok()) return key.status();
-  o.format = *format;
-  o.key = *key;
-  o.layout = a.layout;
-  o.time_field = a.time_field.empty() ? "" : canonical_field(a.time_field);
+  auto options = reader_options(a);
+  if (!options.ok()) return options.status();
+  LogReaderOptions& o = *options;
+  o.cost_field = canonical_field(a.cost_field);
   auto reader = LogReader::open(a.traffic, o);
   if (!reader.ok()) return reader.status();
   while (auto r = (*reader)->next()) {
@@ -111,6 +137,81 @@ absl::Status feed_log(const SimulateArgs& a, StreamingSimulation& sim, std::vect
                                 a.key, st.key_missing, st.records, known));
   }
   return absl::OkStatus();
+}
+
+// --charge: the log's requests (start, duration, actual cost) charged after the response and
+// reserved+settled; the table on stdout, the chart or page in --out.
+int run_charge(const SimulateArgs& a) {
+  if (generated(a.traffic)) {
+    return fail("--charge needs a log with a cost per request (and durations): generated traffic costs 1 per request");
+  }
+  if (a.estimate.empty()) return fail("--charge needs --estimate N (units reserved per request) or mean:N");
+  auto estimate = Estimate::parse(a.estimate);
+  if (!estimate.ok()) return fail(std::string(estimate.status().message()));
+  auto lanes = parse_lanes(a.strategies);
+  if (!lanes.ok()) return fail(std::string(lanes.status().message()));
+  auto o = reader_options(a);
+  if (!o.ok()) return fail(std::string(o.status().message()));
+  auto unit = duration_unit(a.duration_unit);
+  if (!unit.ok()) return fail(std::string(unit.status().message()));
+  std::optional<Micros> fallback;
+  if (!a.duration.empty()) {
+    fallback = parse_log_duration(a.duration, kMicrosPerSecond);
+    if (!fallback) return fail(fmt::format("--duration \"{}\": give e.g. 30s, 500ms (at most 23 hours)", a.duration));
+  }
+  o->cost_field = canonical_field(a.cost_field);
+  o->require_cost = true;
+  o->duration_field = a.duration_field == "auto" ? "auto" : canonical_field(a.duration_field);
+  o->duration_unit = *unit;
+  o->require_duration = !fallback.has_value();
+  o->strict = true;
+  ChargeOptions co;
+  co.limits = a.limits;
+  co.burst = a.burst;
+  co.lanes = *lanes;
+  co.estimate = *estimate;
+  co.check_cost = a.check_cost;
+  auto sim = ChargeSimulation::make(co);
+  if (!sim.ok()) return fail(std::string(sim.status().message()));
+  if (absl::Status s = check_traffic(a.traffic); !s.ok()) return fail(std::string(s.message()));
+  auto reader = LogReader::open(a.traffic, *o);
+  if (!reader.ok()) return fail(std::string(reader.status().message()));
+  while (auto r = (*reader)->next()) {
+    const Micros d = r->duration ? *r->duration : *fallback;
+    if (absl::Status s = (*sim)->add(r->time, d, r->key, r->cost); !s.ok()) {
+      return fail(fmt::format("{}: {}", a.traffic, std::string(s.message())));
+    }
+  }
+  if (!(*reader)->status().ok()) return fail(std::string((*reader)->status().message()));
+  const LogStats& st = (*reader)->stats();
+  if (st.records == 0) return fail(fmt::format("{}: no request in the log", a.traffic));
+  std::vector<std::string> notes{fmt::format("{}: {} log, key {}, cost {}, {}; {} requests", a.traffic,
+                                             format_name((*reader)->format()), a.key, o->cost_field,
+                                             fallback ? fmt::format("duration {} where the log has none", a.duration)
+                                                      : fmt::format("duration {}", a.duration_field),
+                                             st.records)};
+  if (st.reordered > 0) {
+    notes.push_back(fmt::format("{} requests were logged before earlier ones; each is taken at the latest time seen",
+                                st.reordered));
+    std::cerr << "floodgate simulate: " << notes.back() << "\n";
+  }
+  auto result = (*sim)->finish();
+  if (!result.ok()) return fail(std::string(result.status().message()));
+  const std::string table = format_charge_table(*result, a.traffic, *estimate);
+  std::cout << table;
+  if (a.out.empty()) return 0;
+  std::string limits;
+  for (const std::string& l : a.limits) limits += (limits.empty() ? "" : " | ") + l;
+  const std::string title = fmt::format("floodgate simulate --charge: {} — {}", limits, a.traffic);
+  const std::string page = a.out.ends_with(".svg")
+                               ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_charge_svg(*result, title)
+                               : render_charge_html(*result, title, table, notes);
+  std::ofstream file(a.out, std::ios::binary);
+  file << page;
+  file.close();
+  if (!file) return fail("cannot write " + a.out, 1);
+  std::cout << "wrote " << a.out << " (" << page.size() << " bytes)\n";
+  return 0;
 }
 
 void print_table(const StreamResult& r, std::string_view traffic) {
@@ -154,6 +255,7 @@ int run(const SimulateArgs& a) {
   if (!a.out.empty() && !a.out.ends_with(".svg") && !a.out.ends_with(".html") && !a.out.ends_with(".htm")) {
     return fail("--out \"" + a.out + "\" must end in .svg or .html");
   }
+  if (a.charge) return run_charge(a);
   auto lanes = parse_lanes(a.strategies);
   if (!lanes.ok()) return fail(std::string(lanes.status().message()));
   StreamOptions o;
@@ -208,6 +310,25 @@ std::function<int()> add_simulate(CLI::App& app) {
   cmd->add_option("--columns", args->columns, "time bins of the chart (default 600)");
   cmd->add_option("--seed", args->seed, "seed of the Poisson generator (default 1)");
   cmd->add_option("--out,-o", args->out, "write FILE.svg (the chart) or FILE.html (the report)");
+  CLI::Option* charge = cmd->add_flag("--charge", args->charge,
+                "costs known after the response (tokens): compare charging them after the response with "
+                "reserving --estimate at the start and settling the actual cost at the end");
+  cmd->add_option("--cost-field", args->cost_field, "the field holding a request's cost (default cost)");
+  cmd->add_option("--duration-field", args->duration_field,
+                  "--charge: the field holding a request's duration (default auto: request_time, "
+                  "upstream_response_time, duration, duration_ms, response_time, latency_ms)")->needs(charge);
+  cmd->add_option("--duration-unit", args->duration_unit,
+                  "--charge: the unit of a bare number in the duration field: s, ms or us (default: ms for "
+                  "duration and *_ms, us for *_us, else s)")->needs(charge);
+  cmd->add_option("--duration", args->duration,
+                  "--charge: the duration of requests whose line has none (e.g. 30s); without it such a line "
+                  "is an error")->needs(charge);
+  cmd->add_option("--estimate", args->estimate,
+                  "--charge: units reserved at a request's start: N, or mean:N (the mean of the key's last 8 "
+                  "actual costs, N before any)")->needs(charge);
+  cmd->add_option("--check-cost", args->check_cost,
+                  "--charge: the cost charged-after tests at the start: 1 (default: admitted while usage < "
+                  "limit) or 0 (while usage <= limit)")->needs(charge);
   return [args] { return run(*args); };
 }
 

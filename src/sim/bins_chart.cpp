@@ -20,52 +20,6 @@ constexpr double kRight = 20;
 constexpr double kTop = 50;
 constexpr double kRowHeight = 84;
 constexpr double kBarSpace = 34;  // the tallest bar, up (allowed) or down (blocked)
-// Times past this are since the epoch (2001-09-09): the axis shows the wall clock.
-constexpr Micros kWallClockFrom = Micros{1'000'000'000} * kMicrosPerSecond;
-
-std::string clock_label(Micros t, bool with_date) {
-  const std::time_t s = static_cast<std::time_t>(t / kMicrosPerSecond);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, with_date ? "%Y-%m-%d %H:%M" : tm.tm_sec ? "%H:%M:%S" : "%H:%M", &tm);
-  return buf;
-}
-
-// A step of the wall clock giving at most ~10 ticks: 1, 2, 5, 10, 15, 30 s or min, 1, 2, 3, 6, 12 h, days.
-double clock_step(double span_s) {
-  for (double s : {1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0,
-                   7200.0, 10800.0, 21600.0, 43200.0, 86400.0}) {
-    if (span_s / s <= 10) return s;
-  }
-  return 86400.0 * std::ceil(span_s / 86400.0 / 10);
-}
-
-std::string axis(const StreamResult& r, double plot, double y) {
-  std::string out = fmt::format(
-      "<g class=\"axis\" fill=\"#333\"><line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n",
-      kLeft, kLeft + plot, y);
-  const double span_s = std::max(1e-3, static_cast<double>(r.bin_width) * static_cast<double>(r.bins) / 1e6);
-  const bool wall = r.first >= kWallClockFrom;
-  const double step = wall ? clock_step(span_s) : std::max(sim::tick_step(span_s), 1e-3);
-  // On the wall clock, ticks fall on whole multiples of the step (14:00, 14:15, …).
-  const double first_s = static_cast<double>(r.first) / 1e6;
-  const double start = wall ? std::ceil(first_s / step) * step - first_s : 0;
-  for (double t = start; t <= span_s + 1e-9; t += step) {
-    const double px = kLeft + t / span_s * plot;
-    const Micros at = r.first + static_cast<Micros>(std::llround(t * 1e6));
-    const std::string label = wall ? clock_label(at, false) : fmt::format("{:g}s", std::round(t * 1000) / 1000);
-    out += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
-                       "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
-                       px, y, y + 5, y + 18, label);
-  }
-  if (wall) {
-    out += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\">UTC, from {}</text>\n", kLeft, y + 34,
-                       clock_label(r.first, true));
-  }
-  return out + "</g>\n";
-}
-
 // One row: its label, and per bin an allowed bar up from the middle line and a blocked bar down.
 std::string row_svg(const StreamRow& row, std::size_t i, double plot, double col, double up_scale,
                     double down_scale) {
@@ -133,7 +87,8 @@ std::string render_bins_svg(const StreamResult& r, std::string_view title) {
     out += row_svg(r.rows[i], i, plot, col, kBarSpace / static_cast<double>(peak_allowed),
                    kBarSpace / static_cast<double>(peak_blocked));
   }
-  out += axis(r, plot, kTop + kRowHeight * static_cast<double>(r.rows.size()) + 2);
+  out += sim::time_axis(r.first, r.bin_width * static_cast<Micros>(r.bins), kLeft, plot,
+                        kTop + kRowHeight * static_cast<double>(r.rows.size()) + 2);
   return out + "</svg>\n";
 }
 

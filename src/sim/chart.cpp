@@ -1,6 +1,7 @@
 // The lanes of a simulation as an SVG document (`floodgate simulate --out chart.svg`).
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 
 #include <map>
 
@@ -50,6 +51,53 @@ double tick_step(double span_s) {
     if (raw <= m * p) return m * p;
   }
   return 10 * p;
+}
+
+
+// Times past this are since the epoch (2001-09-09): the axis shows the wall clock.
+constexpr Micros kWallClockFrom = Micros{1'000'000'000} * kMicrosPerSecond;
+
+std::string clock_label(Micros t, bool with_date) {
+  const std::time_t s = static_cast<std::time_t>(t / kMicrosPerSecond);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, with_date ? "%Y-%m-%d %H:%M" : tm.tm_sec ? "%H:%M:%S" : "%H:%M", &tm);
+  return buf;
+}
+
+// A step of the wall clock giving at most ~10 ticks: 1, 2, 5, 10, 15, 30 s or min, 1, 2, 3, 6, 12 h, days.
+double clock_step(double span_s) {
+  for (double s : {1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0,
+                   7200.0, 10800.0, 21600.0, 43200.0, 86400.0}) {
+    if (span_s / s <= 10) return s;
+  }
+  return 86400.0 * std::ceil(span_s / 86400.0 / 10);
+}
+
+std::string time_axis(Micros first, Micros span, double left, double plot, double y) {
+  std::string out = fmt::format(
+      "<g class=\"axis\" fill=\"#333\"><line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n",
+      left, left + plot, y);
+  const double span_s = std::max(1e-3, static_cast<double>(span) / 1e6);
+  const bool wall = first >= kWallClockFrom;
+  const double step = wall ? clock_step(span_s) : std::max(tick_step(span_s), 1e-3);
+  // On the wall clock, ticks fall on whole multiples of the step (14:00, 14:15, …).
+  const double first_s = static_cast<double>(first) / 1e6;
+  const double start = wall ? std::ceil(first_s / step) * step - first_s : 0;
+  for (double t = start; t <= span_s + 1e-9; t += step) {
+    const double px = left + t / span_s * plot;
+    const Micros at = first + static_cast<Micros>(std::llround(t * 1e6));
+    const std::string label = wall ? clock_label(at, false) : fmt::format("{:g}s", std::round(t * 1000) / 1000);
+    out += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>"
+                       "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
+                       px, y, y + 5, y + 18, label);
+  }
+  if (wall) {
+    out += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\">UTC, from {}</text>\n", left, y + 34,
+                       clock_label(first, true));
+  }
+  return out + "</g>\n";
 }
 
 }  // namespace sim

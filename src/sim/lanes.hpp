@@ -36,4 +36,8 @@ std::string xml_escape(std::string_view s);
 /// A tick step of 1, 2 or 5 × 10^k seconds giving about 10 ticks over `span_s` seconds.
 double tick_step(double span_s);
 
+/// The time axis of a chart at height `y`, from `left` over `plot` pixels, for `span` µs from
+/// `first`: wall-clock ticks (UTC) when `first` is a time since the epoch, else seconds from 0.
+std::string time_axis(Micros first, Micros span, double left, double plot, double y);
+
 }  // namespace floodgate::sim

@@ -255,4 +255,35 @@ std::optional<Micros> parse_log_time(std::string_view s) {
   return epoch_number(s);
 }
 
+std::optional<Micros> parse_log_duration(std::string_view text, Micros unit) {
+  const std::string_view s = text::trim(text);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end == s.data() || !std::isfinite(v) || v < 0) return std::nullopt;
+  const std::string suffix = text::lower(text::trim(std::string_view(end, s.data() + s.size() - end)));
+  double scale = static_cast<double>(unit);
+  if (suffix == "us" || suffix == "\u00b5s") {
+    scale = 1;
+  } else if (suffix == "ms") {
+    scale = 1e3;
+  } else if (suffix == "s") {
+    scale = 1e6;
+  } else if (suffix == "m" || suffix == "min") {
+    scale = 60e6;
+  } else if (suffix == "h") {
+    scale = 3600e6;
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  const double us = v * scale;
+  if (us > 23.0 * 3600e6) return std::nullopt;
+  return static_cast<Micros>(std::llround(us));
+}
+
+Micros default_duration_unit(std::string_view field) noexcept {
+  if (field == "duration" || field.ends_with("_ms") || field.ends_with("-ms")) return 1000;
+  if (field.ends_with("_us") || field.ends_with("-us")) return 1;
+  return kMicrosPerSecond;
+}
+
 }  // namespace floodgate

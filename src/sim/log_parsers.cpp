@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "floodgate/access_log.hpp"
 #include "util/text.hpp"
@@ -25,6 +26,10 @@ constexpr std::array<std::string_view, 15> kAddressFields{
 constexpr std::array<std::string_view, 11> kTimeFields{
     "t", "time_local", "time_iso8601", "msec", "start_time", "time", "timestamp", "@timestamp",
     "ts", "date", "datetime"};
+
+// Where the duration usually is, for --duration-field auto (units: default_duration_unit).
+constexpr std::array<std::string_view, 6> kDurationFields{
+    "request_time", "upstream_response_time", "duration", "duration_ms", "response_time", "latency_ms"};
 
 absl::Status bad(std::string_view what) { return absl::InvalidArgumentError(std::string(what)); }
 
@@ -65,13 +70,27 @@ class FieldsParser : public LineParser {
     if (!time.ok()) return time.status();
     r.time = *time;
     if (absl::Status s = build_key(r.key, r.key_missing); !s.ok()) return s;
-    if (auto cost = value("cost")) {
+    if (auto cost = value(options_.cost_field)) {
       std::int64_t c = -1;
       const auto [end, ec] = std::from_chars(cost->data(), cost->data() + cost->size(), c);
       if (ec != std::errc() || end != cost->data() + cost->size() || c < 0 || c > (std::int64_t{1} << 53)) {
-        return bad(fmt::format("bad cost \"{}\" (a whole number from 0 to 2^53)", *cost));
+        return bad(fmt::format("bad cost \"{}\" in field {} (a whole number from 0 to 2^53)", *cost,
+                               options_.cost_field));
       }
       r.cost = c;
+    } else if (options_.require_cost) {
+      return bad(fmt::format("no cost field \"{}\" (choose one with --cost-field)", options_.cost_field));
+    }
+    if (!options_.duration_field.empty()) {
+      if (absl::Status s = find_duration(r.duration); !s.ok()) return s;
+      if (!r.duration && options_.require_duration) {
+        if (options_.duration_field == "auto") {
+          return bad(fmt::format("no duration (no field {}; choose one with --duration-field, or give --duration)",
+                                 fmt::join(kDurationFields, ", ")));
+        }
+        return bad(fmt::format("no duration field \"{}\" (or it is \"-\"; give --duration for such lines)",
+                               options_.duration_field));
+      }
     }
     return r;
   }
@@ -97,6 +116,31 @@ class FieldsParser : public LineParser {
       }
     }
     return bad("no time field (give one with --time-field)");
+  }
+
+  // The duration of the request: nullopt when its field is absent or "-" (nginx's absent value).
+  absl::Status find_duration(std::optional<Micros>& out) const {
+    std::string_view field = options_.duration_field;
+    std::optional<std::string_view> v;
+    if (field == "auto") {
+      for (std::string_view f : kDurationFields) {
+        if ((v = value(f))) {
+          field = f;
+          break;
+        }
+      }
+    } else {
+      v = value(field);
+    }
+    if (!v || text::trim(*v).empty() || text::trim(*v) == "-") return absl::OkStatus();
+    const Micros unit = options_.duration_unit > 0 ? options_.duration_unit : default_duration_unit(field);
+    out = parse_log_duration(*v, unit);
+    if (!out) {
+      return bad(fmt::format("bad duration \"{}\" in field {} (a number of {}, or with a unit: 350ms, 1.5s; "
+                             "at most 23 hours)",
+                             *v, field, unit == 1 ? "microseconds" : unit == 1000 ? "milliseconds" : "seconds"));
+    }
+    return absl::OkStatus();
   }
 
   std::optional<std::string_view> address() const {

@@ -59,6 +59,13 @@ class FileLogReader final : public LogReader {
       if (too_long_) {
         ++stats_.lines;
         reject(fmt::format("longer than {} bytes", kMaxLineBytes));
+        if (options_.strict) {
+          status_ = absl::InvalidArgumentError(
+              fmt::format("{}: line {}: longer than {} bytes", path_, line_number_, kMaxLineBytes));
+          eof_ = true;
+          begin_ = end_;
+          return std::nullopt;
+        }
         continue;
       }
       const std::string_view line = text::trim(line_);
@@ -67,6 +74,13 @@ class FileLogReader final : public LogReader {
       auto r = parser_->parse(line);
       if (!r.ok()) {
         reject(std::string(r.status().message()));
+        if (options_.strict) {
+          status_ = absl::InvalidArgumentError(fmt::format("{}: line {}: {}: {}", path_, line_number_,
+                                                           std::string(r.status().message()), quote(line)));
+          eof_ = true;
+          begin_ = end_;
+          return std::nullopt;
+        }
         continue;
       }
       if (r->time < latest_) {

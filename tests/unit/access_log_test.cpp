@@ -217,5 +217,123 @@ TEST(LogReader, LongLinesMissingFilesAndUnknownFormats) {
   EXPECT_NE(unknown.status().message().find("cannot tell the log format"), std::string::npos);
 }
 
+TEST(LogDuration, UnitsAndSuffixes) {
+  EXPECT_EQ(parse_log_duration("0.350", kS), 350'000);       // nginx's $request_time
+  EXPECT_EQ(parse_log_duration("350", 1000), 350'000);       // Envoy's %DURATION%
+  EXPECT_EQ(parse_log_duration("1.5s", 1000), 1'500'000);    // a unit of its own wins
+  EXPECT_EQ(parse_log_duration("250ms", kS), 250'000);
+  EXPECT_EQ(parse_log_duration("2m", kS), 120 * kS);
+  EXPECT_EQ(parse_log_duration("0", kS), 0);
+  EXPECT_EQ(parse_log_duration("23h", kS), 23 * 3600 * kS);
+  for (auto bad : {"", "-", "soon", "-1", "1.5 parsecs", "24h", "nan", "1e300"}) {
+    EXPECT_FALSE(parse_log_duration(bad, kS).has_value()) << bad;
+  }
+  EXPECT_EQ(default_duration_unit("request_time"), kS);
+  EXPECT_EQ(default_duration_unit("duration"), 1000);
+  EXPECT_EQ(default_duration_unit("latency_ms"), 1000);
+  EXPECT_EQ(default_duration_unit("took_us"), 1);
+}
+
+std::unique_ptr<LineParser> cost_parser(LogFormat f, std::string cost_field, std::string duration_field,
+                                        bool require_duration = false, std::string layout = "",
+                                        std::string header = "") {
+  LogReaderOptions o;
+  o.cost_field = canonical_field(cost_field);
+  o.require_cost = true;
+  o.duration_field = duration_field == "auto" ? duration_field : canonical_field(duration_field);
+  o.require_duration = require_duration;
+  o.layout = std::move(layout);
+  auto p = LineParser::make(f, o, header);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *std::move(p);
+}
+
+TEST(CostAndDuration, JsonFieldsAndTheirUnits) {
+  auto p = cost_parser(LogFormat::kJsonl, "total_tokens", "auto");
+  auto r = p->parse(R"({"t": 1, "key": "a", "total_tokens": 130, "duration_ms": 2500})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->cost, 130);
+  EXPECT_EQ(r->duration, 2500 * 1000);
+  r = p->parse(R"({"t": 1, "key": "a", "total_tokens": 7, "request_time": 0.35})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->duration, 350'000);
+  r = p->parse(R"({"t": 1, "key": "a", "total_tokens": 7, "duration": 350})");  // Envoy: ms
+  EXPECT_EQ(r->duration, 350'000);
+  r = p->parse(R"({"t": 1, "key": "a", "total_tokens": 7, "duration_ms": "1.5s"})");
+  EXPECT_EQ(r->duration, 1'500'000);
+  r = p->parse(R"({"t": 1, "key": "a", "total_tokens": 7, "request_time": "-"})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->duration.has_value());
+
+  // Errors name the field and quote the value.
+  auto bad = p->parse(R"({"t": 1, "key": "a", "total_tokens": 7, "duration_ms": "soon"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "bad duration \"soon\" in field duration_ms (a number of milliseconds, or with a unit: 350ms, 1.5s; "
+            "at most 23 hours)");
+  bad = p->parse(R"({"t": 1, "key": "a", "total_tokens": "12.5"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "bad cost \"12.5\" in field total_tokens (a whole number from 0 to 2^53)");
+  bad = p->parse(R"({"t": 1, "key": "a", "cost": 5})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "no cost field \"total_tokens\" (choose one with --cost-field)");
+
+  auto strict = cost_parser(LogFormat::kJsonl, "cost", "auto", true);
+  bad = strict->parse(R"({"t": 1, "key": "a", "cost": 5})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("no duration (no field request_time, upstream_response_time"),
+            std::string_view::npos) << bad.status();
+  auto named = cost_parser(LogFormat::kJsonl, "cost", "took", true);
+  bad = named->parse(R"({"t": 1, "key": "a", "cost": 5, "took": "-"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("no duration field \"took\""), std::string_view::npos) << bad.status();
+  auto took = named->parse(R"({"t": 1, "key": "a", "cost": 5, "took": 2})");  // seconds by default
+  ASSERT_TRUE(took.ok()) << took.status();
+  EXPECT_EQ(took->duration, 2 * kS);
+}
+
+TEST(CostAndDuration, NginxLayoutAndCsvColumns) {
+  auto nginx = cost_parser(LogFormat::kCombined, "$upstream_http_x_total_tokens", "$request_time", true,
+                           R"($remote_addr [$time_local] "$request" $status $request_time $upstream_http_x_total_tokens)");
+  auto r = nginx->parse(R"(10.0.0.1 [10/Oct/2000:13:55:36 -0700] "POST /v1/chat HTTP/1.1" 200 2.750 412)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->cost, 412);
+  EXPECT_EQ(r->duration, 2'750'000);
+  auto csv = cost_parser(LogFormat::kCsv, "Tokens", "Latency (ms)", true, "", "time,key,Tokens,Latency (ms)");
+  // A CSV column named with spaces; its unit is seconds unless told (it does not end in _ms).
+  r = csv->parse("2000-10-10T20:55:36Z,u1,99,0.5");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->cost, 99);
+  EXPECT_EQ(r->duration, 500'000);
+  auto bad = csv->parse("2000-10-10T20:55:36Z,u1,lots,0.5");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "bad cost \"lots\" in field tokens (a whole number from 0 to 2^53)");
+}
+
+TEST(LogReader, StrictStopsAtTheFirstBadLineAndNamesIt) {
+  const std::string path = scratch("tokens.jsonl");
+  std::ofstream(path) << R"({"t": 1, "key": "a", "tokens": 10, "duration_ms": 100})" << "\n"
+                      << R"({"t": 2, "key": "a", "tokens": 20, "duration_ms": 100})" << "\n"
+                      << R"({"t": 3, "key": "a", "tokens": -4, "duration_ms": 100})" << "\n"
+                      << R"({"t": 4, "key": "a", "tokens": 40, "duration_ms": 100})" << "\n";
+  LogReaderOptions o;
+  o.cost_field = "tokens";
+  o.require_cost = true;
+  o.duration_field = "auto";
+  o.strict = true;
+  auto reader = LogReader::open(path, o);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<LogRecord> got;
+  while (auto r = (*reader)->next()) got.push_back(*r);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].cost, 20);
+  EXPECT_EQ(got[1].duration, 100'000);
+  EXPECT_FALSE((*reader)->next().has_value());
+  const absl::Status s = (*reader)->status();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), path + ": line 3: bad cost \"-4\" in field tokens (a whole number from 0 to 2^53): " +
+                             R"({"t": 3, "key": "a", "tokens": -4, "duration_ms": 100})");
+}
+
 }  // namespace
 }  // namespace floodgate

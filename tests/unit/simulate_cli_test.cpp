@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -204,6 +206,128 @@ TEST(SimulateCli, AKeyFieldNoLineHasIsRefusedAndAnUnknownFocusWarned) {
   r = run("--limit 3/minute --traffic " + log + " --key user --focus nobody");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("warning: --focus \"nobody\": no request has this key"), std::string::npos) << r.output;
+}
+
+// strategy → its two rows of a --charge table: [0] charged after, [1] reserved+settled, each
+// {admitted, denied, used, max in period, over (max), over (total)}.
+std::map<std::string, std::array<std::array<long, 6>, 2>> charge_table(const std::string& output) {
+  std::map<std::string, std::array<std::array<long, 6>, 2>> rows;
+  std::istringstream in(output);
+  for (std::string text; std::getline(in, text);) {
+    std::istringstream fields(text);
+    std::vector<std::string> w;
+    for (std::string f; fields >> f;) w.push_back(f);
+    std::size_t numbers = 0;
+    int mode = -1;
+    if (w.size() == 9 && w[1] == "charged" && w[2] == "after") {
+      mode = 0;
+      numbers = 3;
+    } else if (w.size() == 8 && w[1] == "reserved+settled") {
+      mode = 1;
+      numbers = 2;
+    }
+    if (mode < 0) continue;
+    std::array<long, 6> row{};
+    bool ok = true;
+    for (std::size_t i = 0; i < 6; ++i) {
+      ok = ok && w[numbers + i].find_first_not_of("0123456789") == std::string::npos;
+      if (ok) row[i] = std::stol(w[numbers + i]);
+    }
+    if (ok) rows[w[0]][static_cast<std::size_t>(mode)] = row;
+  }
+  return rows;
+}
+
+std::string example(const std::string& name) {
+  return (fs::path(FLOODGATE_CONFORMANCE_DIR).parent_path().parent_path() / "examples" / "llm" / name).string();
+}
+
+// Five concurrent requests against 100 tokens per minute (58, 80, 175, 175, 175 tokens, as in the
+// report of LiteLLM's TPM limit overshoot): charged after, all pass and 663 tokens are used;
+// reserved at 100, one is admitted.
+TEST(SimulateCli, ChargeOnConcurrentRequests) {
+  const std::string svg = scratch("charge.svg");
+  const CliRun r = run("--charge --traffic " + example("concurrent-burst.jsonl") +
+                       " --cost-field total_tokens --estimate 100 --limit 100/minute --out " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("5 requests over 5.22 s"), std::string::npos) << r.output;
+  const auto rows = charge_table(r.output);
+  ASSERT_EQ(rows.size(), 7u) << r.output;
+  for (const auto& [lane, modes] : rows) {
+    EXPECT_EQ(modes[0], (std::array<long, 6>{5, 0, 663, 663, 563, 563})) << lane;
+    EXPECT_EQ(modes[1], (std::array<long, 6>{1, 4, 58, 58, 0, 0})) << lane;
+  }
+  EXPECT_TRUE(xml_well_formed(svg));
+  const std::string chart = read(svg);
+  EXPECT_EQ(occurrences(chart, "class=\"charge-row\""), 7u);
+  EXPECT_EQ(occurrences(chart, "<title>663</title>"), 7u);
+  EXPECT_EQ(occurrences(chart, "<title>58</title>"), 7u);
+
+  const std::string html = scratch("charge.html");
+  const CliRun page = run("--charge --traffic " + example("concurrent-burst.jsonl") +
+                          " --cost-field total_tokens --estimate 130 --limit 100/minute -s fixed-window --out " + html);
+  ASSERT_EQ(page.exit_code, 0) << page.output;
+  const auto one = charge_table(page.output);
+  // An estimate of 130 is more than the limit: no reservation ever fits.
+  EXPECT_EQ(one.at("fixed-window")[1], (std::array<long, 6>{0, 5, 0, 0, 0, 0}));
+  const std::string text = read(html);
+  EXPECT_NE(text.find("<pre class=\"table\">"), std::string::npos);
+  EXPECT_NE(text.find("class=\"charge-chart\""), std::string::npos);
+}
+
+// Lines without a duration, a bad cost or duration, and options that make no sense are named.
+TEST(SimulateCli, ChargeBadInputIsNamed) {
+  const std::string log = scratch("tokens.jsonl");
+  std::ofstream(log) << "{\"t\": 1, \"key\": \"a\", \"tokens\": 10, \"latency_ms\": 100}\n"
+                     << "{\"t\": 2, \"key\": \"a\", \"tokens\": 20}\n";
+  CliRun r = run("--charge --limit 100/minute --traffic " + log + " --cost-field tokens --estimate 10");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(log + ": line 2: no duration (no field request_time"), std::string::npos) << r.output;
+  r = run("--charge --limit 100/minute --traffic " + log + " --cost-field tokens --estimate 10 --duration 2s");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(charge_table(r.output).size(), 7u) << r.output;
+  r = run("--charge --limit 100/minute --traffic " + log + " --estimate 10 --duration 2s");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(": line 1: no cost field \"cost\" (choose one with --cost-field)"), std::string::npos)
+      << r.output;
+
+  const std::string bad = scratch("bad-tokens.csv");
+  std::ofstream(bad) << "time,key,tokens,request_time\n"
+                     << "2026-01-07T12:00:00Z,a,10,0.5\n"
+                     << "2026-01-07T12:00:01Z,a,ten,0.5\n";
+  r = run("--charge --limit 100/minute --traffic " + bad + " --cost-field tokens --estimate 10");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(bad + ": line 3: bad cost \"ten\" in field tokens"), std::string::npos) << r.output;
+  std::ofstream(bad) << "time,key,tokens,request_time\n"
+                     << "2026-01-07T12:00:00Z,a,10,0.5\n"
+                     << "2026-01-07T12:00:01Z,a,10,later\n";
+  r = run("--charge --limit 100/minute --traffic " + bad + " --cost-field tokens --estimate 10");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(bad + ": line 3: bad duration \"later\" in field request_time"), std::string::npos)
+      << r.output;
+
+  r = run("--charge --limit 100/minute --traffic " + log + " --cost-field tokens --duration 2s");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--charge needs --estimate"), std::string::npos) << r.output;
+  r = run("--charge --limit 100/minute --traffic " + log + " --cost-field tokens --estimate lots");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--estimate \"lots\""), std::string::npos) << r.output;
+  r = run("--charge --limit 100/minute --traffic " + log + " --cost-field tokens --estimate 1 --duration soon");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--duration \"soon\""), std::string::npos) << r.output;
+  r = run("--charge --limit 100/minute --traffic " + log + " --cost-field tokens --estimate 1 --duration-unit hours");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--duration-unit \"hours\": give s, ms or us"), std::string::npos) << r.output;
+  r = run("--charge --limit 100/minute --traffic " + log + " --cost-field tokens --estimate 1 --duration 1s "
+          "--check-cost 5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--check-cost 5"), std::string::npos) << r.output;
+  r = run("--limit 100/minute --traffic " + log + " --estimate 10");  // an option of --charge alone
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--estimate requires --charge"), std::string::npos) << r.output;
+  r = run("--charge --limit 100/minute --traffic burst:n=5,at=0 --estimate 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--charge needs a log with a cost per request"), std::string::npos) << r.output;
 }
 
 }  // namespace
