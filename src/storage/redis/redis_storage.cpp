@@ -229,6 +229,8 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
   const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];
   c.script = &script;
   const std::size_t k = policy.limits().size();
+  c.limit = policy.limits().front().amount;
+  c.period = policy.limits().front().period;
   c.argv.reserve(3 + k + 4 + k * 7);
   c.argv.emplace_back("EVALSHA");
   c.argv.emplace_back();  // the sha or the text, chosen when sent
