@@ -104,6 +104,11 @@ local function fast(key, now, cost, hit)
       if n - after == slot_of(cur, period) * COUNT and cost <= after and after <= amount then
         return allowed_answer(amount - after, cur + period - now)
       end
+      -- A key INCRBY made (or one that held 0): the clock's window opens with this hit.
+      if n == cost then
+        redis.call('SET', key, packed(cur, cost, period), 'PX', ttl_ms(cur + period, now))
+        return allowed_answer(amount - cost, cur + period - now)
+      end
       return raised(key, n, cur, amount, period, now, cost)
     end
     if not string.find(n.err, 'not an integer', 1, true) then return n end
