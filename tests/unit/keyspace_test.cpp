@@ -94,8 +94,7 @@ TEST(KeySpace, InlineAndRuleIdentitiesAreTheirOwn) {
 
 TEST(KeySpace, RedisKeysAreOneToOneWhereTheHashWasNot) {
   const Policy p = Policy::make("p", Strategy::kGcra, "10/minute").value();
-  EXPECT_EQ(redis::state_key("fg:", "user-42", p, 2), "fg:{user-42}:" + p.state_id() + ":" +
-                                                          std::to_string(p.state_id().size()) + ":2");
+  EXPECT_EQ(redis::state_key("fg:", "user-42", p, 2), "fg:{user-42}:n1:1:p|g|1m:11:2");
   // The amount is not in the key (a raised or lowered limit counts on); the period is.
   const Policy raised = Policy::make("p", Strategy::kGcra, "20/minute").value();
   const Policy hourly = Policy::make("p", Strategy::kGcra, "10/hour").value();
@@ -130,6 +129,57 @@ TEST(KeySpace, PropertyNoTwoOwnersShareAState) {
   EXPECT_EQ(seen.collisions, 0);
   EXPECT_GT(seen.by_fingerprint.size(), 1000u);
   EXPECT_GT(seen.by_redis_key.size(), 10000u);
+}
+
+// The key id (redis::key_id) spells the state id short: one letter for the strategy and anchor,
+// periods in their largest whole unit. Each state id has one key id and no two share one.
+TEST(KeySpace, RedisKeyIdsAreShortAndOneToOne) {
+  const auto id = [](std::string_view limits, Strategy s = Strategy::kFixedWindow, PolicyOptions o = {}) {
+    return redis::key_id(Policy::make("api", s, limits, o).value().state_id());
+  };
+  EXPECT_EQ(id("10/minute"), "n1:3:api|f|1m");
+  EXPECT_EQ(id("10/minute", Strategy::kFixedWindow, {.anchor = Anchor::kFirstHit}), "n1:3:api|F|1m");
+  EXPECT_EQ(id("5 per 90 seconds; 100/day", Strategy::kGcra), "n1:3:api|g|90s|1d");
+  EXPECT_EQ(id("5 per 25 hours", Strategy::kSlidingWindowCounter), "n1:3:api|s|25h");
+  EXPECT_EQ(id("5 per 1500 milliseconds", Strategy::kMovingWindow), "n1:3:api|m|1500000");
+  EXPECT_EQ(id("1 per 60 seconds", Strategy::kTokenBucket), id("7/minute", Strategy::kTokenBucket));
+  const Policy inl = Policy::make("x", Strategy::kLeakyBucket, "10/hour", {.burst = 20}).value().with_identity(
+      PolicyKind::kInline, {});
+  EXPECT_EQ(redis::key_id(inl.state_id()), "i0|l|10/1h/20");
+  const std::string cal = id("5/calendar month in Europe/Berlin");
+  EXPECT_EQ(cal.substr(0, 14), "n1:3:api|f|30d") << cal;
+  EXPECT_NE(cal.find("~m"), std::string::npos) << cal;
+  EXPECT_NE(cal.find(":13:Europe/Berlin"), std::string::npos) << cal;
+  // Outside the state id's grammar (a period with a leading zero, an unknown strategy): "!" and
+  // the string as it is, never a key id of the grammar.
+  EXPECT_EQ(redis::key_id("n1:1:a|fixed-window|clock|060000000"), "!n1:1:a|fixed-window|clock|060000000");
+  EXPECT_EQ(redis::key_id("n1:1:a|pacer|clock|60000000"), "!n1:1:a|pacer|clock|60000000");
+  EXPECT_EQ(redis::key_id(""), "!");
+
+  // Every state id of a sample of strategies, anchors, kinds and periods (several spellings of
+  // one period among them) against its key id: a function both ways.
+  std::map<std::string, std::string> to_key, to_state;
+  const char* limits[] = {"1/second", "60/minute", "1 per 60 seconds", "1/minute", "2 per 3600 seconds", "1/hour",
+                          "1/day", "1 per 24 hours", "3 per 2 days", "1 per 500 milliseconds", "1 per 1001 milliseconds",
+                          "1/second; 1/minute", "1/minute; 1/second", "10/hour; 100/day", "5/calendar day in UTC",
+                          "5/calendar week", "1/second; 5/calendar month in Europe/Berlin"};
+  for (const Strategy s : {Strategy::kFixedWindow, Strategy::kMovingWindow, Strategy::kSlidingWindowCounter,
+                           Strategy::kTokenBucket, Strategy::kLeakyBucket, Strategy::kGcra}) {
+    for (const Anchor a : {Anchor::kClock, Anchor::kFirstHit}) {
+      for (const char* l : limits) {
+        auto p = Policy::make("p|f|1m", s, l, {.anchor = a});
+        if (!p.ok()) continue;  // a calendar limit of another strategy
+        for (const Policy& q : {*p, p->with_identity(PolicyKind::kInline, {}), p->with_identity(PolicyKind::kRule, {"d", "k"})}) {
+          const std::string k = redis::key_id(q.state_id());
+          EXPECT_NE(k.front(), '!') << q.state_id();
+          EXPECT_LT(k.size(), q.state_id().size()) << q.state_id();
+          EXPECT_EQ(to_key.emplace(q.state_id(), k).first->second, k);
+          EXPECT_EQ(to_state.emplace(k, q.state_id()).first->second, q.state_id()) << k;
+        }
+      }
+    }
+  }
+  EXPECT_GT(to_key.size(), 200u);
 }
 
 // envoyproxy/ratelimit has no calendar periods: a calendar rule keeps floodgate's own keys under

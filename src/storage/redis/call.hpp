@@ -35,6 +35,10 @@ struct Call {
   bool load_library = false;  // FUNCTION LOAD goes first on the next attempt (Function not found)
   bool done = false;
   absl::StatusOr<Decision> result{Decision{}};  // run() sets every call's result
+  // The amount and period of the call's first limit as sent (ARGV[6], ARGV[7]): the limit and
+  // period of a short reply (parse_decision).
+  std::int64_t limit = 0;
+  Micros period = 0;
   // The group script: its per-item decisions and whether it committed (result: the call's status).
   std::vector<Decision>* group = nullptr;
   std::size_t group_items = 0;

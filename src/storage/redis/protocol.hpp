@@ -164,22 +164,40 @@ absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* rep
 std::string state_key(std::string_view prefix, std::string_view key, std::uint64_t policy_hash,
                       std::size_t index);
 
-/// The key of limit `index` of `policy` for the user's `key`, one-to-one in (state id, key,
-/// index) by construction (no hash between them):
-///     prefix{key}:<the policy's state id>:<its length in bytes>:index
-/// Read from the right, the index, the length and then the state id are unambiguous, and the
-/// rest is the key escaped as above. The hash tag depends on the key alone, as above. The state
-/// id (Policy::state_id) leaves out the amounts: a policy whose limit is raised or lowered counts
-/// on in the same keys.
+/// The policy's state id (Policy::state_id) spelled short for key names, one-to-one: the identity
+/// as the state id has it (`<kind letter><count>` then `:<length>:<part>` per part), `|` and one
+/// letter for the strategy and anchor (f m s t l g for fixed window, moving window, sliding window
+/// counter, token bucket, leaky bucket, GCRA; upper case when anchored at the first hit), then
+/// `|period` per limit (an inline limit: `|amount/period/capacity`), the period as the count of
+/// the largest of d, h, m, s that divides it and that letter, else in µs (`1h`, `90s`, `1500`),
+/// then a calendar limit's `~…` as in the state id. "n1:3:api|fixed-window|clock|60000000" is
+/// "n1:3:api|f|1m". Each piece reads back to one value of the state id's, so two state ids never
+/// share a key id. A string that is not in the state id's grammar is "!" and the string as it is
+/// (a key id of the grammar starts with a letter, so the two kinds never meet).
+std::string key_id(std::string_view state_id);
+
+/// The key of limit `index` of the state whose key id (key_id) is `id`, for the user's `key`,
+/// one-to-one in (state id, key, index) by construction (no hash between them):
+///     prefix{key}:<id>:<its length in bytes>:index
+/// Read from the right, the index, the length and then the id are unambiguous, and the rest is
+/// the key escaped as above. The hash tag depends on the key alone, as above. The state id
+/// (Policy::state_id) leaves out the amounts: a policy whose limit is raised or lowered counts on
+/// in the same keys.
+std::string state_key(std::string_view prefix, std::string_view key, std::string_view id, std::size_t index);
+/// The same for `policy` (its key id computed here).
 std::string state_key(std::string_view prefix, std::string_view key, const Policy& policy,
                       std::size_t index);
 
-/// The key of reservation `id` of (policy, key) (Storage::reserve), in the same hash tag:
-///     prefix{key}:r:<length of the state id>:<the state id><id>
-/// After the tag a state key goes on with its state id, whose first character is a kind letter
-/// followed by a digit, never "r:"; the length makes the state id and the id unambiguous.
+/// The key of reservation `reservation` of (state with key id `id`, key) (Storage::reserve), in
+/// the same hash tag:
+///     prefix{key}:r:<length of the key id>:<the key id><reservation>
+/// After the tag a state key goes on with its key id, whose first character is a letter followed
+/// by a digit, or '!', never "r:"; the length makes the key id and the reservation unambiguous.
+std::string reservation_key(std::string_view prefix, std::string_view key, std::string_view id,
+                            std::string_view reservation);
+/// The same for `policy` (its key id computed here).
 std::string reservation_key(std::string_view prefix, std::string_view key, const Policy& policy,
-                            std::string_view id);
+                            std::string_view reservation);
 
 /// The key of an envoyproxy-layout state (key_layout=envoyproxy): prefix + key + the start of the
 /// window `now` is in, in unix seconds floored to the period's whole seconds, as
@@ -218,9 +236,14 @@ void limit_args(const Policy& policy, std::int64_t cost, Micros client_now, std:
 std::array<Micros, 4> calendar_starts(const Calendar& calendar, Micros t) noexcept;
 
 /// The decision in a script's reply (common.lua's `answer`): a string of 7 integers separated by
-/// single spaces, "allowed(1/0) limit period remaining reset_after retry_after(-1 = never) delay".
+/// single spaces, "allowed(1/0) limit period remaining reset_after retry_after(-1 = never) delay"
+/// (and an 8th, the named limit's reset_after, after several limits were combined).
 /// Errors: Internal.
 absl::StatusOr<Decision> parse_decision(const redisReply* reply);
+/// The same, and also the short reply of a call's one limit (common.lua's `allowed_answer`):
+/// "remaining reset_after", an allowed decision with `limit` and `period` (the amount and period
+/// the call sent for it) and no wait.
+absl::StatusOr<Decision> parse_decision(const redisReply* reply, std::int64_t limit, Micros period);
 
 /// The group script's reply: {committed, then one decision string per item}. Errors: Internal.
 absl::Status parse_group(const redisReply* reply, std::size_t items, std::vector<Decision>& out,

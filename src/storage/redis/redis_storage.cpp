@@ -214,8 +214,9 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
     c.argv.emplace_back("EVALSHA");
     c.argv.emplace_back();
     c.argv.push_back(std::to_string(k + 1));
-    for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(o.prefix, key, policy, i));
-    c.argv.push_back(reservation_key(o.prefix, key, policy, reservation));
+    const std::string id = key_id(policy.state_id());
+    for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(o.prefix, key, id, i));
+    c.argv.push_back(reservation_key(o.prefix, key, id, reservation));
     c.slot = call_slot(o, c.argv[3]);
     script_args(policy, cost, false, o.client_clock ? std::optional<Micros>(now) : std::nullopt,
                 o.client_clock ? o.client_ttl_slack.count() : 0, c.argv, now);
@@ -238,11 +239,14 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
   const auto& script = scripts::kAll[static_cast<std::size_t>(script_for(policy))];
   c.script = &script;
   const std::size_t k = policy.limits().size();
+  c.limit = policy.limits().front().amount;
+  c.period = policy.limits().front().period;
   c.argv.reserve(3 + k + 4 + k * 7);
   c.argv.emplace_back("EVALSHA");
   c.argv.emplace_back();  // the sha or the text, chosen when sent
   c.argv.push_back(std::to_string(k));
-  for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(o.prefix, key, policy, i));
+  const std::string id = key_id(policy.state_id());
+  for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(o.prefix, key, id, i));
   c.slot = call_slot(o, c.argv[3]);
   script_args(policy, cost, effect == Effect::kHit,
               o.client_clock ? std::optional<Micros>(now) : std::nullopt,
@@ -346,7 +350,8 @@ bool RedisStorage::apply_group(std::span<const BatchItem> items, Micros now,
       return Storage::apply_group(items, now, out);
     }
     const std::size_t k = it.policy->limits().size();
-    for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(options_.prefix, it.key, *it.policy, i));
+    const std::string id = key_id(it.policy->state_id());
+    for (std::size_t i = 0; i < k; ++i) c.argv.push_back(state_key(options_.prefix, it.key, id, i));
     args.push_back(std::to_string(static_cast<int>(script_for(*it.policy)) + 1));
     args.push_back(std::to_string(k));
     args.push_back(std::to_string(it.cost));
@@ -380,8 +385,9 @@ bool RedisStorage::apply_group(std::span<const BatchItem> items, Micros now,
 absl::Status RedisStorage::clear(const Policy& policy, std::string_view key) {
   Call c;
   c.argv.emplace_back("DEL");
+  const std::string id = key_id(policy.state_id());
   for (std::size_t i = 0; i < policy.limits().size(); ++i) {
-    c.argv.push_back(state_key(options_.prefix, key, policy, i));
+    c.argv.push_back(state_key(options_.prefix, key, id, i));
   }
   c.slot = call_slot(options_, c.argv[1]);
   run(std::span<Call>(&c, 1));

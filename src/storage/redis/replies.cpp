@@ -85,7 +85,7 @@ namespace {
 // The decision in a reply element: the string of 7 integers, "allowed limit period remaining
 // reset_after retry_after delay", and an 8th (the named limit's reset_after) after several limits
 // were combined, separated by single spaces; nullopt if it is anything else.
-std::optional<Decision> decision_of(const redisReply* e) {
+std::optional<Decision> decision_of(const redisReply* e, const Decision* short_form = nullptr) {
   if (e->type != REDIS_REPLY_STRING) return std::nullopt;
   std::string_view rest(e->str, e->len);
   long long v[8] = {};
@@ -96,6 +96,12 @@ std::optional<Decision> decision_of(const redisReply* e) {
     if (!to_int(rest.substr(0, space), v[n++])) return std::nullopt;  // an empty word too
     if (space == std::string_view::npos) break;
     rest.remove_prefix(space + 1);
+  }
+  if (n == 2 && short_form != nullptr) {
+    Decision d = *short_form;
+    d.remaining = v[0];
+    d.reset_after = v[1];
+    return d;
   }
   if (n != 7 && n != 8) return std::nullopt;
   if (v[0] != 0 && v[0] != 1) return std::nullopt;
@@ -117,6 +123,18 @@ absl::StatusOr<Decision> parse_decision(const redisReply* reply) {
   const auto bad = [] { return absl::InternalError("unexpected reply from the floodgate script"); };
   if (reply == nullptr) return bad();
   auto d = decision_of(reply);
+  if (!d) return bad();
+  return *d;
+}
+
+absl::StatusOr<Decision> parse_decision(const redisReply* reply, std::int64_t limit, Micros period) {
+  const auto bad = [] { return absl::InternalError("unexpected reply from the floodgate script"); };
+  if (reply == nullptr) return bad();
+  Decision allowed;
+  allowed.allowed = true;
+  allowed.limit = limit;
+  allowed.period = period;
+  auto d = decision_of(reply, &allowed);
   if (!d) return bad();
   return *d;
 }

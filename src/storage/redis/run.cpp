@@ -165,7 +165,7 @@ bool RedisStorage::follow(Call& c, const NextStep& step, const redisReply* reply
         const absl::Status s = parse_group(reply, c.group_items, *c.group, c.committed);
         c.result = s.ok() ? absl::StatusOr<Decision>(Decision{}) : absl::StatusOr<Decision>(s);
       } else {
-        c.result = c.script != nullptr ? parse_decision(reply) : absl::StatusOr<Decision>(Decision{});
+        c.result = c.script != nullptr ? parse_decision(reply, c.limit, c.period) : absl::StatusOr<Decision>(Decision{});
       }
       break;
   }

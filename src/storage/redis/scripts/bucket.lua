@@ -164,5 +164,6 @@ local function fast(key, now, cost, hit, shape)
     local tw, tr = advanced(w, r, l, now)
     write(key, tw, tr, l, now)
   end
+  if wait == 0 then return allowed_answer(left(nw, nr, l), ceil_pair(nw, nr)) end  -- l.n, l.p: ARGV[6], ARGV[7]
   return answer(true, l.n, l.p, left(nw, nr, l), ceil_pair(nw, nr), 0, wait)
 end

@@ -66,6 +66,15 @@ local function answer(allowed, limit, period, remaining, reset_after, retry_afte
                        retry_after, delay)
 end
 
+-- The short reply of an allowed decision of a call's one limit (KEYS[1]) that reports the amount
+-- and period the call gave it (ARGV[6], ARGV[7]) and no wait (retry_after and delay 0): the string
+-- "remaining reset_after". The client fills in the rest from what it sent (parse_decision); two
+-- integers to format instead of seven (each '%d' is a sprintf), and a shorter reply to read. The
+-- common hit's reply; never from the group script or after several limits.
+local function allowed_answer(remaining, reset_after)
+  return string.format('%d %d', remaining, reset_after)
+end
+
 local function now_micros()
   if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
   local t = redis.call('TIME')
@@ -174,7 +183,8 @@ local function write_window(key, start, count, moved, period, now, pack)
   redis.call('SET', key, v, 'PX', ttl_ms(start + period, now))
 end
 
--- A fixed window's one-limit decision (its `fast`), the window [start, start + period) holding
+-- A fixed window's one-limit decision (its `fast`: `amount` and `period` are ARGV[6] and ARGV[7],
+-- so an allowed one is `allowed_answer`), the window [start, start + period) holding
 -- `count` at `now` (0: a window that opens with this request). The same as its evaluate, commit
 -- and save without their tables (tests/integration/redis/redis_paths_test.cpp). `counted`: an
 -- allowed hit is already in the stored state (INCRBY, fixed_window.lua's `raised`).
@@ -192,6 +202,7 @@ local function window_answer(key, start, count, amount, period, now, cost, hit, 
   local remaining, reset_after = amount - count, 0
   if remaining < 0 then remaining = 0 end
   if count > 0 then reset_after = finish - now end
+  if allowed then return allowed_answer(remaining, reset_after) end
   return answer(allowed, amount, period, remaining, reset_after, wait, 0)
 end
 

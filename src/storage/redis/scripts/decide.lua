@@ -1,6 +1,15 @@
 -- floodgate: the decision over all limits of a key (appended to every algorithm's script, after
 -- combine.lua). Mirrors MemoryStorage's `decide`.
 
+-- The reply of a call's one limit: `allowed_answer` where it says it all.
+local function one_reply(d)
+  if d.allowed and d.retry_after == 0 and d.delay == 0 and d.limit == tonumber(ARGV[6]) and
+      d.period == tonumber(ARGV[7]) then
+    return allowed_answer(d.remaining, d.reset_after)
+  end
+  return reply(d)
+end
+
 -- One limit (the common case): `main` without the tables of limits and states.
 local function single(now, cost, hit, shape)
   local key, l = KEYS[1], read_limit(5)
@@ -11,17 +20,17 @@ local function single(now, cost, hit, shape)
       commit(s, l, now, cost)
       save(key, s, l, now)
     end
-    return reply(d)
+    return one_reply(d)
   end
   if not d.allowed then
     d.delay = 0
-    return reply(d)
+    return one_reply(d)
   end
   local as_is = evaluate(s, l, now, 0, false)
   as_is.allowed = true
   as_is.retry_after = d.retry_after
   as_is.delay = d.delay
-  return reply(as_is)
+  return one_reply(as_is)
 end
 
 -- Reservations (ARGV[3]: 'r' reserve, 's' settle, 'e' reserve or settle, 'k' whether known,

@@ -97,7 +97,20 @@ local function fast(key, now, cost, hit)
   local pack = packs(amount, period)
   if pack and hit and cost > 0 and cost <= amount then
     local n = redis.pcall('INCRBY', key, ARGV[2])
-    if type(n) == 'number' then return raised(key, n, window_start(now, period), amount, period, now, cost) end
+    if type(n) == 'number' then
+      local cur = window_start(now, period)
+      local after = math.fmod(n, COUNT)
+      -- The common hit, `raised` in short: the key holds the clock's window, with room for this hit.
+      if n - after == slot_of(cur, period) * COUNT and cost <= after and after <= amount then
+        return allowed_answer(amount - after, cur + period - now)
+      end
+      -- A key INCRBY made (or one that held 0): the clock's window opens with this hit.
+      if n == cost then
+        redis.call('SET', key, packed(cur, cost, period), 'PX', ttl_ms(cur + period, now))
+        return allowed_answer(amount - cost, cur + period - now)
+      end
+      return raised(key, n, cur, amount, period, now, cost)
+    end
     if not string.find(n.err, 'not an integer', 1, true) then return n end
   end
   local start, count = read_window(key, period, now)
