@@ -75,6 +75,11 @@ Limiter::Limiter(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> 
 
 Limiter::~Limiter() { leases_->sweep(clock_->now(), true); }
 
+std::optional<Decision> Limiter::try_lease(const Request& r, Micros now) {
+  if (!leased(r) || reserves(r.effect)) return std::nullopt;
+  return leases_->try_local(r, now);
+}
+
 std::size_t Limiter::flush_leases() { return leases_->sweep(clock_->now(), true); }
 std::size_t Limiter::end_leases() { return leases_->sweep(clock_->now(), false); }
 LeaseStats Limiter::lease_stats() const noexcept { return leases_->stats(); }

@@ -6,15 +6,15 @@
 #   bench/hotkey/run.sh FLOODGATE_BINARY [SECONDS] [LIMIT]
 #     HOTKEY_INPROCESS=build/release/bench/hotkey_inprocess  (default: beside FLOODGATE_BINARY)
 #
-# The policy: fixed window, LIMIT (default 50000) per second, blocked_cache 1000; with leases
+# The policy: fixed window, LIMIT (default 20000) per second, blocked_cache 1000; with leases
 # `lease: {max_slice: 500, interval_ms: 100}`. Load: one wrk per process (1 thread, 16
 # connections) on GET /v1/auth with one X-Real-IP. Prints one JSON line per run:
 #   processes, leases, seconds, decisions_per_s, store_calls_per_decision (Redis script calls —
-#   EVALSHA/EVAL — per decision), admitted, limit (LIMIT × the windows the run touched),
+#   FCALL/EVALSHA — per decision), admitted, limit (LIMIT × the windows the run touched),
 #   held_back_max (the most units sitting in the processes' slices, sampled every 20 ms, in a
 #   sample where some process's denials grew), bound (processes × max_slice).
 set -euo pipefail
-floodgate="$(realpath "$1")"; seconds="${2:-5}"; limit="${3:-50000}"
+floodgate="$(realpath "$1")"; seconds="${2:-5}"; limit="${3:-20000}"
 inprocess="${HOTKEY_INPROCESS:-$(dirname "$floodgate")/bench/hotkey_inprocess}"
 max_slice=500
 work="$(mktemp -d)"
@@ -31,9 +31,9 @@ redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemoni
   --dir "$work" --logfile "$work/redis.log"
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-script_calls() {  # EVALSHA + EVAL calls since the last CONFIG RESETSTAT
+script_calls() {  # script calls (FCALL, EVALSHA, …) since the last CONFIG RESETSTAT
   redis-cli -p "$port" info commandstats | tr -d '\r' |
-    awk -F'[:=,]' '$1 == "cmdstat_evalsha" || $1 == "cmdstat_eval" {n += $3} END {print n + 0}'
+    awk -F'[:=,]' '$1 ~ /^cmdstat_(evalsha|eval|fcall|fcall_ro)$/ {n += $3} END {print n + 0}'
 }
 
 run_serve() {  # processes leases
@@ -109,7 +109,7 @@ decisions = int(allowed) + int(denied)
 windows = math.floor(end) - math.floor(start) + 1
 print(json.dumps({"processes": int(n), "leases": leases == "true", "seconds": round(end - start, 2),
                   "decisions_per_s": round(decisions / (end - start)),
-                  "store_calls_per_decision": round(int(calls) / max(decisions, 1), 4),
+                  "store_calls_per_decision": round(int(calls) / max(decisions, 1), 6),
                   "admitted": int(allowed), "limit": int(limit) * windows, "held_back_max": int(held),
                   "bound": int(bound) if leases == "true" else 0}))
 PY
@@ -127,7 +127,7 @@ v = {f[i]: float(f[i + 1]) for i in range(0, len(f), 2)}
 windows = math.floor(v["end_us"] / 1e6) - math.floor(v["start_us"] / 1e6) + 1
 print(json.dumps({"processes": "in-process, 2 threads", "leases": leases == "1", "seconds": v["seconds"],
                   "decisions_per_s": round(v["decisions"] / v["seconds"]),
-                  "store_calls_per_decision": round(int(calls) / max(v["decisions"], 1), 4),
+                  "store_calls_per_decision": round(int(calls) / max(v["decisions"], 1), 6),
                   "admitted": int(v["admitted"]), "limit": int(limit) * windows,
                   "held_back_max": 0, "bound": int(max_slice) if leases == "1" else 0}))
 PY

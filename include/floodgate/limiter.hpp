@@ -109,6 +109,12 @@ class Limiter {
   absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id,
                                   std::int64_t actual);
 
+  /// A hit of a policy with budget leases that this limiter's open slice of `key` holds, decided
+  /// at once without a storage call; nothing otherwise (no lease, a spent or ended one, another
+  /// thread renewing it), and then the caller decides the request as usual (`decide`): what a
+  /// service's I/O thread asks before handing a request to its storage threads.
+  std::optional<Decision> try_lease(const Request& r, Micros now);
+
   /// Ends every budget lease of this limiter now, giving back the units it did not use (one
   /// settle per lease; PolicyOptions::lease). The destructor does it too; call it before a process
   /// stops without destroying its limiter. Leases whose interval or window is over are ended by

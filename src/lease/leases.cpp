@@ -140,6 +140,43 @@ bool Leases::end_lease(Entry& e, Micros now, Storage::BatchItem& settle, const P
   return give_back;
 }
 
+void Leases::count_demand(Entry& e, const LeaseOptions& o, Micros now, std::int64_t cost) {
+  e.last_use = now;
+  if (now - e.demand_start >= o.interval || now < e.demand_start) {
+    e.demand_last = now >= e.demand_start && now - e.demand_start < 2 * o.interval ? e.demand_now : 0;
+    e.demand_start = now;
+    e.demand_now = 0;
+  }
+  e.demand_now = std::min(kMaxAmount, e.demand_now + cost);
+}
+
+std::optional<Decision> Leases::try_local(const Storage::BatchItem& r, Micros now) {
+  PolicyLeases* p = nullptr;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    const auto it = policies_.find(r.policy->fingerprint());
+    if (it == policies_.end()) return std::nullopt;
+    p = it->second.get();
+  }
+  std::shared_ptr<Entry> found;
+  {
+    std::shared_lock<std::shared_mutex> lock(p->mu);
+    const auto it = p->keys.find(absl::string_view(r.key.data(), r.key.size()));
+    if (it == p->keys.end()) return std::nullopt;
+    found = it->second;
+  }
+  Entry& e = *found;
+  std::unique_lock<std::mutex> lock(e.mu, std::try_to_lock);
+  if (!lock.owns_lock() || e.id.empty() || now < e.taken || now >= e.ends || e.used + r.cost > e.slice) {
+    return std::nullopt;
+  }
+  count_demand(e, r.policy->options().lease, now, r.cost);
+  e.used += r.cost;
+  held_.fetch_sub(r.cost, std::memory_order_relaxed);
+  local_.fetch_add(1, std::memory_order_relaxed);
+  return local_decision(e, now);
+}
+
 absl::StatusOr<Decision> Leases::hit(const Storage::BatchItem& r, Micros now, Exact exact) {
   const Policy& policy = *r.policy;
   const LeaseOptions& o = policy.options().lease;
@@ -148,13 +185,7 @@ absl::StatusOr<Decision> Leases::hit(const Storage::BatchItem& r, Micros now, Ex
   if (!held_entry) return exact(r);  // bounded: beyond max_keys or max_policies, no lease
   Entry& e = *held_entry;
   std::lock_guard<std::mutex> lock(e.mu);
-  e.last_use = now;
-  if (now - e.demand_start >= o.interval || now < e.demand_start) {
-    e.demand_last = now >= e.demand_start && now - e.demand_start < 2 * o.interval ? e.demand_now : 0;
-    e.demand_start = now;
-    e.demand_now = 0;
-  }
-  e.demand_now = std::min(kMaxAmount, e.demand_now + r.cost);
+  count_demand(e, o, now, r.cost);
   if (!e.id.empty() && now >= e.taken && now < e.ends && e.used + r.cost <= e.slice) {
     e.used += r.cost;
     held_.fetch_sub(r.cost, std::memory_order_relaxed);

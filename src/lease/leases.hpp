@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 
@@ -47,6 +48,12 @@ class Leases {
   /// call), else by `exact` (the request alone, as without leases).
   absl::StatusOr<Decision> hit(const Storage::BatchItem& r, Micros now, Exact exact);
 
+  /// Admits the kHit `r` against this instance's open slice of the key if it holds `r.cost`, without
+  /// waiting: nothing when there is no open slice that holds it, or when another thread holds the
+  /// key's lock (renewing the lease). Then the caller decides it by `hit` (a service hands it to
+  /// its storage threads); nothing is counted for a request it does not admit.
+  std::optional<Decision> try_local(const Storage::BatchItem& r, Micros now);
+
   /// Ends leases and gives back their unused units (one settle each): those whose lease has ended
   /// by `now` (interval or window over), or all of them when `all` (shutdown, Limiter::flush_leases).
   /// Frees entries idle for two intervals. Returns how many leases were ended.
@@ -67,6 +74,7 @@ class Leases {
   std::shared_ptr<Entry> entry(PolicyLeases& p, std::string_view key);
   // Ends e's lease at `now` (settle of the used units when it gives something back); e.mu held.
   // Returns the settle item to send, or nothing.
+  static void count_demand(Entry& e, const LeaseOptions& o, Micros now, std::int64_t cost);
   bool end_lease(Entry& e, Micros now, Storage::BatchItem& settle, const Policy& policy, std::string_view key);
 
   Storage& storage_;
