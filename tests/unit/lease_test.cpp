@@ -137,8 +137,10 @@ struct Fleet {
 };
 
 // `threads` threads hit random instances with `cost` at the clock's time, `per_thread` times each.
+// With `first_try_lease`, as the service's I/O threads: Limiter::try_lease first, then a hit when
+// it does not answer.
 std::int64_t burst(Fleet& fleet, const Policy& p, int threads, int per_thread, std::int64_t cost,
-                   std::atomic<std::int64_t>& errors) {
+                   std::atomic<std::int64_t>& errors, bool first_try_lease = false) {
   std::atomic<std::int64_t> admitted{0};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
@@ -146,6 +148,13 @@ std::int64_t burst(Fleet& fleet, const Policy& p, int threads, int per_thread, s
       std::int64_t mine = 0;
       for (int i = 0; i < per_thread; ++i) {
         Limiter& l = *fleet.limiters[static_cast<std::size_t>(t + i) % fleet.limiters.size()];
+        if (first_try_lease) {
+          if (const auto local = l.try_lease(Limiter::Request{&p, "hot", cost, Effect::kHit}, fleet.clock->now())) {
+            if (!local->allowed) errors.fetch_add(1);  // it answers only with an admission
+            mine += cost;
+            continue;
+          }
+        }
         const auto d = l.hit(p, "hot", cost);
         if (!d.ok() || d->degraded) {
           errors.fetch_add(1);
@@ -162,7 +171,7 @@ std::int64_t burst(Fleet& fleet, const Policy& p, int threads, int per_thread, s
 
 // Windows: admitted ≤ the limit in every window; what is not admitted of a window whose demand
 // exceeds the limit is at most what the instances' slices held (instances × max_slice).
-void check_windows(Strategy strategy, int instances, int threads, std::int64_t cost) {
+void check_windows(Strategy strategy, int instances, int threads, std::int64_t cost, bool first_try_lease = false) {
   constexpr std::int64_t kLimit = 5000;
   constexpr std::int64_t kMaxSlice = 200;
   Fleet fleet(instances);
@@ -174,7 +183,8 @@ void check_windows(Strategy strategy, int instances, int threads, std::int64_t c
     // Ten steps of 100 ms (the lease interval) in the window, demand twice the limit.
     for (int step = 0; step < 10; ++step) {
       fleet.clock->set(kStart + window * kSecond + step * kSecond / 10);
-      admitted += burst(fleet, p, threads, static_cast<int>(2 * kLimit / 10 / threads / cost), cost, errors);
+      admitted += burst(fleet, p, threads, static_cast<int>(2 * kLimit / 10 / threads / cost), cost, errors,
+                        first_try_lease);
       ASSERT_LE(fleet.held(), bound);
     }
     EXPECT_LE(admitted, kLimit) << to_string(strategy) << " window " << window;
@@ -218,6 +228,7 @@ TEST(LeasesConcurrent, AWindowEndEndsTheLease) {
     EXPECT_EQ(errors.load(), 0);
   }
 }
+TEST(LeasesConcurrent, TryLeaseFirstAsTheServiceDoes) { check_windows(Strategy::kFixedWindow, 4, 4, 1, true); }
 TEST(LeasesConcurrent, FixedWindowCostThree) { check_windows(Strategy::kFixedWindow, 3, 4, 3); }
 TEST(LeasesConcurrent, SlidingWindowCounter) { check_windows(Strategy::kSlidingWindowCounter, 4, 4, 1); }
 
