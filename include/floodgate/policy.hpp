@@ -79,7 +79,7 @@ struct PolicyOptions {
   std::size_t blocked_cache = 0;
   /// Limiter only: budget leases for a key hotter than one store (LeaseOptions; off by default).
   /// Not part of the fingerprint: turning leases on or off keeps the state.
-  LeaseOptions lease;
+  LeaseOptions lease = {};
 };
 
 /// An immutable, validated policy: a name, a strategy and one or more limits that a request must
