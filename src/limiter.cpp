@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "key_locks.hpp"
+#include "budget/leases.hpp"
 
 namespace floodgate {
 
@@ -72,9 +73,19 @@ Limiter::Limiter(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> 
       clock_(std::move(clock)),
       traits_(storage_->traits()),
       blocked_(std::make_unique<BlockedCaches>()),
-      key_locks_(std::make_unique<detail::KeyLocks>()) {}
+      key_locks_(std::make_unique<detail::KeyLocks>()),
+      leases_(std::make_unique<budget::Leases>(*storage_)) {}
 
-Limiter::~Limiter() = default;
+Limiter::~Limiter() { leases_->sweep(clock_->now(), true); }
+
+std::optional<Decision> Limiter::try_budget(const Request& r, Micros now) {
+  if (!leased(r) || reserves(r.effect)) return std::nullopt;
+  return leases_->try_local(r, now);
+}
+
+std::size_t Limiter::flush_budgets() { return leases_->sweep(clock_->now(), true); }
+std::size_t Limiter::end_budgets() { return leases_->sweep(clock_->now(), false); }
+BudgetStats Limiter::budget_stats() const noexcept { return leases_->stats(); }
 
 Limiter::BlockedKeys* Limiter::blocked_keys(const Policy& policy) {
   if (policy.options().blocked_cache == 0) return nullptr;
@@ -190,6 +201,14 @@ void Limiter::timed(F&& storage_call) {
 absl::StatusOr<Decision> Limiter::decide_one(const Request& r) { return decide_at(r, clock_->now()); }
 
 absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
+  if (leased(r)) [[unlikely]] {
+    leases_->maybe_sweep(now, kMicrosPerSecond / 10);
+    return leases_->hit(r, now, [&](const Request& x) { return decide_exact(x, now); });
+  }
+  return decide_exact(r, now);
+}
+
+absl::StatusOr<Decision> Limiter::decide_exact(const Request& r, Micros now) {
   // The less common cases: an invalid cost or reservation, the blocked-key cache, a latency
   // observer, key locks, a reservation.
   const auto other = [&]() -> absl::StatusOr<Decision> {
@@ -229,6 +248,8 @@ void Limiter::decide(std::span<const Request> requests, Micros now,
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (auto s = check_request(requests[i]); !s.ok()) {
       out[i] = s;
+    } else if (leased(requests[i])) {
+      out[i] = decide_at(requests[i], now);
     } else if (auto local = blocked(requests[i], now)) {
       out[i] = *local;
     } else {
@@ -399,6 +420,7 @@ absl::StatusOr<Decision> Limiter::stats(const Policy& policy, std::string_view k
 }
 
 absl::Status Limiter::clear(const Policy& policy, std::string_view key) {
+  if (policy.options().budget.max_slice > 0) leases_->forget(policy, key);
   if (BlockedKeys* cache = blocked_keys(policy)) {
     std::lock_guard<std::mutex> lock(cache->mu);
     cache->keys.erase(absl::string_view(key.data(), key.size()));

@@ -21,6 +21,17 @@ namespace floodgate {
 namespace detail {
 class KeyLocks;
 }  // namespace detail
+namespace budget {
+class Leases;
+}  // namespace budget
+
+/// What a Limiter's budget leases did since its construction (PolicyOptions::lease).
+struct BudgetStats {
+  std::uint64_t local = 0;        ///< hits admitted against a slice, without a storage call
+  std::uint64_t store_calls = 0;  ///< storage calls made by leases (take or renew, settle)
+  std::uint64_t leases = 0;       ///< slices taken
+  std::int64_t held = 0;          ///< units now in this Limiter's slices, unused (a gauge)
+};
 
 /// A reservation made by Limiter::reserve: its id and the decision on its estimate.
 ///
@@ -105,7 +116,10 @@ class Lease {
 ///      caller as errors (refused_request): InvalidArgument (a key too long for it) and
 ///      ResourceExhausted (a memory bound the request would pass: MemoryStorageOptions);
 ///   5. denials are remembered for step 2.
-/// This is the only code that turns a storage error into a decision.
+/// This is the only code that turns a storage error into a decision. A hit of a policy with budget
+/// leases (PolicyOptions::lease) is first offered to this limiter's lease of the key, which admits
+/// it against its slice without a storage call, or renews the slice, or sends it down these steps
+/// (docs/algorithms.md, "Budget leases"). Groups (`decide_group`) always take these steps.
 ///
 /// Thread-safety: all methods are thread-safe (as thread-safe as the storage, which must be).
 class Limiter {
@@ -157,7 +171,26 @@ class Limiter {
   /// InvalidArgument for a policy that is not a concurrency policy.
   absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, std::string_view id);
 
-  /// Forgets `key`'s state under `policy` (and its entry in the blocked-key cache).
+  /// A hit of a policy with budget leases that this limiter's open slice of `key` holds, decided
+  /// at once without a storage call; nothing otherwise (no lease, a spent or ended one, another
+  /// thread renewing it), and then the caller decides the request as usual (`decide`): what a
+  /// service's I/O thread asks before handing a request to its storage threads.
+  std::optional<Decision> try_budget(const Request& r, Micros now);
+
+  /// Ends every budget lease of this limiter now, giving back the units it did not use (one
+  /// settle per lease; PolicyOptions::lease). The destructor does it too; call it before a process
+  /// stops without destroying its limiter. Leases whose interval or window is over are ended by
+  /// the limiter's own decisions (at most every 100 ms) or by `end_budgets`. Returns how many
+  /// leases were ended.
+  std::size_t flush_budgets();
+  /// Ends the budget leases whose interval or window is over and frees idle keys' entries (the
+  /// service calls it about once a second, so that an idle key gives its unused units back).
+  std::size_t end_budgets();
+  /// What budget leases did since construction.
+  [[nodiscard]] BudgetStats budget_stats() const noexcept;
+
+  /// Forgets `key`'s state under `policy` (and its entry in the blocked-key cache and its lease,
+  /// which is dropped unsettled: the state is gone).
   absl::Status clear(const Policy& policy, std::string_view key);
 
   /// Decides independent requests at `now`, in order, as if by `hit`/`test` one after another,
@@ -211,6 +244,11 @@ class Limiter {
   void timed(F&& storage_call);
   absl::StatusOr<Decision> decide_one(const Request& r);
   absl::StatusOr<Decision> decide_at(const Request& r, Micros now);
+  absl::StatusOr<Decision> decide_exact(const Request& r, Micros now);
+  [[nodiscard]] static bool leased(const Request& r) noexcept {
+    return r.effect == Effect::kHit && r.policy->options().budget.max_slice > 0 && r.cost > 0 &&
+           r.cost <= kMaxAmount;
+  }
 
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<const Clock> clock_;
@@ -220,6 +258,7 @@ class Limiter {
   std::atomic<std::uint64_t> blocked_hits_{0};
   std::unique_ptr<BlockedCaches> blocked_;
   std::unique_ptr<detail::KeyLocks> key_locks_;
+  std::unique_ptr<budget::Leases> leases_;  // budget leases (src/budget/)
   std::atomic<bool> groups_{false};  // single decisions take the key locks too (expect_groups)
   [[nodiscard]] bool lock_singles() const noexcept {
     return !traits_.atomic_groups && groups_.load(std::memory_order_acquire);

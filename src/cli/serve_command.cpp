@@ -270,7 +270,10 @@ absl::StatusOr<std::shared_ptr<Storage>> open_service_storage(const server::Conf
 std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storage>& storage, server::Service& service,
                                                     server::Housekeeping& housekeeping) {
   server::StorageWatch::Options o;
-  o.after_maintain = [&housekeeping](Micros now) { housekeeping.run(now); };
+  o.after_maintain = [&housekeeping, &service](Micros now) {
+    housekeeping.run(now);
+    service.limiter().end_budgets();  // an idle key's lease gives its unused units back
+  };
   if (!storage->traits().networked) {
     return std::make_unique<server::StorageWatch>(storage, [](bool, const absl::Status&) {}, o);
   }
@@ -421,6 +424,7 @@ int run(const ServeArgs& args) {
     http.drain();
   });
   http.join();
+  service.limiter().flush_budgets();  // unused units of budget leases go back before we stop
   if (metrics) metrics->stop();
   grpc_for_xds.store(nullptr);
   if (xds) xds->stop();

@@ -192,6 +192,33 @@ TEST(ConfigSchema, CalendarLimitsPassThroughAndOtherStrategiesRefuseThem) {
       << error_of("policies:\n  - name: t\n    strategy: fixed-window\n    limit: 5/calendar day in Europe/Nowhere\n");
 }
 
+TEST(ConfigSchema, LeasesAreReadAndRefusedWhereTheyCannotKeepTheAlgorithm) {
+  auto c = parse_config(
+      "policies:\n  - name: hot\n    strategy: fixed-window\n    limit: 100000/second\n"
+      "    budget_lease: {max_slice: 500, interval_ms: 50, share: 8}\n",
+      "cfg.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const BudgetOptions& l = c->policies.at(0).policy->options().budget;
+  EXPECT_EQ(l.max_slice, 500);
+  EXPECT_EQ(l.interval, 50'000);
+  EXPECT_EQ(l.share, 8);
+  const std::string moving =
+      error_of("policies:\n  - name: t\n    strategy: moving-window\n    limit: 5/second\n    budget_lease: {max_slice: 5}\n");
+  EXPECT_NE(moving.find("cfg.yaml:5:12: policy \"t\": leases apply to fixed-window (anchor clock), "
+                        "sliding-window-counter, token-bucket and gcra, not moving-window"),
+            std::string::npos)
+      << moving;
+  EXPECT_NE(error_of("policies:\n  - name: t\n    limit: 5/second\n    budget_lease: {interval_ms: 5}\n")
+                .find("lease needs max_slice"),
+            std::string::npos);
+  EXPECT_NE(error_of("policies:\n  - name: t\n    limit: 5/second\n    budget_lease: {max_slice: 0}\n")
+                .find("lease max_slice"),
+            std::string::npos);
+  EXPECT_NE(error_of("policies:\n  - name: t\n    limit: 5/second\n    budget_lease: {max_slice: 5, slice: 1}\n")
+                .find("slice"),
+            std::string::npos);
+}
+
 TEST(ConfigSchema, AKeySourceWithoutANameSaysSo) {
   EXPECT_EQ(error_of("policies:\n  - name: a\n    limit: 1/second\n    key: {header: }\n"),
             "cfg.yaml:4:10: policy \"a\": key header needs a name, e.g. {header: X-Api-Key}");

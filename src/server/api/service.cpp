@@ -176,6 +176,20 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
   }
 }
 
+bool Service::decide_locally(const Pending& p, Response& res) {
+  if (p.policy == nullptr || p.policy->options().budget.max_slice == 0 || p.kind == Pending::Kind::kTest ||
+      p.kind == Pending::Kind::kSettle || !p.reservation.empty()) {
+    return false;
+  }
+  if (p.configured != nullptr && p.configured->allow.contains(av(p.key))) return false;
+  const Micros now = limiter_.clock().now();
+  const std::optional<Decision> d = limiter_.try_budget(Limiter::Request{p.policy, p.key, p.cost, Effect::kHit}, now);
+  if (!d) return false;
+  count(p, *d, now);
+  finish(p, *d, res);
+  return true;
+}
+
 void Service::handle(const Request& req, Response& res) {
   Pending p;
   if (!prepare(req, res, p)) return;

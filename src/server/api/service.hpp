@@ -87,6 +87,11 @@ class Service {
   /// (Limiter::decide). `out` has one slot per request.
   void decide(std::span<Pending* const> pending, std::span<absl::StatusOr<Decision>> out);
 
+  /// A prepared hit that this process's budget lease of its key admits at once (Limiter::try_budget):
+  /// counted and `res` finished, true; false when it must be decided as usual (`decide`). Cheap:
+  /// asked by the I/O thread before it hands a request to the storage threads.
+  bool decide_locally(const Pending& pending, Response& res);
+
   /// Completes the response of a prepared request from its decision.
   void finish(const Pending& pending, const absl::StatusOr<Decision>& decision, Response& res);
 

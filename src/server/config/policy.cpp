@@ -80,6 +80,18 @@ PolicyOptions parse_options(const std::string& source, const YAML::Node& node, c
     o.blocked_cache = static_cast<std::size_t>(yaml::integer(
         source, node["blocked_cache"], where + " blocked_cache", 0, limits::kMaxBlockedCache, "keys; 0 = off"));
   }
+  if (const YAML::Node& lease = node["budget_lease"]) {
+    // budget_lease: {max_slice: 1000, interval_ms: 100, share: 4}
+    if (!lease.IsMap()) fail(source, lease, where + ": budget_lease must be a map, e.g. {max_slice: 1000}");
+    check_keys(source, lease, {"max_slice", "interval_ms", "share"}, where + " lease");
+    if (!lease["max_slice"]) fail(source, lease, where + ": budget_lease needs max_slice (units, 1 to 2^53)");
+    o.budget.max_slice = yaml::integer(source, lease["max_slice"], where + " budget_lease max_slice", 1, kMaxAmount, "units");
+    if (lease["interval_ms"]) {
+      o.budget.interval =
+          yaml::integer(source, lease["interval_ms"], where + " budget_lease interval_ms", 1, 3'600'000, "milliseconds") * 1000;
+    }
+    if (lease["share"]) o.budget.share = yaml::integer(source, lease["share"], where + " budget_lease share", 1, 1000);
+  }
   return o;
 }
 
@@ -120,7 +132,7 @@ std::string reason_of(const absl::Status& status, std::string_view name) {
 // The field a refusal of Policy::make is about: burst, shape or anchor when it names one and the
 // entry has it, else the limit.
 YAML::Node field_of(const YAML::Node& node, std::string_view reason) {
-  for (const char* field : {"burst", "shape", "anchor"}) {
+  for (const char* field : {"burst", "shape", "anchor", "budget_lease"}) {
     if (reason.find(field) != std::string_view::npos && node[field]) return node[field];
   }
   return node["limit"];
@@ -151,7 +163,7 @@ ServicePolicy parse_policy(const std::string& source, const YAML::Node& node) {
   if (!node.IsMap()) fail(source, node, "each policy must be a map with name, strategy and limit");
   check_keys(source, node,
              {"name", "strategy", "limit", "burst", "anchor", "shape", "key", "fail", "shadow",
-              "blocked_cache", "overrides", "allow"},
+              "blocked_cache", "budget_lease", "overrides", "allow"},
              "a policy");
   if (!node["name"]) fail(source, node, "a policy needs a name");
   const auto name = scalar<std::string>(source, node["name"], "name");

@@ -160,6 +160,7 @@ class Session : public std::enable_shared_from_this<Session> {
       service.finish(pending_, d, res_);
       return write();
     }
+    if (service.decide_locally(pending_, res_)) return write();  // a budget lease's slice holds it
     batcher_.waiting.push_back(shared_from_this());
     if (batcher_.waiting.size() >= Batcher::kMax) return flush(batcher_);
     if (!batcher_.scheduled) {
