@@ -58,6 +58,16 @@ class Conn:
             self.writer.close()
 
 
+def cpu_seconds(pids):
+    """User + system CPU seconds of these processes so far (from /proc)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def body(policy, key, reservation):
     return json.dumps({"policy": policy, "key": key, "reservation": reservation}).encode()
 
@@ -117,10 +127,13 @@ async def run(args):
                 conn.close()
 
     sampling = asyncio.create_task(sampler())
+    servers = [int(p) for p in args.server_pids.split(",")] if args.server_pids else []
+    servers_cpu0 = cpu_seconds(servers)
     cpu0, t0 = os.times(), time.perf_counter()
     await asyncio.gather(*(client(i) for i in range(args.clients)))
     elapsed = time.perf_counter() - t0
     cpu1 = os.times()
+    servers_cpu = cpu_seconds(servers) - servers_cpu0
     state["done"] = True
     await sampling
     client_cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
@@ -132,7 +145,7 @@ async def run(args):
         "stats_samples": state["samples"], "http_requests": state["http"],
         "seconds": round(elapsed, 3), "ops_per_s": round(state["http"] / elapsed),
         "attempts_per_s": round(args.clients * args.requests / elapsed),
-        "client_cpu_s": round(client_cpu, 2)}))
+        "client_cpu_s": round(client_cpu, 2), "servers_cpu_s": round(servers_cpu, 2)}))
 
 
 async def hold(args):
@@ -185,6 +198,7 @@ def main():
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--count", type=int)
     parser.add_argument("--ttl", type=float)
+    parser.add_argument("--server-pids", default="", help="floodgate and redis-server pids, for their CPU time")
     args = parser.parse_args()
     asyncio.run({"run": run, "hold": hold, "kill": kill}[args.mode](args))
 

@@ -62,9 +62,13 @@ stop_servers() {
 status=0
 # bench STORAGE: the load run and the kill measurement against the instances in $ports
 bench() {
-  local line
+  local line server_pids f
+  server_pids="$(IFS=,; echo "${pids[*]}")"
+  for f in "$work"/redis/single/redis.pid "$work"/cluster/node*/redis.pid; do
+    if [[ -f "$f" ]]; then server_pids+=",$(cat "$f")"; fi
+  done
   line="$(python3 "${client[@]}" run --storage "$1" --ports "$ports" --policy slots --key "load-$1" \
-    --limit "$limit" --clients 64 --requests 1000)"
+    --limit "$limit" --clients 64 --requests 1000 --server-pids "$server_pids")"
   echo "$line"
   if python3 -c 'import json, sys; r = json.loads(sys.argv[1]); sys.exit(r["max_outstanding"] > r["limit"] or r["max_outstanding_client"] > r["limit"])' "$line"; then :; else
     echo "FAILED: $1 had more leases outstanding than the limit" >&2
