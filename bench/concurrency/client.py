@@ -144,7 +144,7 @@ async def run(args):
         "max_outstanding": state["max_store"], "max_outstanding_client": state["max_held"],
         "stats_samples": state["samples"], "http_requests": state["http"],
         "seconds": round(elapsed, 3), "ops_per_s": round(state["http"] / elapsed),
-        "attempts_per_s": round(args.clients * args.requests / elapsed),
+        "attempts_per_s": round(args.clients * args.requests / elapsed), "client": "python",
         "client_cpu_s": round(client_cpu, 2), "servers_cpu_s": round(servers_cpu, 2)}))
 
 

@@ -9,11 +9,16 @@
 # the time until the slots are free again is printed ("kill": true). Exits non-zero if a run saw
 # more leases out than the limit. Loopback only; starts and stops its own servers.
 #   bench/concurrency/run.sh build/release/floodgate      [CLUSTER=0 to skip the cluster]
+# (build/release/bench/lease_load, the load's client, is built by `--target lease_load`.)
 set -euo pipefail
 floodgate="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
 fixture="$here/../../tests/integration/redis/redis_fixture.sh"
 client=("$here/client.py")
+# The load: build/…/bench/lease_load (C++, a thread per client, cheap) beside the floodgate binary,
+# else client.py (Python asyncio, about 3 times the CPU per request: the rates are then lower).
+lease_load="$(dirname "$floodgate")/bench/lease_load"
+if [[ -x "$lease_load" ]]; then load=("$lease_load"); else load=(python3 "$here/client.py" run); fi
 limit=8
 ttl=10
 kill_limit=4
@@ -67,7 +72,7 @@ bench() {
   for f in "$work"/redis/single/redis.pid "$work"/cluster/node*/redis.pid; do
     if [[ -f "$f" ]]; then server_pids+=",$(cat "$f")"; fi
   done
-  line="$(python3 "${client[@]}" run --storage "$1" --ports "$ports" --policy slots --key "load-$1" \
+  line="$("${load[@]}" --storage "$1" --ports "$ports" --policy slots --key "load-$1" \
     --limit "$limit" --clients 64 --requests 1000 --server-pids "$server_pids")"
   echo "$line"
   if python3 -c 'import json, sys; r = json.loads(sys.argv[1]); sys.exit(r["max_outstanding"] > r["limit"] or r["max_outstanding_client"] > r["limit"])' "$line"; then :; else
