@@ -142,6 +142,10 @@ int main(int argc, char** argv) {
     }
   }
   const auto ports = split(arg["ports"]);
+  if (ports.empty()) {
+    std::fprintf(stderr, "lease_load: --ports names no port\n");
+    return 2;
+  }
   const long limit = std::stol(arg["limit"]);
   const int clients = arg.count("clients") ? std::stoi(arg["clients"]) : 64;
   const int requests = arg.count("requests") ? std::stoi(arg["requests"]) : 1000;
