@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   floodgate::PolicyOptions o;
-  o.lease = floodgate::BudgetOptions{a.max_slice, a.interval_ms * 1000, 4};
+  o.budget = floodgate::BudgetOptions{a.max_slice, a.interval_ms * 1000, 4};
   o.blocked_cache = 1000;  // as a service would: a denied key is denied locally until its window ends
   const auto policy = Policy::make("hot", *strategy, fmt::format("{}/second", a.limit), o);
   if (!policy.ok()) {

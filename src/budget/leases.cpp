@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace floodgate::lease {
+namespace floodgate::budget {
 
 namespace {
 // A settle is sent only this long after the lease ended; the reservation lives a second longer
@@ -328,4 +328,4 @@ BudgetStats Leases::stats() const noexcept {
                     leases_.load(std::memory_order_relaxed), held_.load(std::memory_order_relaxed)};
 }
 
-}  // namespace floodgate::lease
+}  // namespace floodgate::budget

@@ -23,7 +23,7 @@
 #include "floodgate/policy.hpp"
 #include "floodgate/storage.hpp"
 
-namespace floodgate::lease {
+namespace floodgate::budget {
 
 /// The leases of one Limiter, for every policy and key.
 ///
@@ -90,4 +90,4 @@ class Leases {
   std::atomic<std::int64_t> held_{0};
 };
 
-}  // namespace floodgate::lease
+}  // namespace floodgate::budget

@@ -21,7 +21,7 @@ constexpr Micros kStart = 1'700'000'000 * kSecond;  // a window boundary for 1 s
 
 PolicyOptions leased(std::int64_t max_slice, Micros interval = kSecond / 10, std::int64_t share = 4) {
   PolicyOptions o;
-  o.lease = BudgetOptions{max_slice, interval, share};
+  o.budget = BudgetOptions{max_slice, interval, share};
   return o;
 }
 
@@ -30,7 +30,7 @@ TEST(BudgetLeasePolicy, RefusedWhereASliceCannotKeepTheAlgorithm) {
     const auto p = Policy::make("p", s, "10/second", leased(5));
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(p.status().message().find("leases apply to"), std::string_view::npos) << p.status();
+    EXPECT_NE(p.status().message().find("budget leases (budget_lease) apply to"), std::string_view::npos) << p.status();
     EXPECT_NE(p.status().message().find(to_string(s)), std::string_view::npos) << p.status();
   }
   PolicyOptions first = leased(5);

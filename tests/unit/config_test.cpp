@@ -204,7 +204,7 @@ TEST(ConfigSchema, LeasesAreReadAndRefusedWhereTheyCannotKeepTheAlgorithm) {
   EXPECT_EQ(l.share, 8);
   const std::string moving =
       error_of("policies:\n  - name: t\n    strategy: moving-window\n    limit: 5/second\n    budget_lease: {max_slice: 5}\n");
-  EXPECT_NE(moving.find("cfg.yaml:5:12: policy \"t\": leases apply to fixed-window (anchor clock), "
+  EXPECT_NE(moving.find("cfg.yaml:5:19: policy \"t\": budget leases (budget_lease) apply to fixed-window (anchor clock), "
                         "sliding-window-counter, token-bucket and gcra, not moving-window"),
             std::string::npos)
       << moving;
