@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -142,6 +143,28 @@ inline void check_leases_against_model(Limiter& limiter, ManualClock& clock, con
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GT(most, 0);
+}
+
+// One thread's share of a race on leases: `n` acquisitions of `key` (ids `prefix`-i); each one
+// admitted is counted in `held` while held (the most ever in `most`), renewed every third time,
+// and released. `taken` counts the admitted ones.
+inline void churn_leases(Limiter& limiter, const Policy& policy, std::string_view key, const std::string& prefix, int n,
+                         std::atomic<int>& held, std::atomic<int>& most, std::atomic<int>* taken = nullptr) {
+  for (int i = 0; i < n; ++i) {
+    auto lease = limiter.acquire(policy, key, 1, fmt::format("{}-{}", prefix, i));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    if (!lease->held()) continue;
+    if (taken != nullptr) taken->fetch_add(1);
+    const int now_held = held.fetch_add(1) + 1;
+    int m = most.load();
+    while (now_held > m && !most.compare_exchange_weak(m, now_held)) {
+    }
+    if (i % 3 == 0) {
+      EXPECT_TRUE(lease->renew().ok());
+    }
+    held.fetch_sub(1);  // before the release: the count never runs ahead of the store's
+    EXPECT_TRUE(lease->release().ok());
+  }
 }
 
 }  // namespace floodgate::testing

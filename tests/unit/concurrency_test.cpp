@@ -11,6 +11,7 @@
 #include "floodgate/algorithms.hpp"
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
+#include "support/lease_model.hpp"
 #include "support/variants.hpp"
 
 namespace floodgate {
@@ -292,21 +293,7 @@ TEST(Concurrency, LeasesNeverExceedTheLimit) {
         start.arrive_and_wait();
       }
       start.arrive_and_wait();  // every first lease released
-      for (int i = 0; i < 400; ++i) {
-        auto lease = limiter.acquire(p, "hot", 1, "t" + std::to_string(t) + "-" + std::to_string(i));
-        ASSERT_TRUE(lease.ok()) << lease.status();
-        if (!lease->held()) continue;
-        taken.fetch_add(1);
-        const int now_held = held.fetch_add(1) + 1;
-        int m = most.load();
-        while (now_held > m && !most.compare_exchange_weak(m, now_held)) {
-        }
-        if (i % 3 == 0) {
-          EXPECT_TRUE(lease->renew().ok());
-        }
-        held.fetch_sub(1);
-        EXPECT_TRUE(lease->release().ok());
-      }
+      testing::churn_leases(limiter, p, "hot", "t" + std::to_string(t), 400, held, most, &taken);
     });
   }
   for (auto& th : threads) th.join();

@@ -720,20 +720,7 @@ TEST(MemcachedLeases, ThreadsNeverHoldMoreThanTheLimit) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 60; ++i) {
-        auto lease = limiter.acquire(p, "tenant", 1, "t" + std::to_string(t) + "-" + std::to_string(i));
-        ASSERT_TRUE(lease.ok()) << lease.status();
-        if (!lease->held()) continue;
-        const int now_held = held.fetch_add(1) + 1;
-        int m = most.load();
-        while (now_held > m && !most.compare_exchange_weak(m, now_held)) {
-        }
-        if (i % 3 == 0) {
-          EXPECT_TRUE(lease->renew().ok());
-        }
-        held.fetch_sub(1);
-        EXPECT_TRUE(lease->release().ok());
-      }
+      floodgate::testing::churn_leases(limiter, p, "tenant", "t" + std::to_string(t), 60, held, most);
     });
   }
   for (auto& th : threads) th.join();

@@ -994,20 +994,7 @@ TEST(RedisLeases, TwoClientsNeverHoldMoreThanTheLimit) {
         start.arrive_and_wait();
       }
       start.arrive_and_wait();
-      for (int i = 0; i < 100; ++i) {
-        auto lease = limiter.acquire(p, "tenant", 1, fmt::format("t{}-{}", t, i));
-        ASSERT_TRUE(lease.ok()) << lease.status();
-        if (!lease->held()) continue;
-        const int now_held = held.fetch_add(1) + 1;
-        int m = most.load();
-        while (now_held > m && !most.compare_exchange_weak(m, now_held)) {
-        }
-        if (i % 3 == 0) {
-          EXPECT_TRUE(lease->renew().ok());
-        }
-        held.fetch_sub(1);
-        EXPECT_TRUE(lease->release().ok());
-      }
+      floodgate::testing::churn_leases(limiter, p, "tenant", fmt::format("t{}", t), 100, held, most);
     });
   }
   for (auto& th : threads) th.join();
