@@ -12,6 +12,7 @@
 #include "floodgate/access_log.hpp"
 #include "floodgate/replay.hpp"
 #include "floodgate/sim_charge.hpp"
+#include "floodgate/sim_concurrency.hpp"
 #include "floodgate/sim_stream.hpp"
 #include "floodgate/simulate.hpp"
 
@@ -40,6 +41,10 @@ struct SimulateArgs {
   std::string duration;
   std::string estimate;
   std::int64_t check_cost = 1;
+  // --concurrency N: requests in progress (a lease from start to end) under "N concurrent for T"
+  std::int64_t concurrency = 0;
+  bool concurrency_given = false;
+  std::string lease_ttl;
 };
 
 int fail(std::string_view message, int code = 2) {
@@ -214,6 +219,87 @@ int run_charge(const SimulateArgs& a) {
   return 0;
 }
 
+// --concurrency N: the traffic's requests, each holding a lease from its start to its end (the
+// log's duration field, or --duration), through "N concurrent for T"; the table on stdout, the
+// lane in --out.
+int run_concurrency(const SimulateArgs& a) {
+  if (!a.limits.empty()) {
+    return fail("--concurrency draws one lane, N concurrent for --lease-ttl: --limit does not apply to it");
+  }
+  ConcurrencyOptions co;
+  co.limit = a.concurrency;
+  if (!a.lease_ttl.empty()) {
+    const auto ttl = parse_log_duration(a.lease_ttl, kMicrosPerSecond);
+    if (!ttl || *ttl < 1) return fail(fmt::format("--lease-ttl \"{}\": give e.g. 30s, 5m (more than 0)", a.lease_ttl));
+    co.lease_ttl = *ttl;
+  }
+  if (!a.duration.empty()) {
+    const auto d = parse_log_duration(a.duration, kMicrosPerSecond);
+    if (!d) return fail(fmt::format("--duration \"{}\": give e.g. 30s, 500ms (at most 23 hours)", a.duration));
+    co.default_duration = *d;
+  }
+  // Checks N and T before reading anything.
+  if (auto empty = simulate_concurrency(co, {}); !empty.ok()) return fail(std::string(empty.status().message()));
+  std::vector<TraceEvent> trace;
+  std::vector<Micros> durations;
+  std::vector<std::string> notes;
+  if (generated(a.traffic)) {
+    if (co.default_duration < 0) return fail("--concurrency with generated traffic needs --duration (e.g. 2s)");
+    auto t = make_traffic(a.traffic, a.seed);
+    if (!t.ok()) return fail(std::string(t.status().message()));
+    trace = *std::move(t);
+    notes.push_back(fmt::format("{}: every request lasts {}", a.traffic, a.duration));
+  } else {
+    if (absl::Status s = check_traffic(a.traffic); !s.ok()) return fail(std::string(s.message()));
+    auto o = reader_options(a);
+    if (!o.ok()) return fail(std::string(o.status().message()));
+    auto unit = duration_unit(a.duration_unit);
+    if (!unit.ok()) return fail(std::string(unit.status().message()));
+    o->duration_field = a.duration_field == "auto" ? "auto" : canonical_field(a.duration_field);
+    o->duration_unit = *unit;
+    o->require_duration = co.default_duration < 0;
+    o->strict = true;
+    auto reader = LogReader::open(a.traffic, *o);
+    if (!reader.ok()) return fail(std::string(reader.status().message()));
+    while (auto r = (*reader)->next()) {
+      if (trace.size() == co.max_events) {
+        return fail(fmt::format("{}: more than {} requests: --concurrency draws each one", a.traffic, co.max_events));
+      }
+      trace.push_back({r->time, r->key, 1});
+      durations.push_back(r->duration ? *r->duration : -1);
+    }
+    if (!(*reader)->status().ok()) return fail(std::string((*reader)->status().message()));
+    const LogStats& st = (*reader)->stats();
+    if (st.records == 0) return fail(fmt::format("{}: no request in the log", a.traffic));
+    notes.push_back(fmt::format("{}: {} log, key {}, {}; {} requests", a.traffic, format_name((*reader)->format()),
+                                a.key,
+                                co.default_duration >= 0
+                                    ? fmt::format("duration {} where the log has none", a.duration)
+                                    : fmt::format("duration {}", a.duration_field),
+                                st.records));
+    if (st.reordered > 0) {
+      notes.push_back(fmt::format(
+          "{} requests were logged before earlier ones; each is taken at the latest time seen", st.reordered));
+      std::cerr << "floodgate simulate: " << notes.back() << "\n";
+    }
+  }
+  auto lane = simulate_concurrency(co, trace, durations);
+  if (!lane.ok()) return fail(fmt::format("{}: {}", a.traffic, std::string(lane.status().message())));
+  const std::string table = format_concurrency_table(*lane, a.traffic);
+  std::cout << table;
+  if (a.out.empty()) return 0;
+  const std::string title = fmt::format("floodgate simulate --concurrency {}: {}", a.concurrency, a.traffic);
+  const std::string page = a.out.ends_with(".svg")
+                               ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_concurrency_svg(*lane, trace, title)
+                               : render_concurrency_html(*lane, trace, title, table, notes);
+  std::ofstream file(a.out, std::ios::binary);
+  file << page;
+  file.close();
+  if (!file) return fail("cannot write " + a.out, 1);
+  std::cout << "wrote " << a.out << " (" << page.size() << " bytes)\n";
+  return 0;
+}
+
 void print_table(const StreamResult& r, std::string_view traffic) {
   const Micros span = r.requests ? r.last - r.first : 0;
   std::cout << fmt::format("{} requests over {} s ({}), {} key{}\n", r.requests, format_seconds(span), traffic, r.keys,
@@ -255,7 +341,14 @@ int run(const SimulateArgs& a) {
   if (!a.out.empty() && !a.out.ends_with(".svg") && !a.out.ends_with(".html") && !a.out.ends_with(".htm")) {
     return fail("--out \"" + a.out + "\" must end in .svg or .html");
   }
+  if (a.charge && a.concurrency_given) return fail("--charge and --concurrency are two modes: give one");
   if (a.charge) return run_charge(a);
+  if (a.concurrency_given) return run_concurrency(a);
+  if (!a.lease_ttl.empty()) return fail("--lease-ttl needs --concurrency N");
+  if (!a.duration.empty() || !a.duration_unit.empty() || a.duration_field != "auto") {
+    return fail("--duration, --duration-field and --duration-unit need --charge or --concurrency");
+  }
+  if (a.limits.empty()) return fail("--limit is required (e.g. --limit 3/minute)");
   auto lanes = parse_lanes(a.strategies);
   if (!lanes.ok()) return fail(std::string(lanes.status().message()));
   StreamOptions o;
@@ -290,7 +383,8 @@ std::function<int()> add_simulate(CLI::App& app) {
       "simulate", "Run traffic or an access log through several strategies and limits side by side: "
                   "a summary table, and a chart or an HTML report.");
   cmd->add_option("--limit,-l", args->limits,
-                  "e.g. \"3/minute\" or \"2/second; 10/minute\"; repeat to compare policies")->required();
+                  "e.g. \"3/minute\" or \"2/second; 10/minute\"; repeat to compare policies (required but with "
+                  "--concurrency)");
   cmd->add_option("--burst", args->burst, "bucket capacity of token-bucket, leaky-bucket and gcra");
   cmd->add_option("--strategies,-s", args->strategies,
                   "all (default) or a comma-separated list: fixed-window, fixed-window-first-hit, "
@@ -315,21 +409,30 @@ std::function<int()> add_simulate(CLI::App& app) {
                 "reserving --estimate at the start and settling the actual cost at the end");
   cmd->add_option("--cost-field", args->cost_field, "the field holding a request's cost (default cost)");
   cmd->add_option("--duration-field", args->duration_field,
-                  "--charge: the field holding a request's duration (default auto: request_time, "
-                  "upstream_response_time, duration, duration_ms, response_time, latency_ms)")->needs(charge);
+                  "--charge, --concurrency: the field holding a request's duration (default auto: request_time, "
+                  "upstream_response_time, duration, duration_ms, response_time, latency_ms)");
   cmd->add_option("--duration-unit", args->duration_unit,
-                  "--charge: the unit of a bare number in the duration field: s, ms or us (default: ms for "
-                  "duration and *_ms, us for *_us, else s)")->needs(charge);
+                  "--charge, --concurrency: the unit of a bare number in the duration field: s, ms or us (default: "
+                  "ms for duration and *_ms, us for *_us, else s)");
   cmd->add_option("--duration", args->duration,
-                  "--charge: the duration of requests whose line has none (e.g. 30s); without it such a line "
-                  "is an error")->needs(charge);
+                  "--charge, --concurrency: the duration of requests whose line has none, or of every generated "
+                  "request (e.g. 30s); without it such a line is an error");
   cmd->add_option("--estimate", args->estimate,
                   "--charge: units reserved at a request's start: N, or mean:N (the mean of the key's last 8 "
                   "actual costs, N before any)")->needs(charge);
   cmd->add_option("--check-cost", args->check_cost,
                   "--charge: the cost charged-after tests at the start: 1 (default: admitted while usage < "
                   "limit) or 0 (while usage <= limit)")->needs(charge);
-  return [args] { return run(*args); };
+  CLI::Option* concurrency = cmd->add_option("--concurrency", args->concurrency,
+                  "draw a concurrency lane instead: each request holds a lease from its start to its end "
+                  "(--duration-field, --duration) under \"N concurrent for --lease-ttl\"; N from 1");
+  cmd->add_option("--lease-ttl", args->lease_ttl,
+                  "--concurrency: a lease frees itself this long after its start if its request has not "
+                  "ended (default 1 day: every lease is released at its request's end)");
+  return [args, concurrency] {
+    args->concurrency_given = concurrency->count() > 0;
+    return run(*args);
+  };
 }
 
 }  // namespace floodgate::cli

@@ -331,3 +331,86 @@ TEST(SimulateCli, ChargeBadInputIsNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+// The row of the --concurrency table: admitted, denied, max held, limit, freed at ttl.
+std::vector<long> concurrency_row(const std::string& output) {
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string name;
+    std::vector<long> row(5);
+    if (fields >> name && name == "concurrency" && fields >> row[0] >> row[1] >> row[2] >> row[3] >> row[4]) return row;
+  }
+  return {};
+}
+
+}  // namespace
+
+// Each request of the log holds a lease from its start for its latency: two at 1 s lasting 3 s fill
+// N = 2, the one at 2 s is denied, the one at 5 s comes after both ended.
+TEST(SimulateCli, ConcurrencyLaneOfALog) {
+  const std::string log = scratch("inflight.jsonl");
+  std::ofstream(log) << "{\"t\": 1, \"key\": \"a\", \"latency_ms\": 3000}\n"
+                     << "{\"t\": 1, \"key\": \"a\", \"latency_ms\": 3000}\n"
+                     << "{\"t\": 2, \"key\": \"a\", \"latency_ms\": 100}\n"
+                     << "{\"t\": 5, \"key\": \"a\", \"latency_ms\": 100}\n";
+  const std::string svg = scratch("concurrency.svg");
+  CliRun r = run("--concurrency 2 --traffic " + log + " --out " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(concurrency_row(r.output), (std::vector<long>{3, 1, 2, 2, 0})) << r.output;
+  EXPECT_NE(r.output.find("concurrency 2 concurrent for 1 day"), std::string::npos) << r.output;
+  EXPECT_TRUE(xml_well_formed(svg));
+  const std::string chart = read(svg);
+  EXPECT_EQ(occurrences(chart, "a3 3 0 1 0 6 0a3 3"), 3u);
+  EXPECT_EQ(occurrences(chart, "l6 6m0 -6l-6 6"), 1u);
+  EXPECT_NE(chart.find("limit 2</text>"), std::string::npos);
+
+  // A lease of 2 s frees itself before the 3 s requests end: the request at 2 s is still denied
+  // (both leases live until 3 s), the freed count says so.
+  r = run("--concurrency 2 --lease-ttl 2s --traffic " + log);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(concurrency_row(r.output), (std::vector<long>{3, 1, 2, 2, 2})) << r.output;
+
+  const std::string html = scratch("concurrency.html");
+  r = run("--concurrency 5 --traffic burst:n=20,at=0 --duration 1s --out " + html);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(concurrency_row(r.output), (std::vector<long>{5, 15, 5, 5, 0})) << r.output;
+  const std::string page = read(html);
+  EXPECT_NE(page.find("<pre class=\"table\">"), std::string::npos);
+  EXPECT_NE(page.find("class=\"concurrency-chart\""), std::string::npos);
+}
+
+TEST(SimulateCli, ConcurrencyBadInputIsNamed) {
+  const std::string log = scratch("inflight-bad.jsonl");
+  std::ofstream(log) << "{\"t\": 1, \"key\": \"a\", \"latency_ms\": 300}\n"
+                     << "{\"t\": 2, \"key\": \"a\"}\n";
+  CliRun r = run("--concurrency 2 --traffic " + log);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(log + ": line 2: no duration"), std::string::npos) << r.output;
+  r = run("--concurrency 0 --traffic " + log + " --duration 1s");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--concurrency 0: give the most requests"), std::string::npos) << r.output;
+  r = run("--concurrency 2 --traffic " + log + " --duration -5s");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--duration \"-5s\""), std::string::npos) << r.output;
+  r = run("--concurrency 2 --traffic burst:n=5,at=0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("needs --duration"), std::string::npos) << r.output;
+  r = run("--concurrency 2 --lease-ttl never --traffic burst:n=5,at=0 --duration 1s");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--lease-ttl \"never\""), std::string::npos) << r.output;
+  r = run("--concurrency 2 --limit 3/minute --traffic burst:n=5,at=0 --duration 1s");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--limit does not apply"), std::string::npos) << r.output;
+  r = run("--limit 3/minute --lease-ttl 5s --traffic burst:n=5,at=0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--lease-ttl needs --concurrency"), std::string::npos) << r.output;
+  r = run("--limit 3/minute --duration 5s --traffic burst:n=5,at=0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("need --charge or --concurrency"), std::string::npos) << r.output;
+  r = run("--traffic burst:n=5,at=0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--limit is required"), std::string::npos) << r.output;
+}
