@@ -52,6 +52,16 @@ int fail(std::string_view message, int code = 2) {
   return code;
 }
 
+// Writes the report (--out) and says so; 1 when it cannot be written.
+int write_page(const std::string& path, const std::string& page) {
+  std::ofstream file(path, std::ios::binary);
+  file << page;
+  file.close();
+  if (!file) return fail("cannot write " + path, 1);
+  std::cout << "wrote " << path << " (" << page.size() << " bytes)\n";
+  return 0;
+}
+
 bool generated(std::string_view traffic) {
   return traffic.starts_with("poisson:") || traffic.starts_with("burst:");
 }
@@ -211,12 +221,7 @@ int run_charge(const SimulateArgs& a) {
   const std::string page = a.out.ends_with(".svg")
                                ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_charge_svg(*result, title)
                                : render_charge_html(*result, title, table, notes);
-  std::ofstream file(a.out, std::ios::binary);
-  file << page;
-  file.close();
-  if (!file) return fail("cannot write " + a.out, 1);
-  std::cout << "wrote " << a.out << " (" << page.size() << " bytes)\n";
-  return 0;
+  return write_page(a.out, page);
 }
 
 // --concurrency N: the traffic's requests, each holding a lease from its start to its end (the
@@ -292,12 +297,7 @@ int run_concurrency(const SimulateArgs& a) {
   const std::string page = a.out.ends_with(".svg")
                                ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_concurrency_svg(*lane, trace, title)
                                : render_concurrency_html(*lane, trace, title, table, notes);
-  std::ofstream file(a.out, std::ios::binary);
-  file << page;
-  file.close();
-  if (!file) return fail("cannot write " + a.out, 1);
-  std::cout << "wrote " << a.out << " (" << page.size() << " bytes)\n";
-  return 0;
+  return write_page(a.out, page);
 }
 
 void print_table(const StreamResult& r, std::string_view traffic) {
@@ -329,12 +329,7 @@ int write_output(const SimulateArgs& a, const StreamResult& r, const std::vector
   } else {
     page = render_report_html(r, title, notes);
   }
-  std::ofstream file(a.out, std::ios::binary);
-  file << page;
-  file.close();
-  if (!file) return fail("cannot write " + a.out, 1);
-  std::cout << "wrote " << a.out << " (" << page.size() << " bytes)\n";
-  return 0;
+  return write_page(a.out, page);
 }
 
 int run(const SimulateArgs& a) {

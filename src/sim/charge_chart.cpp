@@ -87,19 +87,7 @@ std::string render_charge_svg(const ChargeResult& r, std::string_view title) {
 
 std::string render_charge_html(const ChargeResult& r, std::string_view title, const std::string& table,
                                const std::vector<std::string>& notes) {
-  std::string out = fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title>\n"
-      "<style>body{{font-family:sans-serif;margin:1.5em;color:#222}}pre{{background:#f6f6f6;padding:.8em;"
-      "overflow-x:auto}}.notes{{color:#555}}</style></head><body>\n<h1>{0}</h1>\n",
-      sim::xml_escape(title));
-  if (!notes.empty()) {
-    out += "<ul class=\"notes\">\n";
-    for (const std::string& n : notes) out += "<li>" + sim::xml_escape(n) + "</li>\n";
-    out += "</ul>\n";
-  }
-  out += "<pre class=\"table\">" + sim::xml_escape(table) + "</pre>\n";
-  out += render_charge_svg(r, title);
-  return out + "</body></html>\n";
+  return sim::html_report(title, table, notes, render_charge_svg(r, title));
 }
 
 }  // namespace floodgate

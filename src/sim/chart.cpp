@@ -75,6 +75,23 @@ double clock_step(double span_s) {
   return 86400.0 * std::ceil(span_s / 86400.0 / 10);
 }
 
+std::string html_report(std::string_view title, const std::string& table, const std::vector<std::string>& notes,
+                        const std::string& svg) {
+  std::string out = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title>\n"
+      "<style>body{{font-family:sans-serif;margin:1.5em;color:#222}}pre{{background:#f6f6f6;padding:.8em;"
+      "overflow-x:auto}}.notes{{color:#555}}</style></head><body>\n<h1>{0}</h1>\n",
+      xml_escape(title));
+  if (!notes.empty()) {
+    out += "<ul class=\"notes\">\n";
+    for (const std::string& n : notes) out += "<li>" + xml_escape(n) + "</li>\n";
+    out += "</ul>\n";
+  }
+  out += "<pre class=\"table\">" + xml_escape(table) + "</pre>\n";
+  out += svg;
+  return out + "</body></html>\n";
+}
+
 std::string time_axis(Micros first, Micros span, double left, double plot, double y) {
   std::string out = fmt::format(
       "<g class=\"axis\" fill=\"#333\"><line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n",

@@ -40,4 +40,9 @@ double tick_step(double span_s);
 /// `first`: wall-clock ticks (UTC) when `first` is a time since the epoch, else seconds from 0.
 std::string time_axis(Micros first, Micros span, double left, double plot, double y);
 
+/// A standalone HTML page: `title`, `notes` as a list, `table` as preformatted text, then `svg`
+/// (a chart document) — the report of `simulate --charge` and `--concurrency`.
+std::string html_report(std::string_view title, const std::string& table, const std::vector<std::string>& notes,
+                        const std::string& svg);
+
 }  // namespace floodgate::sim

@@ -224,3 +224,24 @@ local function window_settle(s, start, finish, at, delta)
   end
   s.changed = true
 end
+
+-- A fixed window's decision (fixed_window::evaluate), both clock-aligned scripts: `count` units are
+-- in the window at `now`, which ends at `finish`.
+local function window_decision(l, now, cost, count, finish)
+  local d = decision(l.amount, l.period)
+  d.allowed = cost == 0 or cost <= l.amount - count  -- count > amount after a lowered limit
+  local after = count
+  if d.allowed then after = count + cost end
+  d.remaining = l.amount - after
+  if d.remaining < 0 then d.remaining = 0 end
+  d.reset_after = 0
+  if after > 0 then d.reset_after = finish - now end
+  if d.allowed then
+    d.retry_after = 0
+  elseif cost > l.amount then
+    d.retry_after = NEVER
+  else
+    d.retry_after = finish - now
+  end
+  return d
+end
