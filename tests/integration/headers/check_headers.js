@@ -22,6 +22,14 @@ for (const line of lines) {
     if (!item) throw new Error(`RateLimit names "${name}", which RateLimit-Policy does not list`);
     for (const [, p] of policy) {
       if (!Number.isInteger(p.get('q')) || p.get('q') < 1) throw new Error('q is not a positive integer');
+      if (p.has('qu')) {
+        // The draft's quota units; a concurrency limit (requests in progress) has no window.
+        if (!['requests', 'content-bytes', 'concurrent-requests'].includes(p.get('qu'))) {
+          throw new Error(`qu=${p.get('qu')} is not a quota unit of the draft`);
+        }
+        if (p.get('qu') === 'concurrent-requests' && p.has('w')) throw new Error('w on concurrent-requests');
+        if (p.get('qu') === 'concurrent-requests') continue;
+      }
       if (!Number.isInteger(p.get('w')) || p.get('w') < 1) throw new Error('w is not a positive integer');
     }
     const r = params.get('r');

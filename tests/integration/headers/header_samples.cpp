@@ -71,5 +71,17 @@ int main() {
       }
     }
   }
+  // Concurrency limits: `qu="concurrent-requests"` and no window. Hits without an id take leases
+  // that only their time to live frees (the headers are what is checked here).
+  for (const auto& amount : amounts) {
+    for (const std::string ttl : {"1 second", "5 minutes"}) {
+      auto p = Policy::make("slots\"" + std::to_string(n++), Strategy::kConcurrency, amount + " concurrent for " + ttl);
+      if (!p.ok()) continue;
+      for (const std::int64_t cost : {std::int64_t{1}, std::int64_t{1} << 52, kMaxAmount}) {
+        auto d = store.apply(*p, "k", cost, Effect::kHit, 1'700'000'000'000'000);
+        if (d.ok()) print(*p, *d);
+      }
+    }
+  }
   return 0;
 }
