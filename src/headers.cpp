@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -14,13 +16,55 @@ std::int64_t ceil_seconds(Micros d) noexcept {
 
 namespace {
 
-using Buffer = fmt::memory_buffer;  // on the stack up to 500 bytes: no allocation per decision
+// A field's text: on the stack up to 256 bytes (a policy of a few limits), on the heap past that.
+// Every append is one copy of a known length (these fields are formatted for every decision the
+// service answers).
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void push_back(char c) {
+    if (size_ == capacity_) grow(size_ + 1);
+    data_[size_++] = c;
+  }
+  void append(std::string_view text) {
+    if (size_ + text.size() > capacity_) grow(size_ + text.size());
+    std::memcpy(data_ + size_, text.data(), text.size());
+    size_ += text.size();
+  }
+  void append(std::int64_t v) {
+    const fmt::format_int text(v);
+    append(std::string_view(text.data(), text.size()));
+  }
+  void clear() noexcept { size_ = 0; }
+  [[nodiscard]] std::string_view view() const noexcept { return {data_, size_}; }
+
+ private:
+  void grow(std::size_t needed) {
+    std::string bigger(std::max(2 * capacity_, needed), '\0');
+    std::memcpy(bigger.data(), data_, size_);
+    heap_ = std::move(bigger);
+    data_ = heap_.data();
+    capacity_ = heap_.size();
+  }
+
+  char inline_[256];
+  std::string heap_;
+  char* data_ = inline_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = sizeof inline_;
+};
 
 // The name of a limit as a structured-field string: printable ASCII with '"' and '\' escaped,
 // other bytes as '_'; `<name>-<index>` for a limit of a multi-limit policy (index ≥ 0).
 void append_sf_name(Buffer& out, std::string_view name, std::ptrdiff_t index) {
   out.push_back('"');
-  for (char c : name) {
+  const auto plain = [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; };
+  const auto end = std::find_if_not(name.begin(), name.end(), plain);
+  out.append(name.substr(0, static_cast<std::size_t>(end - name.begin())));  // a name is nearly always plain
+  for (char c : name.substr(static_cast<std::size_t>(end - name.begin()))) {
     if (c == '"' || c == '\\') {
       out.push_back('\\');
       out.push_back(c);
@@ -30,11 +74,12 @@ void append_sf_name(Buffer& out, std::string_view name, std::ptrdiff_t index) {
       out.push_back('_');
     }
   }
-  if (index >= 0) fmt::format_to(fmt::appender(out), "-{}", index);
+  if (index >= 0) {
+    out.push_back('-');
+    out.append(static_cast<std::int64_t>(index));
+  }
   out.push_back('"');
 }
-
-std::string_view view(const Buffer& b) noexcept { return {b.data(), b.size()}; }
 
 // An RFC 8941 integer has at most 15 digits: larger figures (amounts and burst go up to 2^53)
 // are reported as the largest one, which a client reads as "more than it will ever use".
@@ -70,16 +115,21 @@ void for_each_rate_limit_header(const Policy& policy, const Decision& d,
       current = index_of(i);
       current_quota = q.quota;
     }
-    if (i > 0) fmt::format_to(fmt::appender(field), ", ");
+    if (i > 0) field.append(", ");
     append_sf_name(field, policy.name(), index_of(i));
     if (limits[i].concurrent) {
       // The draft's quota unit for requests in progress; a lease's time to live is no window.
-      fmt::format_to(fmt::appender(field), ";q={};qu=\"concurrent-requests\"", sf_int(q.quota));
+      field.append(";q=");
+      field.append(sf_int(q.quota));
+      field.append(";qu=\"concurrent-requests\"");
     } else {
-      fmt::format_to(fmt::appender(field), ";q={};w={}", sf_int(q.quota), sf_int(q.window));
+      field.append(";q=");
+      field.append(sf_int(q.quota));
+      field.append(";w=");
+      field.append(sf_int(q.window));
     }
   }
-  emit("RateLimit-Policy", view(field));
+  emit("RateLimit-Policy", field.view());
   const std::int64_t remaining = sf_int(std::min(d.remaining, current_quota));
   const bool retry = !d.allowed && d.can_retry();
   const std::int64_t retry_after = retry ? std::max<std::int64_t>(1, ceil_seconds(d.retry_after)) : 0;
@@ -89,8 +139,11 @@ void for_each_rate_limit_header(const Policy& policy, const Decision& d,
   const std::int64_t reset = sf_int(std::max(ceil_seconds(named_reset), retry_after));
   field.clear();
   append_sf_name(field, policy.name(), current);
-  fmt::format_to(fmt::appender(field), ";r={};t={}", remaining, reset);
-  emit("RateLimit", view(field));
+  field.append(";r=");
+  field.append(remaining);
+  field.append(";t=");
+  field.append(reset);
+  emit("RateLimit", field.view());
   const auto integer = [&](std::string_view name, std::int64_t v) {
     const fmt::format_int text(v);
     emit(name, std::string_view(text.data(), text.size()));
