@@ -60,6 +60,7 @@ absl::StatusOr<std::string> text(const json::object& o, std::string_view name, s
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
 std::string url_decode(std::string_view s) {
+  if (s.find_first_of("+%") == std::string_view::npos) return std::string(s);  // nearly always
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
