@@ -77,9 +77,31 @@ std::string decision_json(const Policy& policy, const Decision& d, bool shadow_d
   return j.end().take();
 }
 
+namespace {
+
+// A shadow denial lets the request through: no Retry-After.
+bool sent(std::string_view name, bool shadow) { return !(shadow && name == "Retry-After"); }
+
+}  // namespace
+
 void set_rate_limit_headers(Response& res, const Policy& policy, const Decision& d, bool shadow) {
   for_each_rate_limit_header(policy, d, [&](std::string_view name, std::string_view value) {
-    if (!(shadow && name == "Retry-After")) res.set(name, value);
+    if (sent(name, shadow)) res.set(name, value);
+  });
+}
+
+void append_rate_limit_headers(std::string& lines, const Policy& policy, const Decision& d, bool shadow) {
+  for_each_rate_limit_header(policy, d, [&](std::string_view name, std::string_view value) {
+    if (!sent(name, shadow)) return;
+    const std::size_t at = lines.size();
+    lines.resize(at + name.size() + value.size() + 4);  // one growth, then copies of known length
+    char* out = lines.data() + at;
+    out = std::copy(name.begin(), name.end(), out);
+    *out++ = ':';
+    *out++ = ' ';
+    out = std::copy(value.begin(), value.end(), out);
+    *out++ = '\r';
+    *out = '\n';
   });
 }
 

@@ -75,7 +75,7 @@ bool Service::route_live(const Request&, Response& res, Pending&, const Installe
     }
     j.end().end();
   };
-  for (const ServicePolicy& sp : in.config->policies) one(sp.policy->name(), in.metric_slots.at(sp.policy->name()), &sp);
+  for (const ServicePolicy& sp : in.config->policies) one(sp.policy->name(), in.metric_slots.at(&sp), &sp);
   if (in.config->allow_inline) one("inline", inline_slot_, nullptr);
   j.end().end();
   respond(res, http::status::ok, j.take());

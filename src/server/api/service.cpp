@@ -82,7 +82,7 @@ void Service::reload(std::shared_ptr<const Config> config) {
   auto in = std::make_shared<Installed>();
   std::vector<std::string> names{"inline"};
   for (const ServicePolicy& p : config->policies) {
-    in->metric_slots.emplace(p.policy->name(), metrics_.slot(p.policy->name()));
+    in->metric_slots.emplace(&p, metrics_.slot(p.policy->name()));
     names.push_back(p.policy->name());
   }
   metrics_.retain(names);  // the series of removed policies leave /metrics
@@ -176,7 +176,7 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
   }
 }
 
-bool Service::decide_locally(const Pending& p, Response& res) {
+bool Service::decide_locally(const Pending& p, Response& res, std::string* header_lines) {
   if (p.policy == nullptr || p.policy->options().budget.max_slice == 0 || p.kind == Pending::Kind::kTest ||
       p.kind == Pending::Kind::kSettle || !p.reservation.empty()) {
     return false;
@@ -186,7 +186,7 @@ bool Service::decide_locally(const Pending& p, Response& res) {
   const std::optional<Decision> d = limiter_.try_budget(Limiter::Request{p.policy, p.key, p.cost, Effect::kHit}, now);
   if (!d) return false;
   count(p, *d, now);
-  finish(p, *d, res);
+  finish(p, *d, res, header_lines);
   return true;
 }
 
@@ -266,7 +266,7 @@ bool Service::admit(const Request& req, Response& res, const Installed& in) {
               wrong ? "wrong admin token" : "this endpoint needs the admin token: Authorization: Bearer <token>");
 }
 
-void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Response& res) {
+void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Response& res, std::string* header_lines) {
   if (!d.ok()) {
     // The storage refused the request: invalid (400), over one of its memory bounds (503), a
     // reservation id already in use (409), a storage without reservations (501), a lease that is
@@ -284,13 +284,16 @@ void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Respon
     const bool shadow_denied = p.configured != nullptr && p.configured->shadow && !d->allowed;
     const bool pass = d->allowed || shadow_denied;
     if (p.kind == Pending::Kind::kAuth) {
-      set_rate_limit_headers(res, *p.policy, *d, shadow_denied);
       respond_empty(res, pass ? http::status::no_content : static_cast<http::status>(p.denied_status));
     } else {
       const bool ok = p.kind == Pending::Kind::kTest || p.kind == Pending::Kind::kSettle ||
                       p.kind == Pending::Kind::kRelease || p.kind == Pending::Kind::kRenew || pass;
       respond(res, ok ? http::status::ok : http::status::too_many_requests,
               decision_json(*p.policy, *d, shadow_denied));
+    }
+    if (header_lines != nullptr) {
+      append_rate_limit_headers(*header_lines, *p.policy, *d, shadow_denied);
+    } else {
       set_rate_limit_headers(res, *p.policy, *d, shadow_denied);
     }
   }
@@ -353,7 +356,7 @@ bool Service::resolve_body(DecisionBody body_value, Response& res, Pending& p, c
       return fail(res, http::status::bad_request, fmt::format("unknown policy \"{}\"", *body->policy));
     }
     p.policy = &p.configured->for_key(body->key);
-    p.slot = in.metric_slots.at(p.configured->policy->name());
+    p.slot = in.metric_slots.at(p.configured);
   } else {
     if (!in.config->allow_inline) {
       return fail(res, http::status::bad_request, "inline limits are disabled: name a configured \"policy\"");
@@ -420,7 +423,7 @@ bool Service::route_auth(const Request& req, Response& res, Pending& p, const In
   p.configured = sp;
   p.policy = &sp->for_key(key);
   p.key = std::move(key);
-  p.slot = in.metric_slots.at(sp->policy->name());
+  p.slot = in.metric_slots.at(sp);
   p.denied_status = in.config->auth_denied_status;
   return true;
 }

@@ -90,10 +90,13 @@ class Service {
   /// A prepared hit that this process's budget lease of its key admits at once (Limiter::try_budget):
   /// counted and `res` finished, true; false when it must be decided as usual (`decide`). Cheap:
   /// asked by the I/O thread before it hands a request to the storage threads.
-  bool decide_locally(const Pending& pending, Response& res);
+  bool decide_locally(const Pending& pending, Response& res, std::string* header_lines = nullptr);
 
-  /// Completes the response of a prepared request from its decision.
-  void finish(const Pending& pending, const absl::StatusOr<Decision>& decision, Response& res);
+  /// Completes the response of a prepared request from its decision. With `header_lines`, the
+  /// rate-limit headers are appended there as header lines (append_rate_limit_headers), for the
+  /// HTTP server to write after `res`'s own fields, instead of being set in `res`.
+  void finish(const Pending& pending, const absl::StatusOr<Decision>& decision, Response& res,
+              std::string* header_lines = nullptr);
 
   /// Whether requests are worth coalescing (a networked storage, unless `batching: off`).
   [[nodiscard]] bool batches() const noexcept { return batches_; }
@@ -136,7 +139,7 @@ class Service {
  private:
   struct Installed {
     std::shared_ptr<const Config> config;
-    absl::flat_hash_map<std::string, std::size_t> metric_slots;  // policy name → metrics slot
+    absl::flat_hash_map<const ServicePolicy*, std::size_t> metric_slots;  // a policy of `config` → its metrics slot
   };
   using Handler = bool (Service::*)(const Request&, Response&, Pending&, const Installed&);
   struct Route {

@@ -148,6 +148,7 @@ class Session : public std::enable_shared_from_this<Session> {
     to_origin_form(parser_->get());
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     res_ = {};
+    header_lines_.clear();
     Service& service = *shared_->service;
     if (needs_.off_thread) {
       return run_elsewhere(service);
@@ -157,10 +158,10 @@ class Session : public std::enable_shared_from_this<Session> {
       absl::StatusOr<Decision> d;
       Service::Pending* one = &pending_;
       service.decide(std::span<Service::Pending* const>(&one, 1), std::span<absl::StatusOr<Decision>>(&d, 1));
-      service.finish(pending_, d, res_);
+      service.finish(pending_, d, res_, &header_lines_);
       return write();
     }
-    if (service.decide_locally(pending_, res_)) return write();  // a budget lease's slice holds it
+    if (service.decide_locally(pending_, res_, &header_lines_)) return write();  // a budget lease's slice holds it
     batcher_.waiting.push_back(shared_from_this());
     if (batcher_.waiting.size() >= Batcher::kMax) return flush(batcher_);
     if (!batcher_.scheduled) {
@@ -171,13 +172,17 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without a Host field, and to
   // any request with more than one or with an invalid value: Host = uri-host [":" port] (RFC 9110
-  // §7.2), an authority without userinfo, checked by Boost.URL's grammar.
-  static const char* host_problem(const http::request<http::string_body>& req) {
+  // §7.2), an authority without userinfo, checked by Boost.URL's grammar. A client sends the same
+  // Host on every request of a connection: the value last found valid here is not parsed again.
+  const char* host_problem(const http::request<http::string_body>& req) {
     const auto [first, last] = req.equal_range(http::field::host);
     if (first == last) return req.version() >= 11 ? "an HTTP/1.1 request needs a Host field" : nullptr;
     if (std::next(first) != last) return "more than one Host field";
-    const auto host = boost::urls::parse_authority(std::string_view(first->value().data(), first->value().size()));
+    const std::string_view value(first->value().data(), first->value().size());
+    if (!value.empty() && value == valid_host_) return nullptr;
+    const auto host = boost::urls::parse_authority(value);
     if (!host || host->has_userinfo()) return "the Host field is not a host";
+    valid_host_.assign(value);
     return nullptr;
   }
 
@@ -222,6 +227,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void fail(http::status status, std::string_view message) {
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     res_ = {};
+    header_lines_.clear();
     res_.version(11);
     res_.keep_alive(false);
     respond_error(res_, status, message);
@@ -248,6 +254,7 @@ class Session : public std::enable_shared_from_this<Session> {
       out_.append(f.value().data(), f.value().size());
       out_ += "\r\n";
     }
+    out_ += header_lines_;
     out_ += "\r\n";
     out_ += res_.body();
     keep_alive_ = res_.keep_alive();
@@ -320,7 +327,9 @@ class Session : public std::enable_shared_from_this<Session> {
   RouteNeeds needs_{};  // of the request being read, from its header (on_header)
   Response res_;
   Service::Pending pending_;
+  std::string header_lines_;  // the rate-limit headers of the answer being built (Service::finish)
   std::string out_;
+  std::string valid_host_;  // the Host value this connection last sent that host_problem accepted
   bool keep_alive_ = false;
   bool handshaken_ = false;  // TLS, until close_notify is sent
 };
@@ -335,7 +344,7 @@ void decide_batch(Batcher& batcher, Service& service, std::vector<std::shared_pt
   service.decide(pending, *decisions);
   asio::post(*batcher.io, [&service, sessions = std::move(batch), decisions] {
     for (std::size_t i = 0; i < sessions.size(); ++i) {
-      service.finish(sessions[i]->pending_, (*decisions)[i], sessions[i]->res_);
+      service.finish(sessions[i]->pending_, (*decisions)[i], sessions[i]->res_, &sessions[i]->header_lines_);
       sessions[i]->write();
     }
   });
