@@ -2,7 +2,7 @@
 # The whole test suite on a fresh Debian 12 machine: installs what is missing, then builds and runs
 #   1. every test under AddressSanitizer + UndefinedBehaviorSanitizer (unit, conformance through
 #      the library and the real binary, exactness, boundary table, concurrency);
-#   2. the concurrency tests under ThreadSanitizer;
+#   2. the concurrency tests and the Envoy service's suite under ThreadSanitizer;
 #   3. the libFuzzer targets (clang), FLOODGATE_FUZZ_SECONDS each (default 20): the rate parser,
 #      the algorithms, the traffic specs, access-log lines, the service's configuration loader, the
 #      rule loader, and HTTP requests through the API in process;
@@ -25,10 +25,13 @@ cmake --preset asan >/dev/null
 cmake --build --preset asan -j"$jobs"
 ctest --preset asan -j"$jobs" --output-on-failure
 
-step "TSan: concurrency tests"
+step "TSan: concurrency tests, the Envoy service's suite"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests floodgate_rls_tests
 ctest --preset tsan --output-on-failure
+# The Envoy service's whole suite too (built above for its concurrency tests; about 7 s): it is
+# where protobuf's code, built without TSan, meets ours.
+build/tsan/tests/floodgate_rls_tests --gtest_brief=1
 
 step "libFuzzer: rate parser, algorithm action traces, traffic specs, access-log lines, configuration and rule loaders, the HTTP API"
 cmake --preset fuzz -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null

@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -64,14 +65,18 @@ struct LeaseModel {
 };
 
 // Random acquisitions (fresh ids), releases and renewals (of any id ever used, outstanding or
-// not), and time passing by fractions of the ttl, `steps` times; every answer checked against the
-// model. The storage's clock is `clock`.
+// not), and time passing by fractions of the ttl, `steps` times, over the user keys `keys` (each
+// its own model; a step picks one); every answer checked against the model. With several keys, a
+// release or renewal is sometimes sent under a key other than its lease's, and must find nothing.
+// The storage's clock is `clock`. With one key, no random draw picks a key or a wrong key.
 inline void check_leases_against_model(Limiter& limiter, ManualClock& clock, const Policy& policy,
-                                       const std::string& key, std::uint32_t seed, int steps) {
+                                       const std::vector<std::string>& keys, std::uint32_t seed, int steps) {
+  ASSERT_FALSE(keys.empty());
   const Limit& l = policy.limits().front();
-  LeaseModel model{l.amount, l.period, {}};
+  std::vector<LeaseModel> models(keys.size(), LeaseModel{l.amount, l.period, {}});
   std::mt19937 rng(seed);  // 32-bit results
-  std::vector<std::string> ids;
+  const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  std::vector<std::pair<std::size_t, std::string>> ids;  // (key index, id) of every lease taken
   std::int64_t most = 0;
   std::map<std::string, Lease> kept;
   for (int step = 0; step < steps; ++step) {
@@ -79,16 +84,19 @@ inline void check_leases_against_model(Limiter& limiter, ManualClock& clock, con
     const auto op = static_cast<std::uint32_t>(rng() % 10);
     SCOPED_TRACE(fmt::format("seed {} step {} op {} at +{} µs", seed, step, op, now % 100'000'000));
     if (op < 4 || ids.empty()) {
+      const std::size_t k = keys.size() > 1 ? pick(keys.size()) : 0;
+      LeaseModel& model = models[k];
       const std::string id = fmt::format("lease-{}-{}", seed, step);
       const std::int64_t cost = 1 + static_cast<std::int64_t>(rng() % 2U);
-      auto lease = limiter.acquire(policy, key, cost, id);
+      SCOPED_TRACE(fmt::format("acquire {} of key {:?}", id, keys[k]));
+      auto lease = limiter.acquire(policy, keys[k], cost, id);
       ASSERT_TRUE(lease.ok()) << lease.status();
       const bool fits = model.held(now) + cost <= model.limit;
       ASSERT_EQ(lease->held(), fits);
       ASSERT_EQ(lease->decision().allowed, fits);
       if (fits) {
         model.leases[id] = {now, cost};
-        ids.push_back(id);
+        ids.emplace_back(k, id);
         EXPECT_EQ(lease->decision().remaining, model.limit - model.held(now));
       } else {
         EXPECT_EQ(lease->decision().remaining, model.limit - model.held(now));
@@ -98,51 +106,61 @@ inline void check_leases_against_model(Limiter& limiter, ManualClock& clock, con
       // Kept, so that its destructor does not release it: the test releases it by id, as another
       // process would (the destructor's release at the end finds it released and frees nothing).
       if (fits) kept.emplace(id, *std::move(lease));
-    } else if (op < 7) {
-      const std::string& id = ids[rng() % ids.size()];
-      const auto it = model.leases.find(id);
-      const bool out = it != model.leases.end() && model.outstanding(it->second, now);
-      auto d = limiter.release(policy, key, id);
-      if (out) {
-        ASSERT_TRUE(d.ok()) << d.status();
-        it->second.released = true;
-        EXPECT_TRUE(d->allowed);
-        EXPECT_EQ(d->remaining, model.limit - model.held(now));
-      } else {
-        EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound) << d.status();
-      }
     } else if (op < 8) {
-      const std::string& id = ids[rng() % ids.size()];
+      const bool release = op < 7;
+      const auto& [own, id] = ids[pick(ids.size())];
+      // Under another key now and then: that key holds no lease of this id.
+      std::size_t k = own;
+      if (keys.size() > 1 && rng() % 4 == 0) k = (own + 1 + pick(keys.size() - 1)) % keys.size();
+      LeaseModel& model = models[k];
+      SCOPED_TRACE(fmt::format("{} {} under key {:?}", release ? "release" : "renew", id, keys[k]));
       const auto it = model.leases.find(id);
       const bool out = it != model.leases.end() && model.outstanding(it->second, now);
-      auto d = limiter.renew(policy, key, id);
+      auto d = release ? limiter.release(policy, keys[k], id) : limiter.renew(policy, keys[k], id);
       if (out) {
         ASSERT_TRUE(d.ok()) << d.status();
-        it->second.at = now;
+        if (release) {
+          it->second.released = true;
+          EXPECT_TRUE(d->allowed);
+        } else {
+          it->second.at = now;
+          EXPECT_EQ(d->reset_after, model.reset_after(now));
+        }
         EXPECT_EQ(d->remaining, model.limit - model.held(now));
-        EXPECT_EQ(d->reset_after, model.reset_after(now));
       } else {
         EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound) << d.status();
       }
     } else {
       // Time passes: up to half a ttl, sometimes exactly to a lease's last instant or just past.
-      Micros by = 1 + static_cast<Micros>(rng() % static_cast<std::uint64_t>(model.ttl / 2));
-      if (rng() % 3 == 0 && !model.leases.empty()) {
-        auto it = model.leases.begin();
-        std::advance(it, rng() % model.leases.size());
-        const Micros edge = it->second.at + model.ttl + static_cast<Micros>(rng() % 2) - now;
+      const Micros ttl = models.front().ttl;
+      Micros by = 1 + static_cast<Micros>(rng() % static_cast<std::uint64_t>(ttl / 2));
+      std::vector<const LeaseModel::Held*> all;
+      for (const LeaseModel& m : models) {
+        for (const auto& [id, h] : m.leases) all.push_back(&h);
+      }
+      if (rng() % 3 == 0 && !all.empty()) {
+        const LeaseModel::Held* h = all[pick(all.size())];
+        const Micros edge = h->at + ttl + static_cast<Micros>(rng() % 2) - now;
         if (edge > 0) by = edge;
       }
       clock.advance(by);
     }
-    const auto stats = limiter.stats(policy, key);
-    ASSERT_TRUE(stats.ok()) << stats.status();
-    EXPECT_EQ(stats->remaining, model.limit - model.held(clock.now()));
-    most = std::max(most, model.held(clock.now()));
-    ASSERT_LE(model.held(clock.now()), model.limit);
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      SCOPED_TRACE(fmt::format("stats of key {:?}", keys[k]));
+      const auto stats = limiter.stats(policy, keys[k]);
+      ASSERT_TRUE(stats.ok()) << stats.status();
+      EXPECT_EQ(stats->remaining, models[k].limit - models[k].held(clock.now()));
+      most = std::max(most, models[k].held(clock.now()));
+      ASSERT_LE(models[k].held(clock.now()), models[k].limit);
+    }
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GT(most, 0);
+}
+
+inline void check_leases_against_model(Limiter& limiter, ManualClock& clock, const Policy& policy,
+                                       const std::string& key, std::uint32_t seed, int steps) {
+  check_leases_against_model(limiter, clock, policy, std::vector<std::string>{key}, seed, steps);
 }
 
 // One thread's share of a race on leases: `n` acquisitions of `key` (ids `prefix`-i); each one

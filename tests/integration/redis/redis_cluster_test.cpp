@@ -1,8 +1,10 @@
 // The Redis storage against a 3-master Redis Cluster (the redis_cluster fixture): conformance,
-// keys spread over the masters without CROSSSLOT, concurrency.
+// keys spread over the masters without CROSSSLOT, concurrency, leases against their model.
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <map>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -11,6 +13,7 @@
 #include "conformance_support.hpp"
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
+#include "support/lease_model.hpp"
 #include "test_support.hpp"
 
 namespace floodgate::redis {
@@ -117,6 +120,49 @@ TEST(RedisCluster, ScriptsLoadPerNodeAfterScriptFlushEverywhere) {
       const auto d = cluster->apply(p, fmt::format("k{}", i), 1, Effect::kHit, 1'000'000);
       ASSERT_TRUE(d.ok()) << d.status();
       EXPECT_EQ(d->remaining, 99 - round);
+    }
+  }
+}
+
+// The leases of a concurrency policy against the reference model (support/lease_model.hpp), over
+// user keys in several slots, interleaved: "a" and "a}b" share the hash tag "a", the two "{team}"
+// keys the tag "{team"; each key's counts and lease records stay in its own slot (a CROSSSLOT or a
+// record on the wrong master would fail the acquisition), and no key's leases count in another's.
+// Times to live far longer than the test runs: a lease's record expires in Redis's real time,
+// while the model's time is the manual clock's.
+TEST(RedisClusterLeases, MatchTheModelAcrossSlots) {
+  const std::vector<std::string> keys = {"k", "tenant-7", "a", "a}b", "{team}:alice", "{team}:bob"};
+  for (const char* limits : {"3 concurrent for 5 minutes", "1 concurrent for 10 minutes"}) {
+    for (std::uint32_t seed = 1; seed <= 2; ++seed) {
+      const std::string prefix = unique_prefix("lease");
+      auto cluster = open_url(cluster_url("timeout_ms=2000&clock=client&prefix=" + prefix));
+      ASSERT_NE(cluster, nullptr);
+      auto clock = std::make_shared<ManualClock>(Micros{1'700'000'040} * kMicrosPerSecond);
+      Limiter limiter(cluster, clock);
+      const Policy p = Policy::make("slots", Strategy::kConcurrency, limits).value();
+      floodgate::testing::check_leases_against_model(limiter, *clock, p, keys, seed, 300);
+      if (HasFailure()) return;
+      // Where each key's records are: one master each, shared by keys of one tag, and the six
+      // keys on more than one master. An acquisition first (held until the end), so that every key
+      // has a record.
+      std::map<std::string, int> master_of;
+      std::vector<floodgate::Lease> last;
+      for (const std::string& key : keys) {
+        auto lease = limiter.acquire(p, key, 1, "last");
+        ASSERT_TRUE(lease.ok()) << lease.status();
+        last.push_back(*std::move(lease));
+        for (const int port : cluster_ports()) {
+          if (count_keys(port, prefix + "{" + key + "}:") == 0) continue;
+          EXPECT_EQ(master_of.count(key), 0u) << key << " has records on two masters";
+          master_of[key] = port;
+        }
+        ASSERT_EQ(master_of.count(key), 1u) << key << " has no record";
+      }
+      EXPECT_EQ(master_of["a"], master_of["a}b"]);
+      EXPECT_EQ(master_of["{team}:alice"], master_of["{team}:bob"]);
+      std::set<int> masters;
+      for (const auto& [key, port] : master_of) masters.insert(port);
+      EXPECT_GE(masters.size(), 2u);
     }
   }
 }
