@@ -27,7 +27,7 @@ ctest --preset asan -j"$jobs" --output-on-failure
 
 step "TSan: concurrency tests, the Envoy service's suite"
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests floodgate_rls_tests
+cmake --build --preset tsan -j"$jobs" --target floodgate_concurrency_tests floodgate_budget_tests floodgate_rls_tests
 ctest --preset tsan --output-on-failure
 # The Envoy service's whole suite too (built above for its concurrency tests; about 7 s): it is
 # where protobuf's code, built without TSan, meets ours.
