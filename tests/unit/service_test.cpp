@@ -565,6 +565,8 @@ TEST_F(ServiceTest, SimulateRejectsABadConcurrencyLaneNamingTheField) {
        "trace[0]: \"duration_ms\" must be"},
       {R"({"limit": 3, "concurrency": {"limit": 2, "duration_ms": 5}, "trace": []})", "\"limit\" must be a string"},
       {R"({"trace": []})", "\"limit\" must be a string"},
+      {R"({"strategies": ["gcra"], "concurrency": {"limit": 2, "duration_ms": 5}, "trace": []})",
+       "\"strategies\" is for the strategy lanes: give their \"limit\" too"},
       {many, "the trace has 10001 requests: at most 10000"},
   };
   for (const auto& [body, message] : cases) {

@@ -321,7 +321,15 @@ absl::StatusOr<SimulateBody> parse_simulate_body(std::string_view body) {
                                      "concurrency lane alone)"
                                    : "\"limit\" must be a string such as \"3/minute\"");
   }
-  if (out.rate_lanes) out.options.limit = std::string(view(limit->get_string()));
+  if (out.rate_lanes) {
+    out.options.limit = std::string(view(limit->get_string()));
+  } else {
+    for (const char* field : {"burst", "strategies"}) {
+      if (obj->contains(field)) {
+        return invalid(fmt::format("\"{}\" is for the strategy lanes: give their \"limit\" too", field));
+      }
+    }
+  }
   auto burst = whole(*obj, "burst", 0, kMaxAmount, 0, "a whole number from 0 (= the amount) to 2^53");
   if (!burst.ok()) return burst.status();
   out.options.burst = *burst;

@@ -93,10 +93,11 @@ struct SimulateBody {
   std::vector<TraceEvent> trace;
   std::size_t from = 0;  ///< decisions before this index are computed but not returned
 };
-/// "limit" is required unless "concurrency" is given. Errors: InvalidArgument naming the field
-/// (and the trace index of a bad request): among others N outside [1, 2^53], "lease_ttl_ms"
-/// outside [1, 86,400,000], a duration outside [0, 82,800,000] ms (23 hours), a request without
-/// a duration when there is no "concurrency.duration_ms", an unknown field of "concurrency".
+/// "limit" is required unless "concurrency" is given ("burst" and "strategies" then need it too).
+/// Errors: InvalidArgument naming the field (and the trace index of a bad request): among others
+/// N outside [1, 2^53], "lease_ttl_ms" outside [1, 86,400,000], a duration outside
+/// [0, 82,800,000] ms (23 hours), a request without a duration when there is no
+/// "concurrency.duration_ms", an unknown field of "concurrency".
 absl::StatusOr<SimulateBody> parse_simulate_body(std::string_view body);
 
 }  // namespace floodgate::server
