@@ -78,12 +78,13 @@ function percentile(values, p) {
 
 // ---- the playground ---------------------------------------------------------------------------
 const pg = {
-  settings: { limit: '5 per 10 seconds', burst: 5, key: 'a' },
+  settings: { limit: '5 per 10 seconds', burst: 5, key: 'a', concurrency: { limit: 3, lease_ttl_ms: 10000, duration_ms: 2000 } },
   generation: 0,    // bumps when the settings or the trace are reset: late answers are dropped
   trace: [],        // {t, key, cost}; t in seconds since `start`
   start: 0,         // performance.now() at the first request
   origin: 0,        // Date.now() / 1000 at the first request: clock-aligned windows follow the wall clock
   lanes: new Map(), // name → {decisions: [], allowed, blocked, policy, el}
+  conc: null,       // the concurrency lane: {decisions: [], held: [{t, held}], totals, el…}
   inflight: false,
   stream: null,     // {timer, rate, next}
   dirty: true,
@@ -96,6 +97,7 @@ function buildLanes() {
   const box = $('lanes');
   box.textContent = '';
   pg.lanes.clear();
+  buildConcurrencyLane(box);
   for (const name of LANES) {
     const lane = document.createElement('div');
     lane.className = 'lane';
@@ -116,6 +118,83 @@ function buildLanes() {
       seeds: lane.querySelector('.seeds'), barsA: lane.querySelector('.bars-a'), barsB: lane.querySelector('.bars-b'),
     });
   }
+}
+
+// The concurrency lane (first, above the algorithm lanes): a dot or cross per request at its start,
+// and the leases held over time (a step line) against N (dashed).
+function buildConcurrencyLane(box) {
+  const lane = document.createElement('div');
+  lane.className = 'lane lane-conc';
+  lane.dataset.lane = 'concurrency';
+  lane.innerHTML = '<div class="lane-head"><div class="lane-name">concurrency</div>' +
+    '<div class="lane-policy"></div><div class="counts">admitted <span class="a allowed-count">0</span>' +
+    ' · denied <span class="b blocked-count">0</span><br>max held <span class="max-held">0</span>' +
+    ' · freed at TTL <span class="expired-count">0</span></div></div>' +
+    '<svg class="plot plot-conc" role="img" aria-label="concurrency: requests and leases held over time">' +
+    '<path class="level-fill"/><path class="limit-line"/><path class="level"/><path class="dots-allowed dot-allowed"/>' +
+    '<path class="dots-blocked x-blocked"/></svg>';
+  box.appendChild(lane);
+  const q = (c) => lane.querySelector(c);
+  pg.conc = {
+    decisions: [], held: [], admitted: 0, denied: 0, maxHeld: 0, expired: 0, limit: 0, key: '', el: lane,
+    policy: q('.lane-policy'), plot: q('svg'), a: q('.allowed-count'), b: q('.blocked-count'),
+    most: q('.max-held'), gone: q('.expired-count'), levelFill: q('.level-fill'), level: q('path.level'),
+    limitLine: q('.limit-line'), dotsA: q('.dots-allowed'), dotsB: q('.dots-blocked'),
+  };
+}
+
+function takeConcurrency(c, from) {
+  const lane = pg.conc;
+  lane.decisions.length = from;
+  for (const d of c.decisions) lane.decisions.push(d);
+  lane.held = c.held;
+  lane.admitted = c.admitted;
+  lane.denied = c.denied;
+  lane.maxHeld = c.max_held;
+  lane.expired = c.expired;
+  lane.limit = c.limit;
+  lane.key = c.key;
+  lane.policy.textContent = c.policy;
+}
+
+// Draws the concurrency lane between times begin and end (seconds) on x(t).
+function drawConcurrency(begin, end, x, spreadSame) {
+  const lane = pg.conc;
+  const height = lane.plot.clientHeight || 96;
+  const width = lane.plot.clientWidth || 800;
+  const yA = 12, yB = 28, top = 40, bottom = height - 3;
+  const y = (held) => (bottom - Math.min(1, held / Math.max(1, lane.limit)) * (bottom - top)).toFixed(1);
+  let a = '', b = '', lastA = -1e9, lastB = -1e9, prevT = NaN, spread = 0;
+  const n = Math.min(lane.decisions.length, pg.trace.length);
+  for (let i = spreadSame ? firstAtOrAfter(begin) : 0; i < n; i++) {
+    const t = pg.trace[i].t;
+    if (t > end) break;
+    spread = spreadSame && t === prevT ? Math.min(spread + 4, 60) : 0;
+    prevT = t;
+    const px = Number(x(t)) + spread;
+    if (lane.decisions[i].admitted) {
+      if (px - lastA >= 1.5) { a += `M${(px - 3.5).toFixed(1)} ${yA}a3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0-7 0`; lastA = px; }
+    } else if (px - lastB >= 1.5) {
+      b += `M${(px - 3.5).toFixed(1)} ${yB - 3.5}l7 7m0-7l-7 7`;
+      lastB = px;
+    }
+  }
+  // The held line: the level at `begin`, then every change up to `end` (leases of requests still
+  // in progress end after the last request: the line runs on to them).
+  let held = 0, k = 0;
+  while (k < lane.held.length && lane.held[k].t < begin) held = lane.held[k++].held;
+  let level = `M${x(begin)} ${y(held)}`;
+  for (; k < lane.held.length && lane.held[k].t <= end; k++) level += `H${x(lane.held[k].t)}V${y(lane.held[k].held)}`;
+  level += `H${width}`;
+  lane.dotsA.setAttribute('d', a);
+  lane.dotsB.setAttribute('d', b);
+  lane.level.setAttribute('d', level);
+  lane.levelFill.setAttribute('d', `${level}V${bottom}H${x(begin)}Z`);
+  lane.limitLine.setAttribute('d', lane.limit ? `M0 ${top}H${width}` : '');
+  lane.a.textContent = lane.admitted;
+  lane.b.textContent = lane.denied;
+  lane.most.textContent = lane.maxHeld;
+  lane.gone.textContent = lane.expired;
 }
 
 function showError(text) {
@@ -153,7 +232,7 @@ async function sync() {
   const generation = pg.generation;
   const body = JSON.stringify({
     limit: pg.settings.limit, burst: pg.settings.burst, strategies: LANES,
-    origin: pg.origin, from, trace: pg.trace,
+    concurrency: pg.settings.concurrency, origin: pg.origin, from, trace: pg.trace,
   });
   const sent = performance.now();
   try {
@@ -175,6 +254,7 @@ async function sync() {
       lane.blocked = s.blocked;
       lane.policy.textContent = s.policy;
     }
+    takeConcurrency(json.concurrency, json.from);
     pg.dirty = true;
   } catch (err) {
     if (generation === pg.generation) showError(`The service did not answer: ${err}`);
@@ -193,6 +273,7 @@ function resetDecisions() {
     lane.decisions = [];
     lane.allowed = lane.blocked = 0;
   }
+  Object.assign(pg.conc, { decisions: [], held: [], admitted: 0, denied: 0, maxHeld: 0, expired: 0 });
   pg.dirty = true;
 }
 
@@ -279,6 +360,7 @@ function render() {
     lane.a.textContent = lane.allowed;
     lane.b.textContent = lane.blocked;
   }
+  drawConcurrency(begin, end, x, true);
   drawAxis(begin, end, width);
   const decided = pg.lanes.get(LANES[0]).decisions.length;
   $('status').textContent = `${pg.trace.length} request${pg.trace.length === 1 ? '' : 's'} sent, ${decided} decided` +
@@ -316,7 +398,12 @@ function applySettings(ev) {
   const limit = $('limit').value.trim();
   const burst = Math.max(0, Math.floor(Number($('burst').value) || 0));
   const key = $('key').value.trim() || 'a';
-  pg.settings = { limit, burst, key };
+  // Seconds on the page, whole numbers in the API: what is not a number goes as typed, and the
+  // service's 400 names the field.
+  const number = (id) => (Number.isFinite(Number($(id).value)) && $(id).value.trim() !== '' ? Number($(id).value) : $(id).value);
+  const ms = (id) => { const v = number(id); return typeof v === 'number' ? Math.round(v * 1000) : v; };
+  const concurrency = { limit: number('conc-n'), lease_ttl_ms: ms('conc-ttl'), duration_ms: ms('conc-dur') };
+  pg.settings = { limit, burst, key, concurrency };
   if (pg.file) pg.file.period = window.floodgateTrace.firstPeriod(limit);
   resetDecisions();  // the same traffic, decided again under the new settings
   showError('');
@@ -326,11 +413,13 @@ function applySettings(ev) {
 // With no traffic yet, ask the service whether the settings are valid (an empty trace).
 async function validate() {
   const res = await adminFetch('/v1/simulate', { method: 'POST', body: JSON.stringify({
-    limit: pg.settings.limit, burst: pg.settings.burst, strategies: LANES, trace: [] }) });
+    limit: pg.settings.limit, burst: pg.settings.burst, strategies: LANES, concurrency: pg.settings.concurrency, trace: [] }) });
   if (refusedForToken(res)) { showError('Not decided: the service needs the admin token (above).'); return; }
   const json = await res.json();
   if (!res.ok) { showError(`The service rejected the settings: ${json.error}`); return; }
   for (const s of json.strategies) pg.lanes.get(s.strategy).policy.textContent = s.policy;
+  takeConcurrency(json.concurrency, 0);
+  pg.dirty = true;
   if (perf.readyMs === null) perf.readyMs = performance.now();  // since navigation start
 }
 

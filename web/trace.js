@@ -1,8 +1,9 @@
-// The playground's trace files: reading a small log (JSON lines as for `floodgate replay`, or
-// nginx/Apache "combined" lines), and the pictures of the seeds drawn for one key of it: the fixed
-// windows as bands, the moving window's span at each blocked request, the sliding window counter's
-// previous window weighing less as the current one advances. (The decisions themselves come from
-// the service, as for every other request of the playground.)
+// The playground's trace files: reading a small log (JSON lines as for `floodgate replay`, with a
+// request's duration for the concurrency lane when a line has one; or nginx/Apache "combined"
+// lines), and the pictures of the seeds drawn for one key of it: the fixed windows as bands, the
+// moving window's span at each blocked request, the sliding window counter's previous window
+// weighing less as the current one advances. (The decisions themselves come from the service, as
+// for every other request of the playground.)
 'use strict';
 
 const TRACE_MONTHS = { jan: 0, feb: 1, mar: 2, apr: 3, may: 4, jun: 5, jul: 6, aug: 7, sep: 8, oct: 9, nov: 10, dec: 11 };
@@ -19,6 +20,10 @@ function traceTime(v) {
   return NaN;
 }
 
+// [field, milliseconds per unit], in the order `floodgate simulate --duration-field auto` tries them.
+const DURATION_FIELDS = [['request_time', 1000], ['upstream_response_time', 1000], ['duration', 1],
+  ['duration_ms', 1], ['response_time', 1000], ['latency_ms', 1]];
+
 function traceLine(line) {
   if (line.startsWith('{')) {
     const o = JSON.parse(line);
@@ -28,7 +33,13 @@ function traceLine(line) {
     if (!Number.isFinite(t)) throw new Error('no time');
     if (key === undefined || key === '') throw new Error('no key');
     if (!Number.isInteger(cost) || cost < 0) throw new Error('bad cost');
-    return { t, key: String(key), cost };
+    // The request's duration for the concurrency lane, when the line has one: the first of the
+    // fields `floodgate simulate` reads, in its units (seconds, or ms for duration and *_ms).
+    const field = DURATION_FIELDS.find(([name]) => o[name] !== undefined && o[name] !== null && o[name] !== '-');
+    if (!field) return { t, key: String(key), cost };
+    const d = Number(o[field[0]]) * field[1];
+    if (!Number.isFinite(d) || d < 0) throw new Error(`bad ${field[0]}`);
+    return { t, key: String(key), cost, duration_ms: Math.round(d) };
   }
   const m = COMBINED.exec(line);
   if (!m) throw new Error('neither JSON nor a combined log line');
@@ -226,6 +237,7 @@ function renderFile() {
     lane.a.textContent = lane.allowed;
     lane.b.textContent = lane.blocked;
   }
+  drawConcurrency(0, span, x, false);
   drawAxis(0, span, width, span);
   const decided = pg.lanes.get(LANES[0]).decisions.length;
   $('status').textContent = `${f.name}: ${pg.trace.length} requests from ${f.keys} keys, ${decided} decided` +

@@ -42,6 +42,13 @@ struct HeldChange {
   std::int64_t held = 0;
 };
 
+/// One request's lease: when it ended — its request's end, or its start + T when it freed itself
+/// first (`expired`). A denied request held none: `end` is its start, `expired` false.
+struct LeaseSpan {
+  Micros end = 0;
+  bool expired = false;
+};
+
 struct ConcurrencyLane {
   /// name "concurrency", policy e.g. "concurrency 4 concurrent for 1 day"; one step per request:
   /// admitted or not, level = the key's leases held after the decision, capacity = N.
@@ -56,6 +63,8 @@ struct ConcurrencyLane {
   /// `key`'s leases held over time: a change at every start it admitted and every end or expiry
   /// of its leases, in time order (several at one µs: the last one is the level from then on).
   std::vector<HeldChange> held;
+  /// One per request, in the trace's order (every key's).
+  std::vector<LeaseSpan> spans;
   Micros last = 0;             ///< the last end or expiry
 };
 

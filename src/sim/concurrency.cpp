@@ -83,6 +83,7 @@ absl::StatusOr<ConcurrencyLane> simulate_concurrency(const ConcurrencyOptions& o
   out.lane.policy = sim::describe_lane(*policy);
   out.key = busiest_key(trace, out.keys);
   out.lane.steps.reserve(trace.size());
+  out.spans.reserve(trace.size());
 
   auto clock = std::make_shared<ManualClock>(0);
   Limiter limiter(std::make_shared<MemoryStorage>(), clock);
@@ -130,6 +131,7 @@ absl::StatusOr<ConcurrencyLane> simulate_concurrency(const ConcurrencyOptions& o
     out.last = std::max(out.last, e.t);
     if (!lease->held()) {
       ++out.lane.blocked;
+      out.spans.push_back({e.t, false});
       continue;
     }
     ++out.lane.allowed;
@@ -139,6 +141,7 @@ absl::StatusOr<ConcurrencyLane> simulate_concurrency(const ConcurrencyOptions& o
     // A request that lasts its lease's time to live or longer outlives the lease.
     const bool expires = d >= o.lease_ttl;
     ends.push({e.t + (expires ? o.lease_ttl : d), i, expires});
+    out.spans.push_back({e.t + (expires ? o.lease_ttl : d), expires});
     leases.emplace(i, *std::move(lease));
   }
   if (absl::Status s = end_until(kNever); !s.ok()) return s;

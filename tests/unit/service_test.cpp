@@ -463,5 +463,121 @@ TEST(ServiceLeases, AcquireRenewReleaseOverHttp) {
   EXPECT_NE(res.body().find("/v1/release"), std::string::npos) << res.body();
 }
 
+// The playground's concurrency lane, worked by hand: N = 2, leases live 5 s, requests last 3 s
+// unless they say otherwise. At 0 and 1 s two leases are taken; at 2 s the third request is
+// denied; at 3 s the first ends before the request at 3 s (10 s long) takes its place, which frees
+// itself at its time to live, 8 s; at 4 s the second ends; at 5 s one more (until 8 s); at 6 s a
+// denial; at 8 s the expired lease and the one ending go (in the order they were taken), and at
+// 8.5 s a request is admitted, ending at 11.5 s.
+TEST_F(ServiceTest, SimulateRunsTheConcurrencyLaneWorkedByHand) {
+  const std::string trace = R"("trace": [{"t": 0, "key": "a"}, {"t": 1, "key": "a"}, {"t": 2, "key": "a"},
+      {"t": 3, "key": "a", "duration_ms": 10000}, {"t": 5, "key": "a"}, {"t": 6, "key": "a"},
+      {"t": 8.5, "key": "a"}])";
+  const Response res = call(http::verb::post, "/v1/simulate",
+                            R"({"concurrency": {"limit": 2, "lease_ttl_ms": 5000, "duration_ms": 3000}, )" + trace + "}");
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  const auto out = boost::json::parse(res.body()).as_object();
+  EXPECT_FALSE(out.contains("limit"));  // no "limit": the concurrency lane alone
+  EXPECT_TRUE(out.at("strategies").as_array().empty());
+  const auto& c = out.at("concurrency").as_object();
+  EXPECT_EQ(c.at("policy").as_string(), "concurrency 2 concurrent for 5 seconds");
+  EXPECT_EQ(c.at("limit").as_int64(), 2);
+  EXPECT_EQ(c.at("lease_ttl").to_number<double>(), 5.0);
+  EXPECT_EQ(c.at("admitted").as_int64(), 5);
+  EXPECT_EQ(c.at("denied").as_int64(), 2);
+  EXPECT_EQ(c.at("max_held").as_int64(), 2);
+  EXPECT_EQ(c.at("expired").as_int64(), 1);
+  EXPECT_EQ(c.at("key").as_string(), "a");
+  EXPECT_EQ(c.at("last").to_number<double>(), 11.5);
+  struct Expected {
+    bool admitted;
+    double start, end;
+    bool expired;
+    std::int64_t held;
+  };
+  const std::vector<Expected> want{{true, 0, 3, false, 1},    {true, 1, 4, false, 2},  {false, 2, 2, false, 2},
+                                   {true, 3, 8, true, 2},     {true, 5, 8, false, 2},  {false, 6, 6, false, 2},
+                                   {true, 8.5, 11.5, false, 1}};
+  const auto& decisions = c.at("decisions").as_array();
+  ASSERT_EQ(decisions.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const auto& d = decisions[i].as_object();
+    EXPECT_EQ(d.at("admitted").as_bool(), want[i].admitted) << i;
+    EXPECT_EQ(d.at("start").to_number<double>(), want[i].start) << i;
+    EXPECT_EQ(d.at("end").to_number<double>(), want[i].end) << i;
+    EXPECT_EQ(d.at("expired").as_bool(), want[i].expired) << i;
+    EXPECT_EQ(d.at("held").as_int64(), want[i].held) << i;
+  }
+  const std::vector<std::pair<double, std::int64_t>> line{{0, 1}, {1, 2}, {3, 1}, {3, 2}, {4, 1},
+                                                          {5, 2}, {8, 1}, {8, 0}, {8.5, 1}, {11.5, 0}};
+  const auto& held = c.at("held").as_array();
+  ASSERT_EQ(held.size(), line.size());
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    EXPECT_EQ(held[i].as_object().at("t").to_number<double>(), line[i].first) << i;
+    EXPECT_EQ(held[i].as_object().at("held").as_int64(), line[i].second) << i;
+  }
+
+  // Beside the algorithm lanes, and from index 5 on: the same totals, the last two decisions.
+  const Response both = call(http::verb::post, "/v1/simulate",
+                             R"({"limit": "2/minute", "strategies": ["moving-window"], "from": 5,
+                                 "concurrency": {"limit": 2, "lease_ttl_ms": 5000, "duration_ms": 3000}, )" +
+                                 trace + "}");
+  ASSERT_EQ(both.result_int(), 200) << both.body();
+  const auto b = boost::json::parse(both.body()).as_object();
+  ASSERT_EQ(b.at("strategies").as_array().size(), 1u);
+  EXPECT_EQ(b.at("strategies").as_array()[0].as_object().at("allowed").as_int64(), 2);
+  const auto& bc = b.at("concurrency").as_object();
+  EXPECT_EQ(bc.at("admitted").as_int64(), 5);
+  EXPECT_EQ(bc.at("expired").as_int64(), 1);
+  ASSERT_EQ(bc.at("decisions").as_array().size(), 2u);
+  EXPECT_FALSE(bc.at("decisions").as_array()[0].as_object().at("admitted").as_bool());
+  EXPECT_EQ(bc.at("held").as_array().size(), line.size());
+
+  // No lease time to live given: 60 s, as "2 concurrent"; the 10 s request then ends on its own.
+  const Response dflt = call(http::verb::post, "/v1/simulate",
+                             R"({"concurrency": {"limit": 2, "duration_ms": 3000}, )" + trace + "}");
+  ASSERT_EQ(dflt.result_int(), 200) << dflt.body();
+  const boost::json::value dv = boost::json::parse(dflt.body());
+  const auto& dc = dv.as_object().at("concurrency").as_object();
+  EXPECT_EQ(dc.at("policy").as_string(), "concurrency 2 concurrent for 1 minute");
+  EXPECT_EQ(dc.at("expired").as_int64(), 0);
+  EXPECT_EQ(dc.at("last").to_number<double>(), 13.0);
+}
+
+TEST_F(ServiceTest, SimulateRejectsABadConcurrencyLaneNamingTheField) {
+  std::string many = R"({"concurrency": {"limit": 1, "duration_ms": 1}, "trace": [)";
+  for (int i = 0; i < 10001; ++i) many += (i ? "," : "") + std::string(R"({"t": 0, "key": "a"})");
+  many += "]}";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"concurrency": {"limit": 0, "duration_ms": 1}, "trace": []})", "\"concurrency.limit\" must be a whole number from 1"},
+      {R"({"concurrency": {"limit": 1.5, "duration_ms": 1}, "trace": []})", "\"concurrency.limit\" must be"},
+      {R"({"concurrency": {"duration_ms": 1}, "trace": []})", "\"concurrency.limit\" is required"},
+      {R"({"concurrency": {"limit": 2, "lease_ttl_ms": 0}, "trace": []})", "\"concurrency.lease_ttl_ms\" must be"},
+      {R"({"concurrency": {"limit": 2, "lease_ttl_ms": 86400001}, "trace": []})", "\"concurrency.lease_ttl_ms\" must be"},
+      {R"({"concurrency": {"limit": 2, "duration_ms": -1}, "trace": []})", "\"concurrency.duration_ms\" must be"},
+      {R"({"concurrency": {"limit": 2, "ttl": 5}, "trace": []})", "\"concurrency.ttl\" is not a field"},
+      {R"({"concurrency": 2, "trace": []})", "\"concurrency\" must be an object"},
+      {R"({"concurrency": {"limit": 2}, "trace": [{"t": 0, "key": "a", "duration_ms": 5}, {"t": 1, "key": "a"}]})",
+       "trace[1]: no \"duration_ms\""},
+      {R"({"concurrency": {"limit": 2, "duration_ms": 5}, "trace": [{"t": 0, "key": "a", "duration_ms": -5}]})",
+       "trace[0]: \"duration_ms\" must be a whole number of milliseconds"},
+      {R"({"concurrency": {"limit": 2, "duration_ms": 5}, "trace": [{"t": 0, "key": "a", "duration_ms": 82800001}]})",
+       "trace[0]: \"duration_ms\" must be"},
+      {R"({"limit": 3, "concurrency": {"limit": 2, "duration_ms": 5}, "trace": []})", "\"limit\" must be a string"},
+      {R"({"trace": []})", "\"limit\" must be a string"},
+      {R"({"strategies": ["gcra"], "concurrency": {"limit": 2, "duration_ms": 5}, "trace": []})",
+       "\"strategies\" is for the strategy lanes: give their \"limit\" too"},
+      {many, "the trace has 10001 requests: at most 10000"},
+  };
+  for (const auto& [body, message] : cases) {
+    const Response res = call(http::verb::post, "/v1/simulate", body);
+    EXPECT_EQ(res.result_int(), 400) << body.substr(0, 100) << " → " << res.body();
+    const auto err = boost::json::parse(res.body()).as_object();
+    EXPECT_NE(std::string(err.at("error").as_string()).find(message), std::string::npos)
+        << body.substr(0, 100) << " → " << res.body();
+    EXPECT_FALSE(err.contains("concurrency"));
+  }
+}
+
 }  // namespace
 }  // namespace floodgate::server

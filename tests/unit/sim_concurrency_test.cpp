@@ -52,6 +52,13 @@ TEST(SimConcurrency, DecisionsOfASmallTrace) {
     EXPECT_EQ(c->held[i].t, expected[i].first) << i;
     EXPECT_EQ(c->held[i].held, expected[i].second) << i;
   }
+  // Each request's lease ends at its request's end; a denied one's "ends" at its start.
+  const std::vector<Micros> ends{10 * kS, 11 * kS, 2 * kS, 3 * kS, 15 * kS, 10 * kS, 11 * kS};
+  ASSERT_EQ(c->spans.size(), ends.size());
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    EXPECT_EQ(c->spans[i].end, ends[i]) << i;
+    EXPECT_FALSE(c->spans[i].expired) << i;
+  }
 }
 
 // 20 requests at once, each lasting a second, against 5: the lane saturates at exactly N.

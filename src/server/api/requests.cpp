@@ -216,6 +216,67 @@ absl::Status parse_origin(const json::object& obj, SimulateOptions& o) {
   return absl::OkStatus();
 }
 
+// "concurrency": {"limit": N, "lease_ttl_ms": T, "duration_ms": D}.
+absl::Status parse_concurrency(const json::object& obj, SimulateBody& out) {
+  const json::value* c = obj.if_contains("concurrency");
+  if (c == nullptr) return absl::OkStatus();
+  if (!c->is_object()) {
+    return invalid("\"concurrency\" must be an object: {\"limit\": N, \"lease_ttl_ms\": T, \"duration_ms\": D}");
+  }
+  const json::object& o = c->get_object();
+  for (const auto& field : o) {
+    const std::string_view k(field.key().data(), field.key().size());
+    if (k != "limit" && k != "lease_ttl_ms" && k != "duration_ms") {
+      return invalid(fmt::format("\"concurrency.{}\" is not a field: give \"limit\", \"lease_ttl_ms\" and "
+                                 "\"duration_ms\"",
+                                 std::string(k)));
+    }
+  }
+  const auto field = [&](std::string_view name, std::int64_t lo, std::int64_t hi, std::int64_t fallback,
+                         std::string_view what) -> absl::StatusOr<std::int64_t> {
+    auto v = whole(o, name, lo, hi, fallback, what);
+    if (!v.ok()) return invalid(fmt::format("\"concurrency.{}\" must be {}", name, what));
+    return v;
+  };
+  if (!o.contains("limit")) {
+    return invalid("\"concurrency.limit\" is required: the most requests of one key in progress at once");
+  }
+  SimulateConcurrency sc;
+  auto n = field("limit", 1, kMaxAmount, 0, "a whole number from 1 to 2^53");
+  if (!n.ok()) return n.status();
+  auto ttl = field("lease_ttl_ms", 1, kMaxSimLeaseTtlMs, kDefaultSimLeaseTtlMs,
+                   "a whole number of milliseconds from 1 to 86400000");
+  if (!ttl.ok()) return ttl.status();
+  auto d = field("duration_ms", 0, kMaxRequestDuration / 1000, -1,
+                 "a whole number of milliseconds from 0 to 82800000 (23 hours)");
+  if (!d.ok()) return d.status();
+  sc.options.limit = *n;
+  sc.options.lease_ttl = *ttl * 1000;
+  sc.options.default_duration = *d < 0 ? -1 : *d * 1000;
+  sc.options.max_events = kMaxSimulateEvents;
+  out.concurrency = std::move(sc);
+  return absl::OkStatus();
+}
+
+// A request's own "duration_ms" for the concurrency lane (−1: none, the lane's default applies).
+absl::StatusOr<Micros> event_duration(const json::value& item, std::size_t i, const ConcurrencyOptions& o) {
+  const json::value* d = item.is_object() ? item.get_object().if_contains("duration_ms") : nullptr;
+  if (d == nullptr || d->is_null()) {
+    if (o.default_duration < 0) {
+      return invalid(fmt::format("trace[{}]: no \"duration_ms\": give each request's duration, or "
+                                 "\"concurrency.duration_ms\" for every request without one",
+                                 i));
+    }
+    return Micros{-1};
+  }
+  if (!d->is_int64() || d->get_int64() < 0 || d->get_int64() > kMaxRequestDuration / 1000) {
+    return invalid(fmt::format("trace[{}]: \"duration_ms\" must be a whole number of milliseconds from 0 to "
+                               "82800000 (23 hours)",
+                               i));
+  }
+  return d->get_int64() * 1000;
+}
+
 absl::Status parse_trace(const json::object& obj, SimulateBody& out) {
   const json::value* trace = obj.if_contains("trace");
   if (trace == nullptr || !trace->is_array()) {
@@ -237,6 +298,11 @@ absl::Status parse_trace(const json::object& obj, SimulateBody& out) {
     if (!e.ok()) return invalid(fmt::format("trace[{}]: {}", i, std::string(e.status().message())));
     previous = e->t;
     out.trace.push_back(*std::move(e));
+    if (out.concurrency) {
+      auto d = event_duration(items[i], i, out.concurrency->options);
+      if (!d.ok()) return d.status();
+      out.concurrency->durations.push_back(*d);
+    }
   }
   return absl::OkStatus();
 }
@@ -248,9 +314,23 @@ absl::StatusOr<SimulateBody> parse_simulate_body(std::string_view body) {
   if (!obj.ok()) return obj.status();
   SimulateBody out;
   out.options.max_events = kMaxSimulateEvents;
+  if (auto s = parse_concurrency(*obj, out); !s.ok()) return s;
   const json::value* limit = obj->if_contains("limit");
-  if (limit == nullptr || !limit->is_string()) return invalid("\"limit\" must be a string such as \"3/minute\"");
-  out.options.limit = std::string(view(limit->get_string()));
+  out.rate_lanes = limit != nullptr || !out.concurrency;
+  if (out.rate_lanes && (limit == nullptr || !limit->is_string())) {
+    return invalid(out.concurrency ? "\"limit\" must be a string such as \"3/minute\" (or leave it out to run the "
+                                     "concurrency lane alone)"
+                                   : "\"limit\" must be a string such as \"3/minute\"");
+  }
+  if (out.rate_lanes) {
+    out.options.limit = std::string(view(limit->get_string()));
+  } else {
+    for (const char* field : {"burst", "strategies"}) {
+      if (obj->contains(field)) {
+        return invalid(fmt::format("\"{}\" is for the strategy lanes: give their \"limit\" too", field));
+      }
+    }
+  }
   auto burst = whole(*obj, "burst", 0, kMaxAmount, 0, "a whole number from 0 (= the amount) to 2^53");
   if (!burst.ok()) return burst.status();
   out.options.burst = *burst;

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "floodgate/replay.hpp"
+#include "floodgate/sim_concurrency.hpp"
 #include "floodgate/simulate.hpp"
 
 namespace floodgate::server {
@@ -70,13 +71,33 @@ absl::StatusOr<KeyQuery> parse_key_query(std::string_view target);
 /// where it came from in the error.
 absl::Status check_key(std::string_view key, std::string_view what);
 
-/// The body of POST /v1/simulate.
+/// The longest lease time to live POST /v1/simulate's concurrency lane takes ("lease_ttl_ms"): a
+/// day, as /v1/hit's "ttl_ms".
+inline constexpr std::int64_t kMaxSimLeaseTtlMs = 86'400'000;
+/// Its lease time to live when none is given: 60 s, as the limit notation "N concurrent".
+inline constexpr std::int64_t kDefaultSimLeaseTtlMs = 60'000;
+
+/// The concurrency lane of POST /v1/simulate: "concurrency": {"limit": N, "lease_ttl_ms": T,
+/// "duration_ms": D}, and a "duration_ms" per request of the trace (D when absent).
+struct SimulateConcurrency {
+  ConcurrencyOptions options;   ///< limit, lease_ttl and default_duration in µs (−1: no D)
+  std::vector<Micros> durations;  ///< one per request, µs; −1 where the request gave none
+};
+
+/// The body of POST /v1/simulate: the algorithm lanes ("limit", "burst", "strategies", "origin")
+/// and/or the concurrency lane ("concurrency"), over one "trace".
 struct SimulateBody {
   SimulateOptions options;
+  bool rate_lanes = true;  ///< "limit" was given: the algorithm lanes run
+  std::optional<SimulateConcurrency> concurrency;
   std::vector<TraceEvent> trace;
   std::size_t from = 0;  ///< decisions before this index are computed but not returned
 };
-/// Errors: InvalidArgument naming the field (and the trace index of a bad request).
+/// "limit" is required unless "concurrency" is given ("burst" and "strategies" then need it too).
+/// Errors: InvalidArgument naming the field (and the trace index of a bad request): among others
+/// N outside [1, 2^53], "lease_ttl_ms" outside [1, 86,400,000], a duration outside
+/// [0, 82,800,000] ms (23 hours), a request without a duration when there is no
+/// "concurrency.duration_ms", an unknown field of "concurrency".
 absl::StatusOr<SimulateBody> parse_simulate_body(std::string_view body);
 
 }  // namespace floodgate::server

@@ -2,7 +2,7 @@
 // `floodgate serve` binary on a loopback port.
 //   node dashboard_test.mjs /path/to/floodgate ARTIFACT_DIR
 // Checks: the page loads in < 1 s; Hit past the limit gives a blocked request and changed counts in
-// every lane; a 100 req/s stream grows every lane while the page stays responsive (frame gaps and
+// every lane, and the concurrency lane denies the request over N; a 100 req/s stream grows every lane while the page stays responsive (frame gaps and
 // event-loop lag measured in the page); the live view's counters and most-denied keys follow
 // requests to /v1/hit; nothing is fetched from another origin; a narrow screen does not overflow.
 // Writes screenshots and figures.json to ARTIFACT_DIR.
@@ -128,6 +128,10 @@ try {
   // 3 per hour: no window edge or refill can fall within the few hundred ms of the test.
   await page.fill('#limit', '3/hour');
   await page.fill('#burst', '3');
+  // The concurrency lane: 3 at once, each request lasting a minute (longer than the test).
+  await page.fill('#conc-n', '3');
+  await page.fill('#conc-ttl', '120');
+  await page.fill('#conc-dur', '60');
   await page.click('#apply');
   await until('the error cleared', () => page.$eval('#error', (e) => e.hidden));
   const counts = () => page.evaluate((lanes) => Object.fromEntries(lanes.map((l) => {
@@ -155,6 +159,28 @@ try {
     check(after[l].a === 3 && after[l].b === 1 && arcs >= 1 && arcs <= 3 && crosses === 1,
       `${l}: the 4th hit is blocked: counts ${after[l].a}/${after[l].b}, ${arcs} dot(s), ${crosses} cross`);
   }
+  // The concurrency lane: 3 leases held, the 4th request denied; the held line climbs to N.
+  const conc = await until('the concurrency lane drawn', () => page.$eval('[data-lane="concurrency"]', (el) => {
+    const n = (c) => Number(el.querySelector(c).textContent);
+    const d = (c) => el.querySelector(c).getAttribute('d') || '';
+    const v = { a: n('.allowed-count'), b: n('.blocked-count'), most: n('.max-held'), gone: n('.expired-count'),
+      crosses: (d('.dots-blocked').match(/l7 7/g) || []).length, steps: (d('path.level').match(/V/g) || []).length,
+      limit: d('.limit-line'), policy: el.querySelector('.lane-policy').textContent };
+    return v.a + v.b === 4 ? v : null;
+  }));
+  check(conc.a === 3 && conc.b === 1 && conc.most === 3 && conc.gone === 0 && conc.crosses === 1,
+    `concurrency: 4 requests of a minute against 3 concurrent: admitted ${conc.a}, denied ${conc.b}, max held ${conc.most}, ${conc.crosses} cross`);
+  check(conc.steps >= 3 && conc.limit !== '' && conc.policy === 'concurrency 3 concurrent for 2 minutes',
+    `concurrency: the held line (${conc.steps} steps) against the dashed N; policy "${conc.policy}"`);
+  // A lease time to live over a day (the form's own checks let it through) gets the service's
+  // message naming the field.
+  await page.fill('#conc-ttl', '100000');
+  await page.click('#apply');
+  const concErr = await until('the concurrency error', () => page.$eval('#error', (e) => !e.hidden && e.textContent));
+  check(concErr.includes('"concurrency.lease_ttl_ms" must be'), `a bad lease TTL shows the service's error: ${concErr}`);
+  await page.fill('#conc-ttl', '120');
+  await page.click('#apply');
+  await drawn(4);
   await page.screenshot({ path: path.join(artifacts, 'playground-hits.png'), fullPage: true });
 
   // ---- a 100 req/s stream ------------------------------------------------------------------------
@@ -212,6 +238,8 @@ try {
   await page.click('#reset');
   await page.fill('#limit', '5 per 10 seconds');
   await page.fill('#burst', '5');
+  await page.fill('#conc-ttl', '10');  // the page's defaults: 3 concurrent for 10 s, requests of 2 s
+  await page.fill('#conc-dur', '2');
   await page.click('#apply');
   await page.fill('#rate', '2');
   await page.click('#stream');
@@ -233,7 +261,9 @@ try {
   const start = 1795737600;  // seconds since the epoch: clock-aligned windows follow the file's times
   const lines = [];
   for (let i = 0; i < 500; i++) lines.push(JSON.stringify({ t: start + i * 0.2, key: 'a' }));
-  for (let i = 0; i < 100; i++) lines.push(JSON.stringify({ t: start + i + 0.1, key: 'b' }));
+  // b's requests last 15 s (their own duration): longer than the concurrency lane's lease time to
+  // live (the page's 10 s), so their leases free themselves.
+  for (let i = 0; i < 100; i++) lines.push(JSON.stringify({ t: start + i + 0.1, key: 'b', duration_ms: 15000 }));
   lines.sort((p, q) => JSON.parse(p).t - JSON.parse(q).t);
   lines.splice(7, 0, 'not a request');
   await page.setInputFiles('#trace-file', { name: 'trace.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(lines.join('\n')) });
@@ -262,6 +292,12 @@ try {
   check(fileView['sliding-window-counter'].ramps >= 4, `sliding-window-counter: the weighted previous window (${fileView['sliding-window-counter'].ramps} ramps)`);
   check(fileView['moving-window'].bands >= 5 && fileView['moving-window'].ramps === 0, `moving-window: the span at blocked requests (${fileView['moving-window'].bands})`);
   check(fileView['gcra'].bands === 0, 'gcra: no windows drawn for a bucket');
+  const concFile = await page.$eval('[data-lane="concurrency"]', (el) => ({
+    a: Number(el.querySelector('.allowed-count').textContent), b: Number(el.querySelector('.blocked-count').textContent),
+    gone: Number(el.querySelector('.expired-count').textContent),
+    steps: (el.querySelector('path.level').getAttribute('d').match(/V/g) || []).length }));
+  check(concFile.a + concFile.b === 600 && concFile.b > 0 && concFile.gone > 0 && concFile.steps >= 100,
+    `concurrency: the file's 600 requests (${concFile.a} admitted, ${concFile.b} denied, ${concFile.gone} freed at the TTL, ${concFile.steps} steps)`);
   await page.screenshot({ path: path.join(artifacts, 'playground-trace.png'), fullPage: true });
   await page.click('#reset');
 
