@@ -45,7 +45,8 @@ class RedisEnvoyproxy : public ::testing::Test {
     EXPECT_TRUE(server::parse_rls_file(kRules, "rules.yaml", *config).ok());
     const std::string query = layout ? "key_layout=envoyproxy&envoyproxy_prefix=" + prefix_ : "prefix=" + prefix_;
     auto storage = testing::open_url(cluster ? testing::cluster_url(query) : testing::single_url(query));
-    auto s = std::make_unique<RlsService>(storage, clock_, server::RlsSettings{});
+    const server::RlsSettings settings;  // named: GCC 12 -O3 takes a temporary's strings for uninitialized
+    auto s = std::make_unique<RlsService>(storage, clock_, settings);
     s->reload(config);
     return s;
   }
