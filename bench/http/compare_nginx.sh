@@ -5,6 +5,7 @@
 # of the medians, then each round's figures.
 #   [ROUNDS=3] bench/http/compare_nginx.sh build/release/floodgate [seconds per measurement]
 set -euo pipefail
+source "$(dirname "$0")/auth_setup.sh"
 floodgate="$1"
 seconds="${2:-10}"
 prefix="$(mktemp -d)"
@@ -15,40 +16,15 @@ cleanup() {
   rm -rf "$prefix"
 }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-cat >"$prefix/floodgate.yaml" <<YAML
-log_level: warn
-policies:
-  - {name: allow, strategy: gcra, limit: 1000000000/second, key: {header: X-Real-IP}}
-  - {name: deny, strategy: gcra, limit: 1/hour, key: {header: X-Real-IP}}
-YAML
+write_floodgate_conf "$prefix"
 "$floodgate" serve --config "$prefix/floodgate.yaml" --listen 127.0.0.1:0 --threads 2 \
   --port-file "$prefix/floodgate.port" 2>"$prefix/floodgate.log" &
 echo $! >"$prefix/floodgate.pid"
 for _ in $(seq 100); do [[ -s "$prefix/floodgate.port" ]] && break; sleep 0.05; done
 fport="$(cat "$prefix/floodgate.port")"
 
-nport="$(port)"
-cat >"$prefix/nginx.conf" <<NGINX
-worker_processes 2;
-pid $prefix/nginx.pid;
-error_log $prefix/error.log error;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $prefix/cb; proxy_temp_path $prefix/p; fastcgi_temp_path $prefix/f;
-  uwsgi_temp_path $prefix/u; scgi_temp_path $prefix/s;
-  limit_req_zone \$binary_remote_addr zone=allow:10m rate=100000000r/s;
-  limit_req_zone \$binary_remote_addr zone=deny:10m rate=1r/m;
-  limit_req_status 429;
-  server {
-    listen 127.0.0.1:$nport reuseport;
-    location /allow { limit_req zone=allow burst=100000000 nodelay; return 204; }
-    location /deny { limit_req zone=deny nodelay; return 204; }
-  }
-}
-NGINX
+nport="$(free_port)"
+write_nginx_conf "$prefix" "$nport" 2
 nginx -p "$prefix" -c "$prefix/nginx.conf"
 sleep 0.5
 

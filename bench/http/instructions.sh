@@ -8,41 +8,15 @@
 # requests wrk completed. Prints a Markdown table, allowed and denied, and floodgate ÷ nginx.
 #   bench/http/instructions.sh build/release/floodgate [seconds] [floodgate…]
 set -euo pipefail
+source "$(dirname "$0")/auth_setup.sh"
 binaries=("$1" "${@:3}")
 seconds="${2:-4}"
 prefix="$(mktemp -d)"
 cleanup() { pkill -f "callgrind-out-file=$prefix" 2>/dev/null || true; sleep 0.3; rm -rf "$prefix"; }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-cat >"$prefix/floodgate.yaml" <<YAML
-log_level: warn
-policies:
-  - {name: allow, strategy: gcra, limit: 1000000000/second, key: {header: X-Real-IP}}
-  - {name: deny, strategy: gcra, limit: 1/hour, key: {header: X-Real-IP}}
-YAML
-nport="$(port)"
-cat >"$prefix/nginx.conf" <<NGINX
-worker_processes 1;
-master_process off;
-daemon off;
-pid $prefix/nginx.pid;
-error_log $prefix/error.log error;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $prefix/cb; proxy_temp_path $prefix/p; fastcgi_temp_path $prefix/f;
-  uwsgi_temp_path $prefix/u; scgi_temp_path $prefix/s;
-  limit_req_zone \$binary_remote_addr zone=allow:10m rate=100000000r/s;
-  limit_req_zone \$binary_remote_addr zone=deny:10m rate=1r/m;
-  limit_req_status 429;
-  server {
-    listen 127.0.0.1:$nport;
-    location /allow { limit_req zone=allow burst=100000000 nodelay; return 204; }
-    location /deny { limit_req zone=deny nodelay; return 204; }
-  }
-}
-NGINX
+write_floodgate_conf "$prefix"
+nport="$(free_port)"
+write_nginx_conf "$prefix" "$nport" 1 single
 
 # count URL PID OUT → instructions per request of the process PID (callgrind, writing OUT*)
 count() {
