@@ -73,7 +73,9 @@ class Throttle {
   /// waiters on the key, until `timeout` (µs) has passed or `stop` is requested. A slot frees
   /// when a holder releases it, which no decision foresees: a denied attempt polls again after
   /// 1 ms, doubling to 16 ms, each wait jittered down to half (waiters of several processes
-  /// spread out), and never later than the oldest lease's end. Unlike `acquire`, it waits up to
+  /// spread out), and never later than the oldest lease's end: no release wakes a waiter, so a
+  /// slot freed meanwhile reaches it up to about 16 ms later (about 6 ms at the median; docs/
+  /// benchmarks.md, "A freed slot's way to a waiter"). Unlike `acquire`, it waits up to
   /// the deadline even when `retry_after` is later (a release may come first). Errors as
   /// `acquire`; InvalidArgument for a policy that is not a concurrency policy.
   LeaseResult acquire_lease(const Policy& policy, std::string_view key, std::int64_t cost, Micros timeout,
