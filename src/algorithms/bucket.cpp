@@ -50,7 +50,8 @@ constexpr std::int64_t ceil_div64(std::int64_t a, std::int64_t b) noexcept {
   d.period = l.period;
   d.allowed = cost == 0 || needed <= capacity;
   const std::int64_t used_after = d.allowed ? needed : used;
-  d.remaining = std::max<std::int64_t>(0, capacity - used_after) / l.period;
+  const std::int64_t room = capacity - used_after;  // less than one request's worth: no division
+  d.remaining = room < l.period ? 0 : room / l.period;
   d.reset_after = std::min(ceil_div64(used_after, l.amount), kNever - 1);
   if (d.allowed) {
     d.retry_after = 0;
