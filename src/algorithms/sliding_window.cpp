@@ -28,6 +28,7 @@ Counts counts_at(const State& s, const Limit& l, Micros now) noexcept {
 
 // ⌊previous·(P − elapsed)/P⌋
 std::int64_t weighted_previous(std::int64_t previous, Micros elapsed, Micros period) noexcept {
+  if (previous == 0) return 0;  // an empty previous bucket (often): no division
   return static_cast<std::int64_t>(
       detail::div(static_cast<i128>(previous) * (period - elapsed), period));
 }
