@@ -111,40 +111,30 @@ absl::Status Simulation::init(const ChargeOptions& o) {
   options_ = o;
   options_.columns = std::max<std::size_t>(16, o.columns);
   if (o.limits.empty()) return absl::InvalidArgumentError("no limit: give at least one --limit");
-  if (o.burst < 0 || o.burst > kMaxAmount) {
-    return absl::InvalidArgumentError(fmt::format(
-        "burst {} is out of range: give a whole number from 1 to 2^53 (0 = the amount)", o.burst));
-  }
   if (o.check_cost != 0 && o.check_cost != 1) {
     return absl::InvalidArgumentError(fmt::format("--check-cost {}: give 1 (usage < limit) or 0 (usage ≤ limit)", o.check_cost));
   }
   if (o.estimate.units < 0 || o.estimate.units > kMaxAmount) {
     return absl::InvalidArgumentError(fmt::format("estimate {} is out of range (0 to 2^53)", o.estimate.units));
   }
-  std::vector<std::string> lanes = o.lanes;
-  if (lanes.empty()) lanes.assign(simulation_lanes().begin(), simulation_lanes().end());
-  for (const std::string& limit : o.limits) {
-    auto limits = parse_limits(limit);
-    if (!limits.ok()) return limits.status();
-    for (const std::string& lane : lanes) {
-      auto policy = sim::lane_policy(lane, *limits, o.burst);
-      if (!policy.ok()) return policy.status();
-      Row row{*std::move(policy), limits->front(), {}, {}, 1, 0};
-      row.out.limit = limit;
-      row.out.lane = lane;
-      row.out.policy = sim::describe_lane(row.policy);
-      row.out.amount = row.first.amount;
-      row.out.period = row.first.period;
-      for (ChargeMode mode : {ChargeMode::kChargedAfter, ChargeMode::kReserved}) {
-        Mode& m = row.modes[static_cast<std::size_t>(mode)];
-        MemoryStorageOptions storage;
-        storage.max_reservations = mode == ChargeMode::kReserved ? o.max_reservations : kChargedAfterIds;
-        m.storage = std::make_shared<MemoryStorage>(storage);
-        m.limiter = std::make_unique<Limiter>(m.storage, clock_);
-        m.bins.assign(options_.columns, 0);
-      }
-      rows_.push_back(std::move(row));
+  auto specs = sim::lane_specs(o.limits, o.lanes, o.burst);
+  if (!specs.ok()) return specs.status();
+  for (sim::LaneSpec& spec : *specs) {
+    Row row{std::move(spec.policy), spec.first, {}, {}, 1, 0};
+    row.out.limit = std::move(spec.limit);
+    row.out.lane = std::move(spec.lane);
+    row.out.policy = std::move(spec.description);
+    row.out.amount = row.first.amount;
+    row.out.period = row.first.period;
+    for (ChargeMode mode : {ChargeMode::kChargedAfter, ChargeMode::kReserved}) {
+      Mode& m = row.modes[static_cast<std::size_t>(mode)];
+      MemoryStorageOptions storage;
+      storage.max_reservations = mode == ChargeMode::kReserved ? o.max_reservations : kChargedAfterIds;
+      m.storage = std::make_shared<MemoryStorage>(storage);
+      m.limiter = std::make_unique<Limiter>(m.storage, clock_);
+      m.bins.assign(options_.columns, 0);
     }
+    rows_.push_back(std::move(row));
   }
   return absl::OkStatus();
 }

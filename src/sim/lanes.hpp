@@ -2,6 +2,7 @@
 // names, the checks on one request, and turning a Decision into a SimStep.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +22,24 @@ absl::StatusOr<Policy> lane_policy(std::string_view lane, const std::vector<Limi
 
 /// Policy::describe() without the name: "gcra 3/minute burst 3".
 std::string describe_lane(const Policy& p);
+
+/// A bucket's burst given to a simulation: InvalidArgument outside [0, 2^53] (0: the amount).
+absl::Status check_burst(std::int64_t burst);
+
+/// One lane of one limit of a simulation that runs several (simulate --charge, the streaming
+/// simulation): its policy, as the user wrote the limit, and that limit's first part.
+struct LaneSpec {
+  Policy policy;
+  std::string limit;        // the limit as given, e.g. "10/second,100/minute"
+  std::string lane;         // a strategy name of simulation_lanes()
+  std::string description;  // describe_lane(policy)
+  Limit first;              // the limit's first (for a chart's windows)
+};
+
+/// Every lane of every limit, limit by limit: `limits` in the rate notation, `lanes` (empty:
+/// every strategy), `burst` (check_burst). The first bad limit, lane or burst is the error.
+absl::StatusOr<std::vector<LaneSpec>> lane_specs(const std::vector<std::string>& limits,
+                                                 const std::vector<std::string>& lanes, std::int64_t burst);
 
 /// The decision as the lanes draw it (level and capacity of the most constraining limit).
 SimStep step_of(const Policy& p, const Decision& d);

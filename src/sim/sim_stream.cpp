@@ -103,31 +103,21 @@ absl::Status Simulation::init(const StreamOptions& o) {
   options_ = o;
   options_.columns = std::max<std::size_t>(16, o.columns);
   if (o.limits.empty()) return absl::InvalidArgumentError("no limit: give at least one --limit");
-  if (o.burst < 0 || o.burst > kMaxAmount) {
-    return absl::InvalidArgumentError(fmt::format(
-        "burst {} is out of range: give a whole number from 1 to 2^53 (0 = the amount)", o.burst));
-  }
-  std::vector<std::string> lanes = o.lanes;
-  if (lanes.empty()) lanes.assign(simulation_lanes().begin(), simulation_lanes().end());
-  for (const std::string& limit : o.limits) {
-    auto limits = parse_limits(limit);
-    if (!limits.ok()) return limits.status();
-    for (const std::string& lane : lanes) {
-      auto policy = sim::lane_policy(lane, *limits, o.burst);
-      if (!policy.ok()) return policy.status();
-      MemoryStorageOptions storage;
-      storage.max_log_bytes = o.max_log_bytes;
-      Row row{*std::move(policy), std::make_unique<Limiter>(std::make_shared<MemoryStorage>(storage), clock_), {}};
-      row.out.limit = limit;
-      row.out.lane = lane;
-      row.out.policy = sim::describe_lane(row.policy);
-      const Limit& first = limits->front();
-      row.out.summary.period = first.period;
-      row.out.summary.burst_span = std::max<Micros>(1, (first.period + first.amount - 1) / std::max<std::int64_t>(1, first.amount));
-      row.out.bins.assign(options_.columns, {});
-      max_period_ = std::max(max_period_, first.period);
-      rows_.push_back(std::move(row));
-    }
+  auto specs = sim::lane_specs(o.limits, o.lanes, o.burst);
+  if (!specs.ok()) return specs.status();
+  for (sim::LaneSpec& spec : *specs) {
+    MemoryStorageOptions storage;
+    storage.max_log_bytes = o.max_log_bytes;
+    Row row{std::move(spec.policy), std::make_unique<Limiter>(std::make_shared<MemoryStorage>(storage), clock_), {}};
+    row.out.limit = std::move(spec.limit);
+    row.out.lane = std::move(spec.lane);
+    row.out.policy = std::move(spec.description);
+    const Limit& first = spec.first;
+    row.out.summary.period = first.period;
+    row.out.summary.burst_span = std::max<Micros>(1, (first.period + first.amount - 1) / std::max<std::int64_t>(1, first.amount));
+    row.out.bins.assign(options_.columns, {});
+    max_period_ = std::max(max_period_, first.period);
+    rows_.push_back(std::move(row));
   }
   return absl::OkStatus();
 }

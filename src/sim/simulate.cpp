@@ -47,6 +47,33 @@ std::string describe_lane(const Policy& p) {
   return s;
 }
 
+absl::Status check_burst(std::int64_t burst) {
+  if (burst < 0 || burst > kMaxAmount) {
+    return absl::InvalidArgumentError(
+        fmt::format("burst {} is out of range: give a whole number from 1 to 2^53 (0 = the amount)", burst));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<LaneSpec>> lane_specs(const std::vector<std::string>& limits,
+                                                 const std::vector<std::string>& lanes, std::int64_t burst) {
+  if (absl::Status st = check_burst(burst); !st.ok()) return st;
+  std::vector<std::string> names = lanes;
+  if (names.empty()) names.assign(kLanes.begin(), kLanes.end());
+  std::vector<LaneSpec> out;
+  for (const std::string& limit : limits) {
+    auto parsed = parse_limits(limit);
+    if (!parsed.ok()) return parsed.status();
+    for (const std::string& lane : names) {
+      auto policy = lane_policy(lane, *parsed, burst);
+      if (!policy.ok()) return policy.status();
+      std::string description = describe_lane(*policy);
+      out.push_back(LaneSpec{*std::move(policy), limit, lane, std::move(description), parsed->front()});
+    }
+  }
+  return out;
+}
+
 SimStep step_of(const Policy& p, const Decision& d) {
   SimStep s;
   s.allowed = d.allowed;
@@ -119,11 +146,7 @@ absl::StatusOr<std::vector<SimLane>> simulate(const SimulateOptions& options,
     return absl::InvalidArgumentError(fmt::format("the trace has {} events: at most {} are allowed",
                                                   trace.size(), options.max_events));
   }
-  if (options.burst < 0 || options.burst > kMaxAmount) {
-    return absl::InvalidArgumentError(
-        fmt::format("burst {} is out of range: give a whole number from 1 to 2^53 (0 = the amount)",
-                    options.burst));
-  }
+  if (absl::Status st = sim::check_burst(options.burst); !st.ok()) return st;
   if (options.origin < 0 || options.origin > (Micros{1} << 62)) {
     return absl::InvalidArgumentError("the origin must be a time from 0 to 2^62 µs");
   }
