@@ -6,6 +6,24 @@
 
 namespace floodgate {
 
+namespace {
+// A fixed window's decision, both anchors: `count` units are in the window at `now`, which
+// (or the one a hit opens) ends at `end`. Mirrored by window_decision in the Redis scripts.
+[[gnu::always_inline]] inline Decision window_decision(const Limit& l, Micros now, std::int64_t cost,
+                                                       std::int64_t count, Micros end) noexcept {
+  Decision d;
+  d.limit = l.amount;
+  d.period = l.period;
+  d.allowed = cost == 0 || cost <= l.amount - count;  // count > amount after a lowered limit
+  const std::int64_t after = d.allowed ? count + cost : count;
+  d.remaining = std::max<std::int64_t>(0, l.amount - after);
+  d.reset_after = after > 0 ? end - now : 0;
+  // Denied with cost ≤ amount: the window is open (first hit), or the clock's.
+  d.retry_after = d.allowed ? 0 : (cost > l.amount ? kNever : end - now);
+  return d;
+}
+}  // namespace
+
 namespace fixed_window {
 
 namespace {
@@ -23,15 +41,7 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
   const Micros start = w.start;
   const Micros end = w.end;
   const std::int64_t count = (s.count > 0 && s.start == start) ? s.count : 0;
-  Decision d;
-  d.limit = l.amount;
-  d.period = l.period;
-  d.allowed = cost == 0 || cost <= l.amount - count;  // count > amount after a lowered limit
-  const std::int64_t after = d.allowed ? count + cost : count;
-  d.remaining = std::max<std::int64_t>(0, l.amount - after);
-  d.reset_after = after > 0 ? end - now : 0;
-  d.retry_after = d.allowed ? 0 : (cost > l.amount ? kNever : end - now);
-  return d;
+  return window_decision(l, now, cost, count, end);
 }
 
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
@@ -70,23 +80,9 @@ bool open_at(const State& s, const Limit& l, Micros now) noexcept {
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   const bool open = open_at(s, l, now);
   const std::int64_t count = open ? s.count : 0;
-  Decision d;
-  d.limit = l.amount;
-  d.period = l.period;
-  d.allowed = cost == 0 || cost <= l.amount - count;
-  const std::int64_t after = d.allowed ? count + cost : count;
   // The window the key is in after this decision, if any.
   const Micros end = open ? s.start + l.period : now + l.period;
-  d.remaining = std::max<std::int64_t>(0, l.amount - after);
-  d.reset_after = after > 0 ? end - now : 0;
-  if (d.allowed) {
-    d.retry_after = 0;
-  } else if (cost > l.amount) {
-    d.retry_after = kNever;
-  } else {
-    d.retry_after = end - now;  // denied with cost ≤ amount implies an open window
-  }
-  return d;
+  return window_decision(l, now, cost, count, end);
 }
 
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {

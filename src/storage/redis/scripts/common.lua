@@ -225,8 +225,8 @@ local function window_settle(s, start, finish, at, delta)
   s.changed = true
 end
 
--- A fixed window's decision (fixed_window::evaluate), both clock-aligned scripts: `count` units are
--- in the window at `now`, which ends at `finish`.
+-- A fixed window's decision (window_decision in fixed_window.cpp), every fixed-window script:
+-- `count` units are in the window at `now`, which (or the one a hit opens) ends at `finish`.
 local function window_decision(l, now, cost, count, finish)
   local d = decision(l.amount, l.period)
   d.allowed = cost == 0 or cost <= l.amount - count  -- count > amount after a lowered limit

@@ -21,25 +21,10 @@ local function evaluate(s, l, now, cost, shape)
   local open = open_at(s.start, s.count, l.period, now)
   local count = 0
   if open then count = s.count end
-  local d = decision(l.amount, l.period)
-  d.allowed = cost == 0 or cost <= l.amount - count  -- count > amount after a lowered limit
-  local after = count
-  if d.allowed then after = count + cost end
   -- The window the key is in after this decision, if any.
   local finish = now + l.period
   if open then finish = s.start + l.period end
-  d.remaining = l.amount - after
-  if d.remaining < 0 then d.remaining = 0 end
-  d.reset_after = 0
-  if after > 0 then d.reset_after = finish - now end
-  if d.allowed then
-    d.retry_after = 0
-  elseif cost > l.amount then
-    d.retry_after = NEVER
-  else
-    d.retry_after = finish - now  -- denied with cost ≤ amount implies an open window
-  end
-  return d
+  return window_decision(l, now, cost, count, finish)
 end
 
 local function commit(s, l, now, cost)
