@@ -24,6 +24,17 @@ std::shared_ptr<const Config> config(const std::string& policies) {
   return std::make_shared<const Config>(*c);
 }
 
+// `service`'s answer to one request; `admin`: with the admin token.
+Response answer(Service& service, http::verb verb, std::string target, std::string body = "", bool admin = false) {
+  Request req{verb, target, 11};
+  if (admin) req.set(http::field::authorization, std::string("Bearer ") + kAdminToken);
+  req.body() = std::move(body);
+  req.prepare_payload();
+  Response res;
+  service.handle(req, res);
+  return res;
+}
+
 class ServiceTest : public ::testing::Test {
  protected:
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
@@ -34,13 +45,7 @@ class ServiceTest : public ::testing::Test {
                   storage, clock};
 
   Response call(http::verb verb, std::string target, std::string body = "") {
-    Request req{verb, target, 11};
-    req.set(http::field::authorization, std::string("Bearer ") + kAdminToken);  // admin endpoints need it
-    req.body() = std::move(body);
-    req.prepare_payload();
-    Response res;
-    service.handle(req, res);
-    return res;
+    return answer(service, verb, std::move(target), std::move(body), true);  // admin endpoints need the token
   }
   Response hit(std::string_view policy, std::string_view key) {
     return call(http::verb::post, "/v1/hit",
@@ -158,11 +163,7 @@ TEST_F(ServiceTest, EveryEndpointTakesKeysOfTheSameLength) {
 TEST(ServiceBodies, RemainingNeverExceedsTheLimitWithABurst) {
   Service service(config("  - {name: b, strategy: token-bucket, limit: 10/minute, burst: 50}\n"),
                   std::make_shared<MemoryStorage>(), std::make_shared<ManualClock>(1'700'000'000 * kSec));
-  Request req{http::verb::post, "/v1/hit", 11};
-  req.body() = R"({"policy": "b", "key": "k"})";
-  req.prepare_payload();
-  Response res;
-  service.handle(req, res);
+  const Response res = answer(service, http::verb::post, "/v1/hit", R"({"policy": "b", "key": "k"})");
   ASSERT_EQ(res.result_int(), 200) << res.body();
   const boost::json::value v = boost::json::parse(res.body());
   EXPECT_EQ(v.at("limit").as_int64(), 50);
@@ -176,14 +177,7 @@ TEST(ServiceBodies, CalendarLimitsResetAtTheRealPeriodStart) {
   Service service(config("  - {name: bill, strategy: fixed-window, limit: 2 per calendar month in Europe/Berlin anchored 31}\n"),
                   std::make_shared<MemoryStorage>(),
                   std::make_shared<ManualClock>(1'806'440'400 * kSec));  // 2027-03-30T21:00:00Z
-  const auto post = [&](const std::string& body) {
-    Request req{http::verb::post, "/v1/hit", 11};
-    req.body() = body;
-    req.prepare_payload();
-    Response res;
-    service.handle(req, res);
-    return res;
-  };
+  const auto post = [&](const std::string& body) { return answer(service, http::verb::post, "/v1/hit", body); };
   for (const std::string body : {R"({"policy": "bill", "key": "k"})",
                                  R"({"limit": "2 per calendar month in Europe/Berlin anchored 31", "strategy": "fixed-window", "key": "k"})"}) {
     const Response first = post(body);
@@ -300,12 +294,7 @@ TEST(ServiceInlineLimits, AMovingWindowFloodStaysWithinTheLogBound) {
   auto clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
   Service service{config("  - {name: api, strategy: fixed-window, limit: 2/hour, fail: closed}\n"), storage, clock};
   const auto call = [&](http::verb verb, std::string target, std::string body = "") {
-    Request req{verb, target, 11};
-    req.body() = std::move(body);
-    req.prepare_payload();
-    Response res;
-    service.handle(req, res);
-    return res;
+    return answer(service, verb, std::move(target), std::move(body));
   };
   const std::string flood = R"({"limit": "1000000000/hour", "strategy": "moving-window", "key": "k"})";
   int allowed = 0;
@@ -341,12 +330,7 @@ TEST(ServiceReservations, ReserveThenSettleOverHttp) {
   Service service{config("  - {name: tokens, strategy: fixed-window, limit: 1000/hour}\n"),
                   std::make_shared<MemoryStorage>(), clock};
   const auto post = [&](std::string target, std::string body) {
-    Request req{http::verb::post, target, 11};
-    req.body() = std::move(body);
-    req.prepare_payload();
-    Response res;
-    service.handle(req, res);
-    return res;
+    return answer(service, http::verb::post, std::move(target), std::move(body));
   };
   const auto field = [](const Response& r, const char* name) {
     return boost::json::parse(r.body()).as_object().at(name).as_int64();
@@ -407,12 +391,7 @@ TEST(ServiceLeases, AcquireRenewReleaseOverHttp) {
                          "  - {name: tokens, strategy: fixed-window, limit: 1000/hour}\n"),
                   std::make_shared<MemoryStorage>(), clock};
   const auto post = [&](std::string target, std::string body) {
-    Request req{http::verb::post, target, 11};
-    req.body() = std::move(body);
-    req.prepare_payload();
-    Response res;
-    service.handle(req, res);
-    return res;
+    return answer(service, http::verb::post, std::move(target), std::move(body));
   };
   const auto remaining = [](const Response& r) { return boost::json::parse(r.body()).as_object().at("remaining").as_int64(); };
   Response r = post("/v1/hit", R"({"policy":"slots","key":"u","reservation":"a"})");
