@@ -12,8 +12,8 @@ namespace floodgate {
 
 namespace {
 
-constexpr const char* kAllowed = "#009E73";  // Okabe–Ito, as the per-request chart
-constexpr const char* kBlocked = "#D55E00";
+constexpr const char* kAllowed = sim::kAllowedColour;
+constexpr const char* kBlocked = sim::kBlockedColour;
 constexpr double kWidth = 1000;
 constexpr double kLeft = 220;
 constexpr double kRight = 20;

@@ -11,8 +11,8 @@ namespace floodgate {
 
 namespace {
 
-constexpr const char* kAfter = "#D55E00";     // Okabe–Ito vermillion, as blocked requests
-constexpr const char* kReserved = "#0072B2";  // Okabe–Ito blue
+constexpr const char* kAfter = sim::kBlockedColour;    // as denied requests
+constexpr const char* kReserved = sim::kLevelColour;
 constexpr double kWidth = 1000;
 constexpr double kLeft = 250;
 constexpr double kRight = 20;

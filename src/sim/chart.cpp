@@ -15,9 +15,9 @@ namespace floodgate {
 namespace {
 
 // Okabe–Ito: distinguishable with every common colour-vision deficiency.
-constexpr const char* kAllowed = "#009E73";  // bluish green
-constexpr const char* kBlocked = "#D55E00";  // vermillion
-constexpr const char* kLevel = "#0072B2";    // blue
+constexpr const char* kAllowed = sim::kAllowedColour;
+constexpr const char* kBlocked = sim::kBlockedColour;
+constexpr const char* kLevel = sim::kLevelColour;
 
 constexpr double kWidth = 1000;
 constexpr double kLeft = 200;

@@ -161,9 +161,9 @@ std::string format_concurrency_table(const ConcurrencyLane& c, std::string_view 
 
 namespace {
 
-constexpr const char* kAllowed = "#009E73";  // Okabe–Ito, as the other lanes
-constexpr const char* kBlocked = "#D55E00";
-constexpr const char* kLevel = "#0072B2";
+constexpr const char* kAllowed = sim::kAllowedColour;
+constexpr const char* kBlocked = sim::kBlockedColour;
+constexpr const char* kLevel = sim::kLevelColour;
 constexpr double kWidth = 1000;
 constexpr double kLeft = 200;
 constexpr double kRight = 20;

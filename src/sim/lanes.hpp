@@ -49,6 +49,12 @@ SimStep step_of(const Policy& p, const Decision& d);
 absl::Status check_event(std::size_t index, Micros t, Micros previous, Micros origin,
                          std::int64_t cost, std::string_view key);
 
+/// The charts' colours (Okabe–Ito, readable with any colour vision): admitted requests, denied
+/// ones, and a level or count drawn as a line.
+inline constexpr const char* kAllowedColour = "#009E73";  // bluish green
+inline constexpr const char* kBlockedColour = "#D55E00";  // vermillion
+inline constexpr const char* kLevelColour = "#0072B2";    // blue
+
 /// Text for SVG and HTML: < > & " escaped.
 std::string xml_escape(std::string_view s);
 
