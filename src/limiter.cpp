@@ -198,7 +198,15 @@ void Limiter::timed(F&& storage_call) {
                .count());
 }
 
-absl::StatusOr<Decision> Limiter::decide_one(const Request& r) { return decide_at(r, clock_->now()); }
+absl::StatusOr<Decision> Limiter::decide_one(const Request& r) {
+  const Micros now = clock_->now();
+  // The common case in this one frame: a plain request (decide_exact's), not leased. A storage
+  // error is all that is left for finish: a plain request's policy has no blocked-key cache.
+  const bool plain = !leased(r) && plain_request(r);
+  absl::StatusOr<Decision> d = plain ? storage_->apply(*r.policy, r.key, r.cost, r.effect, now) : decide_at(r, now);
+  if (plain && !d.ok()) [[unlikely]] finish(r, d, now);
+  return d;
+}
 
 absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
   if (leased(r)) [[unlikely]] {
@@ -228,8 +236,7 @@ absl::StatusOr<Decision> Limiter::decide_exact(const Request& r, Micros now) {
   };
   // One named result and one return, so that the storage's result is built in the caller's place
   // (returning another object on some path made every decision a copy of it).
-  const bool plain = r.cost >= 0 && r.cost <= kMaxAmount && r.policy->options().blocked_cache == 0 && !latency_ &&
-                     !lock_singles() && !reserves(r.effect);
+  const bool plain = plain_request(r);
   absl::StatusOr<Decision> d = plain ? storage_->apply(*r.policy, r.key, r.cost, r.effect, now) : other();
   if (plain) finish(r, d, now);
   return d;

@@ -245,6 +245,12 @@ class Limiter {
   absl::StatusOr<Decision> decide_one(const Request& r);
   absl::StatusOr<Decision> decide_at(const Request& r, Micros now);
   absl::StatusOr<Decision> decide_exact(const Request& r, Micros now);
+  // A request the storage decides alone: a valid cost, no reservation, no blocked-key cache, no
+  // latency observer, no key locks.
+  [[nodiscard]] bool plain_request(const Request& r) const noexcept {
+    return r.cost >= 0 && r.cost <= kMaxAmount && r.policy->options().blocked_cache == 0 && !latency_ &&
+           !lock_singles() && !reserves(r.effect);
+  }
   [[nodiscard]] static bool leased(const Request& r) noexcept {
     return r.effect == Effect::kHit && r.policy->options().budget.max_slice > 0 && r.cost > 0 &&
            r.cost <= kMaxAmount;
