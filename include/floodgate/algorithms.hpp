@@ -33,10 +33,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <boost/circular_buffer.hpp>
-
 #include "floodgate/clock.hpp"
 #include "floodgate/decision.hpp"
+#include "floodgate/entry_log.hpp"
 #include "floodgate/rate.hpp"
 
 namespace floodgate {
@@ -108,25 +107,21 @@ inline Micros mark(const State&, const Limit&) noexcept { return 0; }
 }  // namespace fixed_window_first_hit
 
 namespace moving_window {
-/// One log entry: `count` units admitted at `at`.
-struct Entry {
-  Micros at;
-  std::int64_t count;
-};
 /// The exact log of the last period, oldest first; entries admitted at the same instant are
 /// merged, so it holds at most min(amount, distinct instants in a period) entries. `total` is the
 /// sum of the log's counts, so a decision walks only the entries that have left the window;
 /// `front_at` and `back_at` are the times of the log's first and last entries (0 when it is
 /// empty), so that a decision reads the log's buffer only when entries leave the window or it
 /// needs an entry between them (a denial of a cost less than the amount, when the window holds
-/// more than one unit). Whoever changes `log` keeps the three (commit does).
+/// more than one unit). Whoever changes `log` keeps the three (commit does). 40 bytes.
 struct State {
-  State() = default;  // not an aggregate: `State s{}` value-initialises the buffer
-  boost::circular_buffer<Entry> log;
+  State() = default;  // not an aggregate: `State s{}` value-initialises the log
+  EntryLog log;
   std::int64_t total = 0;
   Micros front_at = 0;
   Micros back_at = 0;
 };
+static_assert(sizeof(State) == 40);
 Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost) noexcept;
 /// Appends the request and drops entries older than the period. May allocate: the log's buffer
 /// doubles when full (at least 4 entries), and halves when three quarters empty.

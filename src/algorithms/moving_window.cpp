@@ -142,7 +142,7 @@ void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::i
   if (after > 0) {
     e.count = after;
   } else {
-    s.log.erase(s.log.begin() + i);
+    s.log.erase_at(static_cast<std::size_t>(i));
     s.front_at = s.log.empty() ? 0 : s.log.front().at;  // the first and last times stay in step
     s.back_at = s.log.empty() ? 0 : s.log.back().at;
   }

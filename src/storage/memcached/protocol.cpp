@@ -124,7 +124,7 @@ void put_state(std::string& out, const moving_window::State& s) {
 bool get_state(Reader& r, moving_window::State& s) {
   s.total = r.i64();
   const std::uint64_t n = r.u(4);
-  if (!r.ok || n * 16 > r.in.size()) return false;
+  if (!r.ok || n * 16 > r.in.size() || n > moving_window::EntryLog::kMaxCapacity) return false;
   s.log.clear();
   s.log.set_capacity(std::max<std::size_t>(4, n));
   std::int64_t sum = 0;

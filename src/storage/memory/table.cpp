@@ -15,7 +15,9 @@
 #include <cstring>
 #include <new>
 #include <span>
+#include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 
 #include <fmt/format.h>
@@ -57,6 +59,19 @@ std::size_t shards_of(const Policy& policy, const MemoryStorageOptions& options)
 constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
 std::size_t hash_key(std::string_view key) { return absl::Hash<std::string_view>{}(key); }
+
+// A slab chunk of records, aligned to a cache line: a record of 64 bytes (a moving window's or a
+// fixed window's of two limits) then sits in one line.
+constexpr std::size_t kLine = 64;
+struct ChunkDeleter {
+  void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{kLine}); }
+};
+using Chunk = std::unique_ptr<std::byte[], ChunkDeleter>;
+Chunk make_chunk(std::size_t bytes) {
+  Chunk c(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{kLine})));
+  std::memset(c.get(), 0, bytes);
+  return c;
+}
 
 // A key with its hash, so that the shard choice and the index lookup share one hashing.
 struct HashedKey {
@@ -386,7 +401,7 @@ class TableImpl final : public MemoryStorage::Table {
                                                                Micros now) {
     LogGuard guard{*logs_, k_};
     absl::StatusOr<Decision> d = detail::decide<A>(st, limits, shape, cost, Effect::kHit, now, guard);
-    if (guard.full != nullptr) [[unlikely]] d = guard.refusal();
+    if (guard.full != nullptr || guard.too_long) [[unlikely]] d = guard.refusal();
     return d;  // the one object returned: built in place
   }
 
@@ -399,6 +414,7 @@ class TableImpl final : public MemoryStorage::Table {
     std::int64_t reserved = 0;  // bytes the buffers grow by
     std::int64_t released = 0;  // bytes the buffers shrink by
     const LogPool* full = nullptr;  // the pool that refused, if one did
+    bool too_long = false;          // or a log that would grow past EntryLog::kMaxCapacity
 
     bool before_commit(const S* st, Limits limits, Micros now, std::int64_t cost) {
       std::ptrdiff_t grow = 0;
@@ -408,13 +424,14 @@ class TableImpl final : public MemoryStorage::Table {
         const std::ptrdiff_t r = moving_window::commit_resize(st[i], limits[i], now, cost);
         if (r > 0) {
           grow += r;
+          too_long = too_long || st[i].log.capacity() + static_cast<std::size_t>(r) > moving_window::EntryLog::kMaxCapacity;
         } else {
           shrink -= r;
         }
       }
       reserved = static_cast<std::int64_t>(grow) * static_cast<std::int64_t>(sizeof(moving_window::Entry));
       released = static_cast<std::int64_t>(shrink) * static_cast<std::int64_t>(sizeof(moving_window::Entry));
-      if (reserved > 0 && (full = logs.reserve(reserved)) != nullptr) {
+      if (too_long || (reserved > 0 && (full = logs.reserve(reserved)) != nullptr)) {
         logs.refused->fetch_add(1, std::memory_order_relaxed);
         return false;
       }
@@ -424,6 +441,11 @@ class TableImpl final : public MemoryStorage::Table {
       if (released > 0) logs.release(released);
     }
     [[nodiscard]] absl::Status refusal() const {
+      if (too_long) {
+        return absl::ResourceExhaustedError(fmt::format(
+            "a moving window's log holds at most {} entries per key and limit: this hit needs more (use a smaller "
+            "amount or another strategy)", moving_window::EntryLog::kMaxCapacity));
+      }
       const bool request = full == logs.request;
       return absl::ResourceExhaustedError(fmt::format(
           "the memory storage's moving-window logs{} are at their bound of {} bytes: this hit needs {} more "
@@ -459,7 +481,7 @@ class TableImpl final : public MemoryStorage::Table {
     mutable detail::BigReaderLock lock;
     std::size_t stride = 0;
     std::size_t key_offset = 0;
-    std::vector<std::unique_ptr<std::byte[]>> chunks;
+    std::vector<Chunk> chunks;
     std::uint32_t used = 0;           // records ever made (live or free)
     std::vector<std::uint32_t> free;  // removed records, reused first
     std::vector<std::uint64_t> live;  // bitmap over records
@@ -560,7 +582,7 @@ class TableImpl final : public MemoryStorage::Table {
     } else {
       r = sh.used;
       if ((r >> kChunkBits) >= sh.chunks.size()) {
-        sh.chunks.push_back(std::make_unique<std::byte[]>(kChunk * stride_));
+        sh.chunks.push_back(make_chunk(kChunk * stride_));
       }
       if ((r >> 6) >= sh.live.size()) sh.live.push_back(0);
       ++sh.used;
@@ -581,6 +603,20 @@ class TableImpl final : public MemoryStorage::Table {
   // `apply`, without the thread's remembered record.
   template <class F>
   absl::StatusOr<Decision> on_record(std::string_view key, Limits limits, Micros now, F&& f) {
+    if constexpr (kLogs) {
+      // A settle charges past the bounds (never refused): a log past EntryLog::kMaxCapacity is all
+      // it cannot take.
+      try {
+        return on_record_unchecked(key, limits, now, std::forward<F>(f));
+      } catch (const std::length_error& e) {
+        return absl::ResourceExhaustedError(e.what());
+      }
+    } else {
+      return on_record_unchecked(key, limits, now, std::forward<F>(f));
+    }
+  }
+  template <class F>
+  absl::StatusOr<Decision> on_record_unchecked(std::string_view key, Limits limits, Micros now, F&& f) {
     const HashedKey hk{key, hash_key(key)};
     Shard& sh = shard_for(hk);
     {
