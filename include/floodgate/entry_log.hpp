@@ -24,6 +24,8 @@ struct Entry {
 
 /// A double-ended ring of entries, oldest first. Its capacity is 0 or a power of two;
 /// `set_capacity` changes it (to a power of two no less than the size). Copies are deep.
+/// Thread-safety: none of its own; whoever holds the state it belongs to guards it (the memory
+/// store: the record's lock). Only `set_capacity` (and a copy) allocates, and only it throws.
 class EntryLog {
  public:
   /// The most entries a log holds: 2^27 (2 GiB of entries; the memory store refuses a hit that

@@ -223,8 +223,11 @@ CONF
   redis-sentinel "$node_dir/sentinel.conf" >/dev/null 2>&1 || return 1
   for i in $(seq 1 100); do
     if redis-cli -p "$port" sentinel get-master-addr-by-name mymaster 2>/dev/null | grep -q "^$master\$"; then
+      # tilt-period: a sentinel whose timer was held up more than 2 s (a loaded machine, a
+      # paused VM) enters TILT and takes no action — it does not turn a deposed master into a
+      # replica — for 30 s by default; all three here share the machine, so one stall held up all.
       redis-cli -p "$port" sentinel debug info-period 200 publish-period 200 ask-period 200 \
-        ping-period 100 election-timeout 500 >/dev/null
+        ping-period 100 election-timeout 500 tilt-period 1000 >/dev/null
       echo "$port" >"$node_dir/port"
       return 0
     fi

@@ -4,6 +4,7 @@
 // while the store is switching, decisions come from the new master within a measured bound, and
 // the old master receives no script call once the storage has switched (not as a deposed master,
 // not as the replica it becomes).
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -199,6 +200,26 @@ bool settled(const std::vector<int>& sentinels) {
   return true;
 }
 
+// The sentinels' events (switch-master, sdown, convert-to-slave, …) from their logs, for a failure
+// message: what the sentinels saw says why a failover or a reconfiguration did not come.
+std::string sentinel_events() {
+  std::string out;
+  for (int i = 1; i <= 3; ++i) {
+    const std::string log = read_file(fmt::format("{}/sentinel{}/redis.log", sentinel_dir(), i));
+    std::size_t at = 0;
+    while (at < log.size()) {
+      const std::size_t end = std::min(log.find('\n', at), log.size());
+      const std::string line = log.substr(at, end - at);
+      if (line.find(" # +") != std::string::npos || line.find(" # -") != std::string::npos ||
+          line.find(" * +") != std::string::npos) {
+        out += fmt::format("sentinel{}: {}\n", i, line);
+      }
+      at = end + 1;
+    }
+  }
+  return out;
+}
+
 // Runs `trigger` under load, waits for the switch, then `after` (the old master becomes a replica).
 void failover_under_load(const char* what, const std::function<void(int old_master)>& trigger,
                          const std::function<void(int old_master)>& after) {
@@ -222,7 +243,7 @@ void failover_under_load(const char* what, const std::function<void(int old_mast
       if (m != 0 && m != s.old_master) s.new_master = m;
     }
     return s.new_master != 0;
-  }, 30)) << "the sentinels did not fail over";
+  }, 30)) << "the sentinels did not fail over\n" << sentinel_events();
   s.agree = Clock::now();
   s.deposed_at_agree = up(s.old_master) ? script_calls(s.old_master) : -1;
   ASSERT_TRUE(wait_for([&] { return storage->master() && storage->master()->port == s.new_master; }, 10));
@@ -233,7 +254,7 @@ void failover_under_load(const char* what, const std::function<void(int old_mast
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // calls sent before the switch end
   s.old_calls = up(s.old_master) ? script_calls(s.old_master) : 0;  // a restart starts at 0
   after(s.old_master);
-  ASSERT_EQ(role(s.old_master), "slave");
+  ASSERT_EQ(role(s.old_master), "slave") << sentinel_events();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the load goes on
   load.stop();
   EXPECT_NE(Raw(s.new_master).cmd({"KEYS", prefix + "*"}), "") << "the state is on the new master";
