@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -117,6 +118,19 @@ inline long stat(int port, const std::string& name) {
 
 /// A memcached of the test's own (it may kill or pause it); stopped by the destructor and, should
 /// the test crash, by the fixture's cleanup.
+// Whether every thread under /proc/PID/task is stopped (state T): the field after the name, which
+// is in parentheses and may hold spaces.
+inline bool all_threads_stopped(const std::string& task_dir) {
+  int threads = 0;
+  for (const auto& t : std::filesystem::directory_iterator(task_dir)) {
+    const std::string stat = first_line(t.path().string() + "/stat");
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'T') return false;
+    ++threads;
+  }
+  return threads > 0;
+}
+
 class PrivateServer {
  public:
   explicit PrivateServer(const std::string& args = "") {
@@ -147,6 +161,19 @@ class PrivateServer {
   void signal(int sig) const {
     const int pid = std::atoi(first_line(dir_ + "/pid").c_str());
     if (pid > 0) ::kill(pid, sig);
+  }
+  /// SIGSTOP, then waits until every thread of the server has stopped: kill() returns before the
+  /// stop takes effect, and a thread still running meanwhile (on another core, or a vCPU the host
+  /// has not run yet) could answer one more request. True once all are stopped (within 2 s).
+  [[nodiscard]] bool stop() const {
+    const std::string pid = first_line(dir_ + "/pid");
+    if (std::atoi(pid.c_str()) <= 0) return false;
+    signal(SIGSTOP);
+    for (int i = 0; i < 200; ++i) {
+      if (all_threads_stopped("/proc/" + pid + "/task")) return true;
+      usleep(10000);
+    }
+    return false;
   }
   /// SIGKILL, then waits until the port refuses connections.
   void kill9() const {
