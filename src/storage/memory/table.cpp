@@ -60,8 +60,8 @@ constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1
 
 std::size_t hash_key(std::string_view key) { return absl::Hash<std::string_view>{}(key); }
 
-// A slab chunk of records, aligned to a cache line: a record of 64 bytes (a moving window's or a
-// fixed window's of two limits) then sits in one line.
+// A slab chunk of records, aligned to a cache line: a record of 64 bytes (a moving window's of one
+// limit: its 40-byte state and the 24-byte key) then sits in one line.
 constexpr std::size_t kLine = 64;
 struct ChunkDeleter {
   void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{kLine}); }

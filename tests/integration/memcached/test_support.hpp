@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #include <gtest/gtest.h>
 
@@ -119,10 +120,11 @@ inline long stat(int port, const std::string& name) {
 /// A memcached of the test's own (it may kill or pause it); stopped by the destructor and, should
 /// the test crash, by the fixture's cleanup.
 // Whether every thread under /proc/PID/task is stopped (state T): the field after the name, which
-// is in parentheses and may hold spaces.
+// is in parentheses and may hold spaces. False if the process is gone.
 inline bool all_threads_stopped(const std::string& task_dir) {
   int threads = 0;
-  for (const auto& t : std::filesystem::directory_iterator(task_dir)) {
+  std::error_code error;
+  for (const auto& t : std::filesystem::directory_iterator(task_dir, error)) {
     const std::string stat = first_line(t.path().string() + "/stat");
     const std::size_t close = stat.rfind(')');
     if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'T') return false;
