@@ -8,6 +8,10 @@
 //     which Boost.JSON only does for valid UTF-8;
 //   - remaining ≤ limit in the body and in X-RateLimit-*, and every integer header within RFC
 //     8941's 15 digits.
+// Then the same requests go to the real HTTP server (in process, on loopback), one after another
+// on one keep-alive connection to one server and each on a connection of its own to a twin server
+// with its own store on the same clock: every answer must be the same (nothing one request
+// resolved may reach the next one of its connection), batched (coalesced) or not.
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -18,12 +22,19 @@
 #include <string>
 #include <string_view>
 
+#include <chrono>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
 #include "floodgate/memory_storage.hpp"
 #include "server/api/service.hpp"
+#include "server/http/server.hpp"
 
 namespace {
 
@@ -42,19 +53,92 @@ policies:
   - {name: lb, strategy: leaky-bucket, limit: 9007199254740992/day}
 )";
 
+const std::shared_ptr<floodgate::ManualClock>& clock() {
+  static const auto instance = std::make_shared<floodgate::ManualClock>(1'700'000'000 * floodgate::kMicrosPerSecond);
+  return instance;
+}
+
+std::shared_ptr<const s::Config> config(std::string_view batching) {
+  auto config = s::parse_config(std::string(kConfig) + "threads: 1\nlisten: 127.0.0.1:0\nbatching: " +
+                                    std::string(batching) + "\n",
+                                "fuzz.yaml");
+  if (!config.ok()) {
+    std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
+    std::abort();
+  }
+  return std::make_shared<const s::Config>(*std::move(config));
+}
+
 s::Service& service() {
-  static const auto clock = std::make_shared<floodgate::ManualClock>(1'700'000'000 * floodgate::kMicrosPerSecond);
-  static s::Service instance = [] {
-    auto config = s::parse_config(kConfig, "fuzz.yaml");
-    if (!config.ok()) {
-      std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
+  static s::Service instance(config("auto"), std::make_shared<floodgate::MemoryStorage>(), clock());
+  clock()->advance(250'000);  // time moves between inputs: windows end, buckets refill
+  return instance;
+}
+
+// A service with its own memory store on the shared clock, behind the real HTTP server.
+struct Served {
+  explicit Served(std::string_view batching)
+      : service(config(batching), std::make_shared<floodgate::MemoryStorage>(), clock()),
+        server(service, *service.config()) {
+    if (!server.start().ok()) std::abort();
+  }
+  s::Service service;
+  s::HttpServer server;
+};
+
+// One client connection; opened again when the server ended the previous one.
+class Client {
+ public:
+  explicit Client(std::uint16_t port) : port_(port) {}
+  // The answer without its Date field, or "" when the server answered nothing.
+  std::string exchange(const std::string& request) {
+    if (!stream_) {
+      stream_.emplace(ioc_);
+      boost::beast::error_code ec;
+      stream_->connect({boost::asio::ip::make_address("127.0.0.1"), port_}, ec);
+      if (ec) std::abort();
+    }
+    boost::beast::error_code ec;
+    stream_->expires_after(std::chrono::seconds(10));  // a hang is a finding, not a stall
+    boost::asio::write(stream_->socket(), boost::asio::buffer(request), ec);
+    http::response<http::string_body> res;
+    if (!ec) http::read(*stream_, buffer_, res, ec);
+    if (ec || !res.keep_alive()) {
+      stream_.reset();
+      buffer_.clear();
+    }
+    if (ec) return {};
+    std::string out = std::to_string(res.result_int()) + "\n";
+    // The counters of /metrics and /v1/live count connections, which differ by design: their
+    // status only.
+    if (res[http::field::content_type].starts_with("text/plain; version=0.0.4") ||
+        res.body().find("\"connections\"") != std::string::npos) {
+      return out;
+    }
+    res.erase(http::field::date);
+    for (const auto& f : res) out += std::string(f.name_string()) + ": " + std::string(f.value()) + "\n";
+    return out + res.body();
+  }
+
+ private:
+  boost::asio::io_context ioc_;
+  std::optional<boost::beast::tcp_stream> stream_;
+  boost::beast::flat_buffer buffer_;
+  std::uint16_t port_;
+};
+
+// The requests of one input on one keep-alive connection to `one`, and each alone to `twin`.
+void same_answers(Served& one, Served& twin, const std::vector<std::string>& requests) {
+  Client kept(one.server.port());
+  for (const std::string& request : requests) {
+    Client fresh(twin.server.port());
+    const std::string a = kept.exchange(request);
+    const std::string b = fresh.exchange(request);
+    if (a != b) {
+      std::fprintf(stderr, "one connection answered\n%s\n\nfresh connections answered\n%s\n", a.c_str(), b.c_str());
       std::abort();
     }
-    return s::Service(std::make_shared<const s::Config>(*std::move(config)),
-                      std::make_shared<floodgate::MemoryStorage>(), clock);
-  }();
-  clock->advance(250'000);  // time moves between inputs: windows end, buckets refill
-  return instance;
+  }
 }
 
 std::int64_t header_int(const s::Response& res, std::string_view name) {
@@ -103,6 +187,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto in = buffer.prepare(size);
   std::memcpy(in.data(), data, size);
   buffer.commit(size);
+  std::vector<std::string> requests;  // as parsed, written again for the servers below
   for (int n = 0; n < 8 && buffer.size() > 0; ++n) {  // pipelined requests, as the server reads them
     http::request_parser<http::string_body> parser;
     parser.header_limit(8192);
@@ -115,6 +200,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     s::Response res;
     svc.handle(parser.get(), res);
     check(parser.get(), res);
+    auto& req = parser.get();
+    if (req.method() == http::verb::post && req.target() == "/v1/simulate") continue;  // off-thread, slow
+    req.set(http::field::host, "127.0.0.1");
+    req.erase(http::field::expect);  // no interim 100 answers: one answer per request
+    req.prepare_payload();
+    std::ostringstream text;
+    text << req;
+    requests.push_back(text.str());
+  }
+  static Served plain_one("auto"), plain_twin("auto"), batched_one("on"), batched_twin("on");
+  if ((data[0] & 1) != 0) {
+    same_answers(batched_one, batched_twin, requests);
+  } else {
+    same_answers(plain_one, plain_twin, requests);
   }
   return 0;
 }

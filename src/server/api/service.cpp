@@ -191,26 +191,27 @@ bool Service::decide_locally(const Pending& p, Response& res, std::string* heade
 }
 
 void Service::handle(const Request& req, Response& res) {
-  Pending p;
-  if (!prepare(req, res, p)) return;
+  std::optional<Pending> p = prepare(req, res);
+  if (!p) return;
   absl::StatusOr<Decision> d;
-  Pending* one = &p;
+  Pending* one = &*p;
   decide(std::span<Pending* const>(&one, 1), std::span<absl::StatusOr<Decision>>(&d, 1));
-  finish(p, d, res);
+  finish(*p, d, res);
 }
 
-bool Service::prepare(const Request& req, Response& res, Pending& pending) {
+std::optional<Service::Pending> Service::prepare(const Request& req, Response& res) {
   res.version(req.version());
   res.keep_alive(req.keep_alive());
+  std::optional<Pending> pending(std::in_place);
   std::shared_ptr<const Installed> in = installed_.get();
-  pending.installed = in;
-  pending.head = req.method() == http::verb::head;
-  const bool needs_decision = dispatch(req, res, pending, *in);
-  if (!needs_decision) {
-    if (pending.head) strip_body(res);
+  pending->installed = in;
+  pending->head = req.method() == http::verb::head;
+  if (!dispatch(req, res, *pending, *in)) {
+    if (pending->head) strip_body(res);
     metrics_.http_status(res.result_int());
+    pending.reset();
   }
-  return needs_decision;
+  return pending;
 }
 
 // The answer to HEAD: every header of the GET's answer (its Content-Length too), no body; errors

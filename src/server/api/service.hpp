@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -50,7 +51,9 @@ class Service {
   Service(std::shared_ptr<const Config> config, std::shared_ptr<Storage> storage,
           std::shared_ptr<const Clock> clock = SystemClock::instance());
 
-  /// A request that needs a decision from the storage, between `prepare` and `finish`.
+  /// A request that needs a decision from the storage, between `prepare` and `finish`. Built
+  /// afresh by `prepare` for each request: nothing one request resolved (its policy, reservation,
+  /// time to live, allow list) can reach the next request of the same connection.
   struct Pending {
     enum class Kind : std::uint8_t { kHit, kTest, kAuth, kSettle, kRelease, kRenew };
     Kind kind = Kind::kHit;
@@ -79,9 +82,9 @@ class Service {
   /// Equivalent to `prepare`, then one decision, then `finish`.
   void handle(const Request& req, Response& res);
 
-  /// Routes `req`. Returns true when it needs a decision (then `pending` describes it and `res` is
-  /// finished by `finish`); false when `res` is already complete (errors, metrics, health, …).
-  bool prepare(const Request& req, Response& res, Pending& pending);
+  /// Routes `req`. Returns the decision it needs, a value of this request alone (then `res` is
+  /// finished by `finish`); nullopt when `res` is already complete (errors, metrics, health, …).
+  [[nodiscard]] std::optional<Pending> prepare(const Request& req, Response& res);
 
   /// Decides many prepared requests at one time with one storage round trip
   /// (Limiter::decide). `out` has one slot per request.

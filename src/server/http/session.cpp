@@ -153,15 +153,16 @@ class Session : public std::enable_shared_from_this<Session> {
     if (needs_.off_thread) {
       return run_elsewhere(service);
     }
-    if (!service.prepare(parser_->get(), res_, pending_)) return write();
+    pending_ = service.prepare(parser_->get(), res_);  // a value of this request alone
+    if (!pending_) return write();
     if (!service.batches()) {
       absl::StatusOr<Decision> d;
-      Service::Pending* one = &pending_;
+      Service::Pending* one = &*pending_;
       service.decide(std::span<Service::Pending* const>(&one, 1), std::span<absl::StatusOr<Decision>>(&d, 1));
-      service.finish(pending_, d, res_, &header_lines_);
+      service.finish(*pending_, d, res_, &header_lines_);
       return write();
     }
-    if (service.decide_locally(pending_, res_, &header_lines_)) return write();  // a budget lease's slice holds it
+    if (service.decide_locally(*pending_, res_, &header_lines_)) return write();  // a budget lease's slice holds it
     batcher_.waiting.push_back(shared_from_this());
     if (batcher_.waiting.size() >= Batcher::kMax) return flush(batcher_);
     if (!batcher_.scheduled) {
@@ -326,7 +327,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   RouteNeeds needs_{};  // of the request being read, from its header (on_header)
   Response res_;
-  Service::Pending pending_;
+  std::optional<Service::Pending> pending_;  // the request being decided, built by Service::prepare
   std::string header_lines_;  // the rate-limit headers of the answer being built (Service::finish)
   std::string out_;
   std::string valid_host_;  // the Host value this connection last sent that host_problem accepted
@@ -339,12 +340,12 @@ class Session : public std::enable_shared_from_this<Session> {
 void decide_batch(Batcher& batcher, Service& service, std::vector<std::shared_ptr<Session>>& batch) {
   std::vector<Service::Pending*> pending;
   pending.reserve(batch.size());
-  for (auto& s : batch) pending.push_back(&s->pending_);
+  for (auto& s : batch) pending.push_back(&*s->pending_);
   auto decisions = std::make_shared<std::vector<absl::StatusOr<Decision>>>(batch.size());
   service.decide(pending, *decisions);
   asio::post(*batcher.io, [&service, sessions = std::move(batch), decisions] {
     for (std::size_t i = 0; i < sessions.size(); ++i) {
-      service.finish(sessions[i]->pending_, (*decisions)[i], sessions[i]->res_, &sessions[i]->header_lines_);
+      service.finish(*sessions[i]->pending_, (*decisions)[i], sessions[i]->res_, &sessions[i]->header_lines_);
       sessions[i]->write();
     }
   });

@@ -314,6 +314,75 @@ TEST_P(Api, StorageServersAndTheirBreakersAreShown) {
   EXPECT_GE(connections, 1u) << "the hit went through a connection";
 }
 
+// What one request resolves (its reservation, time to live, kind, allow list, shadow mode) is its
+// own: the same requests give the same answers one after another on one keep-alive connection as
+// each on a connection of its own. Each step is (method, target, body, the key's tag); the keys
+// are made apart for the two runs, so both start from the same state.
+TEST_P(Api, OneConnectionCarriesNothingIntoTheNextRequest) {
+  struct Step {
+    http::verb method;
+    std::string target;
+    std::string body;  // "%" is replaced by the run's key
+    int sleep_ms = 0;  // before the step
+  };
+  const auto hit = [](std::string body) { return Step{http::verb::post, "/v1/hit", std::move(body)}; };
+  const std::vector<Step> steps = {
+      // A reservation, then plain hits of another key: those reserve nothing (no 409).
+      hit(R"({"limit": "10/hour", "key": "%-a", "reservation": "r1"})"),
+      hit(R"({"limit": "10/hour", "key": "%-b"})"),
+      hit(R"({"limit": "10/hour", "key": "%-b"})"),
+      // A settle, then tests: a test charges nothing.
+      hit(R"({"limit": "10/hour", "key": "%-c", "cost": 5, "reservation": "r2"})"),
+      Step{http::verb::post, "/v1/settle", R"({"limit": "10/hour", "key": "%-c", "reservation": "r2", "actual": 1})"},
+      Step{http::verb::post, "/v1/test", R"({"limit": "10/hour", "key": "%-c"})"},
+      Step{http::verb::post, "/v1/test", R"({"limit": "10/hour", "key": "%-c"})"},
+      // A reservation of 1 ms, then one without ttl_ms: that one lives for the default (its id
+      // is still outstanding 50 ms later: 409).
+      hit(R"({"limit": "10/hour", "key": "%-d", "reservation": "short", "ttl_ms": 1})"),
+      hit(R"({"limit": "10/hour", "key": "%-d", "reservation": "r4"})"),
+      Step{http::verb::post, "/v1/hit", R"({"limit": "10/hour", "key": "%-d", "reservation": "r4"})", 50},
+      // An allow-listed key of a policy, then the same key under an inline limit: limited. (The
+      // key is the allow list's own, so each run has an inline limit of its own: `@`.)
+      hit(R"({"policy": "api", "key": "trusted"})"),
+      hit(R"({"limit": "1 per @ seconds", "key": "trusted"})"),
+      hit(R"({"policy": "api", "key": "trusted"})"),
+      hit(R"({"limit": "1 per @ seconds", "key": "trusted"})"),
+      // A shadow policy's denial, then an inline limit: denied for real.
+      hit(R"({"policy": "shadowed", "key": "%-s"})"),
+      hit(R"({"policy": "shadowed", "key": "%-s"})"),
+      hit(R"({"limit": "1/hour", "key": "%-s"})"),
+      hit(R"({"limit": "1/hour", "key": "%-s"})"),
+  };
+  const auto run = [&](ServerProcess::Connection* kept, const std::string& k, int seconds) {
+    std::vector<std::string> answers;
+    for (const Step& st : steps) {
+      if (st.sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(st.sleep_ms));
+      std::string body = st.body;
+      if (const auto at = body.find('%'); at != std::string::npos) body.replace(at, 1, k);
+      if (const auto at = body.find('@'); at != std::string::npos) body.replace(at, 1, std::to_string(seconds));
+      const Response r = kept != nullptr ? server.request(*kept, st.method, st.target, body)
+                                         : server.request(st.method, st.target, body);
+      answers.push_back(std::to_string(r.result_int()) + " remaining " + field(r, "X-RateLimit-Remaining"));
+    }
+    return answers;
+  };
+  ServerProcess::Connection one = server.connect();
+  // Periods apart per process and run: the inline state of a key outlives the test in Redis.
+  const int seconds = 3600 + static_cast<int>(getpid() % 100000) * 2;
+  const std::vector<std::string> kept = run(&one, key("kept"), seconds);
+  const std::vector<std::string> fresh = run(nullptr, key("fresh"), seconds + 1);
+  EXPECT_EQ(kept, fresh);
+  // And the answers themselves, as the API promises them.
+  const std::vector<std::string> expected = {
+      "200 remaining 9", "200 remaining 9", "200 remaining 8",                  // r1; b, b
+      "200 remaining 5", "200 remaining 9", "200 remaining 9", "200 remaining 9",  // c: 5, settled to 1, tests
+      "200 remaining 9", "200 remaining 8", "409 remaining <absent>",            // d: short, r4, r4 again
+      "200 remaining 5", "200 remaining 0", "200 remaining 5", "429 remaining 0",  // trusted
+      "200 remaining 0", "200 remaining 0", "200 remaining 0", "429 remaining 0",  // shadow, then inline
+  };
+  EXPECT_EQ(fresh, expected);
+}
+
 INSTANTIATE_TEST_SUITE_P(Storages, Api, ::testing::ValuesIn(storages()),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string name = p.param.substr(0, p.param.find(':'));

@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -72,6 +76,7 @@ class ServerProcess {
   }
 
   ~ServerProcess() {
+    drop_connections();
     if (pid_ > 0) {
       kill(pid_, SIGTERM);
       int status = 0;
@@ -96,6 +101,7 @@ class ServerProcess {
 
   /// Sends SIGTERM and returns the exit status and how long the process took to exit.
   std::pair<int, std::chrono::milliseconds> terminate() {
+    drop_connections();
     const auto start = std::chrono::steady_clock::now();
     kill(pid_, SIGTERM);
     int status = 0;
@@ -105,12 +111,78 @@ class ServerProcess {
                         std::chrono::steady_clock::now() - start)};
   }
 
-  /// One request on a new connection.
+  /// One request: on a new connection, or — with FLOODGATE_TEST_KEEP_ALIVE=1 in the environment,
+  /// as CTest runs the suites a second time — on a connection kept alive from an earlier request
+  /// of this process (one per thread in use at once; opened again when the server ended it), so
+  /// that every test's requests also run one after another on one keep-alive connection and must
+  /// get the same answers.
   Response request(http::verb method, const std::string& target, const std::string& body = "",
                    std::vector<std::pair<std::string, std::string>> headers = {}) const {
+    auto req = make_request(method, target, body, std::move(headers));
+    if (!keep_alive()) {
+      Connection c(port_);
+      Response res = c.exchange(req);
+      c.close();
+      return res;
+    }
+    std::unique_ptr<Connection> c = take_connection();
+    Response res;
+    if (!c->exchange(req, res)) {  // the server had ended the kept connection: once more, anew
+      c = std::make_unique<Connection>(port_);
+      res = c->exchange(req);
+    }
+    if (res.keep_alive()) give_back(std::move(c));
+    return res;
+  }
+
+  /// A client connection to the server, kept open across requests (`request(c, …)`).
+  struct Connection {
+    explicit Connection(unsigned short port) : stream(ioc) {
+      stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+    }
+    Response exchange(http::request<http::string_body>& req) {
+      http::write(stream, req);
+      Response res;
+      http::read(stream, buffer, res);
+      return res;
+    }
+    // False when the server had closed the connection before reading `req` (nothing answered).
+    bool exchange(http::request<http::string_body>& req, Response& res) {
+      boost::beast::error_code ec;
+      http::write(stream, req, ec);
+      if (ec) return false;
+      http::read(stream, buffer, res, ec);
+      if (ec == http::error::end_of_stream || ec == boost::asio::error::connection_reset) return false;
+      if (ec) throw boost::system::system_error(ec);
+      return true;
+    }
+    void close() {
+      boost::beast::error_code ec;
+      stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+    }
     boost::asio::io_context ioc;
-    boost::beast::tcp_stream stream(ioc);
-    stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port_));
+    boost::beast::tcp_stream stream;
+    boost::beast::flat_buffer buffer;
+  };
+  /// One request on the connection `c` (which the server may end after it: see the answer's
+  /// keep_alive()).
+  Response request(Connection& c, http::verb method, const std::string& target, const std::string& body = "",
+                   std::vector<std::pair<std::string, std::string>> headers = {}) const {
+    auto req = make_request(method, target, body, std::move(headers));
+    return c.exchange(req);
+  }
+  [[nodiscard]] Connection connect() const { return Connection(port_); }
+
+  /// Whether `request` keeps connections alive (FLOODGATE_TEST_KEEP_ALIVE=1).
+  static bool keep_alive() {
+    const char* env = std::getenv("FLOODGATE_TEST_KEEP_ALIVE");
+    return env != nullptr && std::string_view(env) == "1";
+  }
+
+ private:
+  static http::request<http::string_body> make_request(http::verb method, const std::string& target,
+                                                       const std::string& body,
+                                                       std::vector<std::pair<std::string, std::string>> headers) {
     http::request<http::string_body> req{method, target, 11};
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::authorization, std::string("Bearer ") + kTestAdminToken);
@@ -120,16 +192,31 @@ class ServerProcess {
       req.body() = body;
     }
     req.prepare_payload();
-    http::write(stream, req);
-    boost::beast::flat_buffer buffer;
-    Response res;
-    http::read(stream, buffer, res);
-    boost::beast::error_code ec;
-    stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
-    return res;
+    return req;
   }
+  std::unique_ptr<Connection> take_connection() const {
+    {
+      std::lock_guard<std::mutex> lock(kept_mu_);
+      if (!kept_.empty()) {
+        std::unique_ptr<Connection> c = std::move(kept_.back());
+        kept_.pop_back();
+        return c;
+      }
+    }
+    return std::make_unique<Connection>(port_);
+  }
+  void give_back(std::unique_ptr<Connection> c) const {
+    std::lock_guard<std::mutex> lock(kept_mu_);
+    kept_.push_back(std::move(c));
+  }
+  void drop_connections() const {
+    std::lock_guard<std::mutex> lock(kept_mu_);
+    for (auto& c : kept_) c->close();
+    kept_.clear();
+  }
+  mutable std::mutex kept_mu_;
+  mutable std::vector<std::unique_ptr<Connection>> kept_;
 
- private:
   static int& counter() {
     static int n = 0;
     return n;
