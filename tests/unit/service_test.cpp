@@ -353,7 +353,9 @@ TEST(ServiceReservations, ReserveThenSettleOverHttp) {
                            R"({"policy":"tokens","key":"u","reservation":"a","actual":-1})",
                            R"({"policy":"tokens","key":"u","reservation":"a","actual":1.5})",
                            R"({"policy":"tokens","key":"u","reservation":"","actual":1})",
-                           R"({"policy":"tokens","key":"u","reservation":"a","actual":1,"cost":2})"}) {
+                           R"({"policy":"tokens","key":"u","reservation":"a","actual":1,"cost":2})",
+                           R"({"policy":"tokens","key":"u","reservation":"req-2","actual":null})",
+                           R"({"policy":"tokens","key":"u","reservation":null,"actual":1})"}) {
     r = post("/v1/settle", body);
     EXPECT_EQ(r.result(), http::status::bad_request) << body;
     EXPECT_TRUE(r.body().find("reservation") != std::string::npos || r.body().find("actual") != std::string::npos ||
@@ -373,7 +375,23 @@ TEST(ServiceReservations, ReserveThenSettleOverHttp) {
   }
   r = post("/v1/test", R"({"policy":"tokens","key":"u","reservation":"c"})");
   EXPECT_EQ(r.result(), http::status::bad_request);
+  // null is no value: refused naming the field, never taken as the default.
+  for (const char* name : {"policy", "key", "cost", "reservation", "ttl_ms"}) {
+    std::string body = R"({"policy":"tokens","key":"u","cost":1,"reservation":"n","ttl_ms":1000})";
+    const std::string quoted = std::string("\"") + name + "\":";
+    const auto at = body.find(quoted) + quoted.size();
+    body.replace(at, body.find_first_of(",}", at) - at, "null");
+    r = post("/v1/hit", body);
+    EXPECT_EQ(r.result(), http::status::bad_request) << body << " " << r.body();
+    EXPECT_NE(r.body().find(name), std::string::npos) << body << " " << r.body();
+  }
   EXPECT_EQ(field(post("/v1/test", R"({"policy":"tokens","key":"u","cost":0})"), "remaining"), 800);
+  // A settle of a reservation with "actual": null leaves its estimate charged.
+  ASSERT_EQ(post("/v1/hit", R"({"policy":"tokens","key":"u","cost":100,"reservation":"req-3"})").result(),
+            http::status::ok);
+  EXPECT_EQ(post("/v1/settle", R"({"policy":"tokens","key":"u","reservation":"req-3","actual":null})").result(),
+            http::status::bad_request);
+  EXPECT_EQ(field(post("/v1/test", R"({"policy":"tokens","key":"u","cost":0})"), "remaining"), 700);
 }
 
 }  // namespace

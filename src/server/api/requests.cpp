@@ -35,11 +35,12 @@ absl::StatusOr<json::object> parse_object(std::string_view body) {
   return std::move(v.get_object());
 }
 
-// An optional whole number in [lo, hi]; `fallback` when absent.
+// An optional whole number in [lo, hi]; `fallback` when absent. A field given as null is refused
+// like any other value that is not such a number: nothing is defaulted behind the caller's back.
 absl::StatusOr<std::int64_t> whole(const json::object& o, std::string_view name, std::int64_t lo,
                                    std::int64_t hi, std::int64_t fallback, std::string_view what) {
   const json::value* v = o.if_contains(json::string_view(name.data(), name.size()));
-  if (v == nullptr || v->is_null()) return fallback;
+  if (v == nullptr) return fallback;
   if (!v->is_int64() || v->get_int64() < lo || v->get_int64() > hi) {
     return invalid(fmt::format("\"{}\" must be {}", name, what));
   }
@@ -147,7 +148,9 @@ absl::StatusOr<DecisionBody> parse_settle_body(std::string_view body) {
   const json::value* r = obj->if_contains("reservation");
   if (r == nullptr) return invalid("\"reservation\" is required: the id the hit reserved under");
   const json::value* a = obj->if_contains("actual");
-  if (a == nullptr) return invalid("\"actual\" is required: the usage to settle, a whole number from 0 to 2^53");
+  if (a == nullptr || a->is_null()) {
+    return invalid("\"actual\" is required: the usage to settle, a whole number from 0 to 2^53");
+  }
   auto actual = whole(*obj, "actual", 0, kMaxAmount, 0, "a whole number from 0 to 2^53");
   if (!actual.ok()) return actual.status();
   auto d = parse_decision_body(body);
