@@ -578,3 +578,68 @@ TEST_F(ServiceTest, SimulateRejectsABadConcurrencyLaneNamingTheField) {
 
 }  // namespace
 }  // namespace floodgate::server
+
+namespace floodgate::server {
+namespace {
+
+// A reload changes nothing counted, on every store alike: leases taken under a concurrency policy
+// still hold their slots after reloads that turned it into a moving window and back (the state
+// and the leases stay with their state id until they expire), and a release frees one of them.
+TEST(ServiceReload, LeasesOutliveReloadsAwayAndBack) {
+  auto clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
+  const std::string slots = "  - {name: slots, strategy: concurrency, limit: 2 concurrent for 1 minute}\n";
+  Service service{config(slots), std::make_shared<MemoryStorage>(), clock};
+  const auto post = [&](std::string target, std::string body) {
+    return answer(service, http::verb::post, std::move(target), std::move(body));
+  };
+  ASSERT_EQ(post("/v1/hit", R"({"policy":"slots","key":"u","reservation":"a"})").result(), http::status::ok);
+  ASSERT_EQ(post("/v1/hit", R"({"policy":"slots","key":"u","reservation":"b"})").result(), http::status::ok);
+  service.reload(config("  - {name: slots, strategy: moving-window, limit: 2/minute}\n"));
+  clock->advance(kSec);
+  // Under the moving window the lease is not a lease: its release is refused, nothing freed.
+  EXPECT_EQ(post("/v1/release", R"({"policy":"slots","key":"u","reservation":"a"})").result(),
+            http::status::bad_request);
+  service.reload(config(slots));
+  clock->advance(kSec);
+  Response r = post("/v1/hit", R"({"policy":"slots","key":"u","reservation":"c"})");
+  EXPECT_EQ(r.result(), http::status::too_many_requests) << "the two leases still hold both slots: " << r.body();
+  r = post("/v1/release", R"({"policy":"slots","key":"u","reservation":"a"})");
+  EXPECT_EQ(r.result(), http::status::ok) << r.body();
+  EXPECT_EQ(boost::json::parse(r.body()).at("remaining").as_int64(), 1);
+  EXPECT_EQ(post("/v1/hit", R"({"policy":"slots","key":"u","reservation":"c"})").result(), http::status::ok);
+  // Past their time to live, the leases are gone as they would have been without the reloads.
+  clock->advance(61 * kSec);
+  EXPECT_EQ(post("/v1/release", R"({"policy":"slots","key":"u","reservation":"b"})").result(),
+            http::status::not_found);
+}
+
+// A reload ends this instance's budget slices, giving back what they did not use: the store then
+// holds only what was admitted, and a removed budget_lease no longer reserves anything.
+TEST(ServiceReload, AReloadEndsBudgetSlicesAndGivesBackTheRest) {
+  auto clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
+  Service service{config("  - {name: hot, strategy: fixed-window, limit: 1000/hour, "
+                         "budget_lease: {max_slice: 100, interval_ms: 3600000}}\n"),
+                  std::make_shared<MemoryStorage>(), clock};
+  const auto remaining_in_store = [&] {
+    const Response s = answer(service, http::verb::get, "/v1/stats?policy=hot&key=k");
+    return boost::json::parse(s.body()).at("remaining").as_int64();
+  };
+  // Hits until the key is hot enough for a slice with units left over.
+  int admitted = 0;
+  while (service.limiter().budget_stats().held == 0 && admitted < 50) {
+    ASSERT_EQ(answer(service, http::verb::post, "/v1/hit", R"({"policy":"hot","key":"k"})").result(),
+              http::status::ok);
+    ++admitted;
+  }
+  const std::int64_t held = service.limiter().budget_stats().held;
+  ASSERT_GT(held, 0) << "no slice after " << admitted << " hits";
+  EXPECT_EQ(remaining_in_store(), 1000 - admitted - held);
+  service.reload(config("  - {name: hot, strategy: fixed-window, limit: 1000/hour}\n"));
+  EXPECT_EQ(service.limiter().budget_stats().held, 0);
+  EXPECT_EQ(remaining_in_store(), 1000 - admitted) << "the slice's unused units are given back at the reload";
+  ASSERT_EQ(answer(service, http::verb::post, "/v1/hit", R"({"policy":"hot","key":"k"})").result(), http::status::ok);
+  EXPECT_EQ(remaining_in_store(), 999 - admitted) << "without budget_lease, a hit charges its own unit";
+}
+
+}  // namespace
+}  // namespace floodgate::server

@@ -9,7 +9,6 @@
 
 #include "server/api/requests.hpp"
 #include "server/api/web_assets.hpp"
-#include "server/common/forget_removed.hpp"
 
 namespace floodgate::server {
 
@@ -89,21 +88,11 @@ void Service::reload(std::shared_ptr<const Config> config) {
   const std::shared_ptr<const Installed> old = installed_.get();
   in->config = std::move(config);
   installed_.publish(std::move(in));
-  if (old != nullptr && old->config != nullptr) forget_removed(*old->config, *installed_.get()->config);
-}
-
-// After a reload: the policies and per-key overrides whose state the new configuration no longer
-// has are freed (common/forget_removed.hpp).
-void Service::forget_removed(const Config& old, const Config& now) {
-  const auto policies = [](const Config& c) {
-    std::vector<const Policy*> out;
-    for (const ServicePolicy& p : c.policies) {
-      out.push_back(p.policy.get());
-      for (const auto& [key, o] : p.overrides) out.push_back(o.get());
-    }
-    return out;
-  };
-  server::forget_removed(limiter_.storage(), policies(old), policies(now));
+  // What is counted outlives a reload on every store (docs/configuration.md, "Reload"): state,
+  // reservations and leases stay with the state id they were taken under until they expire. Budget
+  // slices end now, giving back what they did not use, so that a changed or removed budget_slice
+  // applies from the next hit on.
+  if (old != nullptr) limiter_.flush_budgets();
 }
 
 void Service::count(const Pending& p, const Decision& d, Micros now) {

@@ -178,7 +178,6 @@ class Service {
   const Policy* key_query(const Request& req, Response& res, const Installed& in, std::string& key);
   [[nodiscard]] bool storage_degraded_recently(Micros now) const;
   void count(const Pending& p, const Decision& d, Micros now);
-  void forget_removed(const Config& old, const Config& now);
 
   Service(std::shared_ptr<const Config> config, std::unique_ptr<Limiter> owned, Limiter* borrowed);
 

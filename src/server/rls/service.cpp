@@ -10,7 +10,6 @@
 
 #include "floodgate/headers.hpp"
 #include "floodgate/limiter.hpp"
-#include "server/common/forget_removed.hpp"
 #include "server/rls/call.hpp"
 #include "storage/envoyproxy_layout.hpp"
 
@@ -124,21 +123,11 @@ void RlsService::reload(std::shared_ptr<const RlsConfig> config) {
   const std::shared_ptr<const RlsInstalled> old = installed_.get();
   in->config = std::move(config);
   installed_.publish(std::move(in));
-  if (old != nullptr && old->config != nullptr) forget_removed(*old->config);
-  // Overrides of the old rules are compiled again if they are still sent; the storage frees the
-  // state of the rules and overrides no longer used (MemoryStorage: docs/configuration.md).
+  // Overrides of the old rules are compiled again if they are still sent. What is counted under
+  // the old rules stays with its state id until it expires, on every store (docs/configuration.md,
+  // "Reload"); budget slices end now, giving back what they did not use.
   overrides_.clear();
-}
-
-// After a reload: frees what the storage holds for the rules whose state id the new rules no longer
-// have (removed, or another unit or algorithm); a rule whose amount changed keeps its usage.
-void RlsService::forget_removed(const RlsConfig& old) {
-  const auto policies = [](const RlsConfig& c) {
-    std::vector<const Policy*> out;
-    for (const auto& rule : c.rules) out.push_back(rule->policy.get());
-    return out;
-  };
-  server::forget_removed(limiter_.storage(), policies(old), policies(*installed_.get()->config));
+  if (old != nullptr) limiter_.flush_budgets();
 }
 
 grpc::Status RlsService::validate(const rlsv3::RateLimitRequest& r) const {

@@ -99,7 +99,6 @@ class RlsService {
   void decide(RlsCall& p);
   grpc::Status respond(RlsCall& p, rlsv3::RateLimitResponse& response);
   void decide_jobs(std::vector<Job>& jobs);
-  void forget_removed(const RlsConfig& old);
   // A request's limit of `rule` (cached); `counter`: its fixed window as a quota counts
   // (rls_counter), null for another algorithm.
   std::shared_ptr<const Policy> override_policy(const RlsDomain& domain, const RlsRule* rule,
