@@ -153,8 +153,9 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
           "policy \"{}\": budget leases (budget_lease) apply to fixed-window (anchor clock), sliding-window-counter, token-bucket and "
           "gcra, not {}{} ({})",
           name, to_string(strategy), strategy == Strategy::kFixedWindow ? " anchored at the first hit" : "",
-          strategy == Strategy::kMovingWindow ? "it logs each request's own time, which a slice cannot keep"
+          strategy == Strategy::kMovingWindow  ? "it logs each request's own time, which a slice cannot keep"
           : strategy == Strategy::kLeakyBucket ? "its decisions carry each request's place in the queue"
+          : strategy == Strategy::kConcurrency ? "a slot is held until its lease ends, which a slice cannot see"
                                                : "its window opens at a hit the instance cannot see"));
     }
   }

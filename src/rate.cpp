@@ -70,8 +70,10 @@ class Scanner {
     return !done() && text::is_digit(item_[pos_]);
   }
 
-  // A whole number in [1, kMaxAmount]; `what` names it in errors.
-  absl::StatusOr<std::int64_t> number(std::string_view what) {
+  // A whole number in [1, hi]; `what` names it in errors, `range` says [1, hi] in words.
+  absl::StatusOr<std::int64_t> number(std::string_view what, std::int64_t hi = kMaxAmount,
+                                      std::string_view range = "1 to 2^53",
+                                      std::string_view example = "\"10/minute\" or \"5 per 2 seconds\"") {
     skip_space();
     const std::size_t start = pos_;
     while (!done() && (text::is_digit(peek()) || peek() == '.' ||
@@ -80,16 +82,20 @@ class Scanner {
       ++pos_;
     }
     const std::string_view tok = item_.substr(start, pos_ - start);
-    if (tok.empty()) return error(fmt::format("expected {} (a whole number)", what), tok);
+    if (tok.empty()) return error(fmt::format("expected {} (a whole number)", what), tok, example);
     std::int64_t v = 0;
     for (char c : tok) {
       if (!text::is_digit(c)) {
-        return error(fmt::format("{} must be a whole number from 1 to 2^53", what), tok);
+        return error(fmt::format("{} must be a whole number from {}", what, range), tok, example);
       }
       v = v * 10 + (c - '0');
-      if (v > kMaxAmount) return error(fmt::format("{} exceeds 2^53", what), tok);
+      if (v > hi) {
+        return error(hi == kMaxAmount ? fmt::format("{} exceeds 2^53", what)
+                                      : fmt::format("{} must be a whole number from {}", what, range),
+                     tok, example);
+      }
     }
-    if (v == 0) return error(fmt::format("{} must be at least 1", what), tok);
+    if (v == 0) return error(fmt::format("{} must be at least 1", what), tok, example);
     return v;
   }
 
@@ -166,10 +172,8 @@ absl::StatusOr<Limit> parse_calendar(Scanner& s, std::int64_t amount) {
     } else if (lower == "anchored" && anchor_word.empty()) {
       anchor_word = kw;
       s.skip_space();
-      const std::string_view day = s.rest().substr(0, s.rest().find(' '));
-      auto n = s.number("the anchor day");
+      auto n = s.number("the anchor day", 31, "1 to 31", kCalendarExample);
       if (!n.ok()) return n.status();
-      if (*n > 31) return s.error("the anchor day must be a day of the month from 1 to 31", day, kCalendarExample);
       anchor = static_cast<int>(*n);
     } else if (lower == "burst" && !has_burst) {
       auto b = s.number("the burst");
@@ -215,13 +219,15 @@ absl::StatusOr<Limit> parse_concurrent(Scanner& s, std::int64_t amount) {
   }
   const std::string_view unit_word = s.word();
   const Unit* unit = find_unit(text::lower(unit_word));
-  if (unit == nullptr) {
+  if (unit == nullptr || unit->micros > kDay) {
     return s.error("unknown unit of a lease's time to live (expected second, minute, hour, day, "
                    "millisecond or microsecond)",
                    unit_word.empty() ? s.rest() : unit_word, kConcurrentExample);
   }
-  if (count > kMaxPeriod / unit->micros) {
-    return s.error("the time to live exceeds 2^53 microseconds (about 285 years)", unit_word, kConcurrentExample);
+  if (count > kMaxLeaseTtl / unit->micros) {
+    return s.error("a lease's time to live is at most one day (a lease that outlives its request is freed by "
+                   "it)",
+                   unit_word, kConcurrentExample);
   }
   s.skip_space();
   if (!s.done()) return s.error("unexpected text after the time to live", s.rest(), kConcurrentExample);

@@ -154,6 +154,11 @@ absl::Status replay(const Policy& policy, Storage& storage, std::istream& in, st
       return absl::InvalidArgumentError(
           absl::StrCat("line ", number, ": ", request.status().message()));
     }
+    if (request->ttl != 0 && policy.strategy() == Strategy::kConcurrency) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", number, ": a lease lives for its limit's time to live (", to_string(policy.limits().front()),
+          "); \"ttl_ms\" is for reservations"));
+    }
     previous = request->event.t;
     Storage::BatchItem item{&policy, request->event.key, request->event.cost, Effect::kHit};
     if (!request->reservation.empty()) {

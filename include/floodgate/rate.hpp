@@ -127,6 +127,8 @@ struct Limit {
 
 /// The time to live of a lease when a concurrency limit does not give one ("20 concurrent").
 inline constexpr Micros kDefaultLeaseTtl = 60 * kMicrosPerSecond;
+/// The longest time to live of a lease (`N concurrent for 1 day`), as of a reservation.
+inline constexpr Micros kMaxLeaseTtl = Micros{24} * 3600 * kMicrosPerSecond;
 
 /// Parses one or more limits in the notation of Python's `limits` library, joined by `;`, `,` or
 /// `|`:
@@ -146,7 +148,8 @@ inline constexpr Micros kDefaultLeaseTtl = 60 * kMicrosPerSecond;
 ///     1000000 per calendar month in Europe/Berlin anchored 31     500/calendar day in UTC
 ///
 /// A concurrency limit (Limit::concurrent) is written `N concurrent`, optionally followed by
-/// `for [count] <unit>`, the time to live of a lease (default kDefaultLeaseTtl, one minute):
+/// `for [count] <unit>`, the time to live of a lease (default kDefaultLeaseTtl, one minute; at most
+/// kMaxLeaseTtl, one day; units from microsecond to day):
 ///
 ///     20 concurrent     20 concurrent for 5 minutes     4 concurrent for 90 seconds
 ///

@@ -301,6 +301,11 @@ TEST(CalendarNotation, ErrorsNameTheText) {
   EXPECT_NE(e.find("from 1 to 31 at \"32\""), std::string::npos) << e;
   e = error_of("1/calendar month anchored 0");
   EXPECT_NE(e.find("the anchor day must be at least 1"), std::string::npos) << e;
+  e = error_of("1/calendar month anchored -1");  // the anchor's own range, not an amount's
+  EXPECT_NE(e.find("the anchor day must be a whole number from 1 to 31 at \"-1\""), std::string::npos) << e;
+  EXPECT_EQ(e.find("2^53"), std::string::npos) << e;
+  e = error_of("1/calendar month anchored 99999999999999999999");
+  EXPECT_NE(e.find("from 1 to 31"), std::string::npos) << e;
   e = error_of("1/calendar day in UTC anchored 5");
   EXPECT_NE(e.find("calendar months only, not to a calendar day at \"anchored\""), std::string::npos) << e;
   e = error_of("1/calendar fortnight");

@@ -47,6 +47,22 @@ TEST(ConcurrencyNotation, BadTextNamesWhatIsWrong) {
   EXPECT_NE(short_ttl.status().message().find("at least 1 ms"), std::string_view::npos) << short_ttl.status();
   EXPECT_FALSE(parse_limits("0 concurrent").ok());
   EXPECT_FALSE(parse_limits("20 concurrent for 1 minute extra").ok());
+  // The units the message lists, and no more: at most a day.
+  EXPECT_TRUE(parse_limits("2 concurrent for 1 day").ok());
+  for (const char* text : {"2 concurrent for 100 years", "2 concurrent for 1 week", "2 concurrent for 1 month"}) {
+    const auto long_unit = parse_limits(text);
+    EXPECT_NE(long_unit.status().message().find("unknown unit of a lease's time to live"), std::string_view::npos)
+        << long_unit.status();
+  }
+  const auto two_days = parse_limits("2 concurrent for 2 days");
+  EXPECT_NE(two_days.status().message().find("at most one day"), std::string_view::npos) << two_days.status();
+  EXPECT_FALSE(parse_limits("2 concurrent for 86401 seconds").ok());
+  // budget_lease on a concurrency policy: refused with the concurrency strategy's own reason.
+  PolicyOptions sliced;
+  sliced.budget.max_slice = 10;
+  const auto budget = Policy::make("p", Strategy::kConcurrency, "20 concurrent", sliced);
+  EXPECT_NE(budget.status().message().find("held until its lease ends"), std::string_view::npos) << budget.status();
+  EXPECT_EQ(budget.status().message().find("window opens"), std::string_view::npos) << budget.status();
 }
 
 TEST(ConcurrencyPolicy, TakesOneConcurrencyLimitAndNothingElseTakesIt) {

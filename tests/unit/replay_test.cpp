@@ -84,6 +84,19 @@ TEST(Replay, MalformedLineStopsWithItsNumberAfterAnsweringTheOnesBefore) {
   }
 }
 
+// As over HTTP: a lease lives for its limit's time to live, so a concurrency trace's "ttl_ms" is
+// refused, naming the line, after the lines before it were answered.
+TEST(Replay, ALeaseTakesNoTtl) {
+  const ReplayRun r = run("{\"t\": 0, \"key\": \"a\", \"reservation\": \"l1\"}\n"
+                          "{\"t\": 1, \"key\": \"a\", \"reservation\": \"l2\", \"ttl_ms\": 1000}\n",
+                          Strategy::kConcurrency, "2 concurrent for 1 minute");
+  ASSERT_FALSE(r.status.ok());
+  const std::string msg(r.status.message());
+  EXPECT_EQ(msg.rfind("line 2: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("\"ttl_ms\" is for reservations"), std::string::npos) << msg;
+  EXPECT_EQ(lines(r.out), 1);
+}
+
 TEST(Replay, FormatSeconds) {
   EXPECT_EQ(format_seconds(0), "0.0");
   EXPECT_EQ(format_seconds(4'000'000), "4.0");
