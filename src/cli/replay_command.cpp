@@ -24,11 +24,18 @@ struct ReplayArgs {
 std::function<int()> add_replay(CLI::App& app) {
   auto args = std::make_shared<ReplayArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "replay", "Run a JSONL trace ({\"t\": seconds, \"key\": \"…\", \"cost\": n} per line, on "
-                "stdin) through a policy; print one decision per line.");
+      "replay",
+      "Run a JSONL trace ({\"t\": seconds, \"key\": \"…\", \"cost\": n} per line, on stdin) through a "
+      "policy; print one decision per line.\n"
+      "A line may also reserve and settle: {\"t\": 10, \"key\": \"u\", \"cost\": 100, \"reservation\": \"r1\", "
+      "\"ttl_ms\": 60000} reserves 100 units under the id r1 for 60 s (ttl_ms 1 to 86400000, default 10 minutes); "
+      "{\"t\": 12, \"key\": \"u\", \"reservation\": \"r1\", \"actual\": 130} settles it (\"settle\": true "
+      "may be added) and prints the state after it. Under --strategy concurrency a reservation is a lease, "
+      "its settle releases it (a lease takes no ttl_ms), and the release of a lease not outstanding prints "
+      "{\"allowed\": false, \"not_outstanding\": true}.");
   cmd->add_option("--strategy,-s", args->strategy,
                   "fixed-window, moving-window, sliding-window-counter, token-bucket, "
-                  "leaky-bucket or gcra")
+                  "leaky-bucket, gcra or concurrency")
       ->required();
   cmd->add_option("--limit,-l", args->limit, "limits, e.g. \"10/minute\" or \"2/second; 10/minute\"")
       ->required();

@@ -50,6 +50,16 @@ TEST(ReplayCli, BadArgumentsExitTwoWithAClearMessage) {
   EXPECT_NE(r.output.find("unknown storage"), std::string::npos) << r.output;
 }
 
+// Every field a trace line may carry is in `replay --help`.
+TEST(ReplayCli, HelpNamesEveryTraceField) {
+  const auto r = cli("replay --help", "");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* field : {"\"t\"", "\"key\"", "\"cost\"", "\"reservation\"", "\"ttl_ms\"", "\"actual\"",
+                            "\"settle\"", "not_outstanding", "concurrency"}) {
+    EXPECT_NE(r.output.find(field), std::string::npos) << field << " in\n" << r.output;
+  }
+}
+
 TEST(ReplayCli, MalformedLineExitsOneAfterAnsweringTheLinesBefore) {
   const auto r = cli("replay --strategy gcra --limit 1/second",
                      "{\"t\": 0, \"key\": \"a\"}\n{\"t\": 0, \"key\": \"a\"}\nnot json\n");
