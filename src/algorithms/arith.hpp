@@ -37,6 +37,23 @@ constexpr Micros window_start(Micros t, Micros period) noexcept {
   return floor_div(t, period) * period;
 }
 
+/// The ceiling of every count of units an algorithm keeps (a fixed window's count, a sliding
+/// window's buckets, a moving window's total): 2^53, the largest amount. Each amount from outside
+/// (a cost, a settle's delta) is at most 2^53, but their sum is not: 1,024 settles of 2^53 would
+/// pass 2^63. A count saturates here instead, which is still past every limit's amount (a key that
+/// holds it is denied until its window passes) and which the Redis scripts' doubles hold exactly
+/// (common.lua's sat_add mirrors sat_add; docs/algorithms.md §4).
+inline constexpr std::int64_t kMaxCount = kMaxAmount;
+
+/// count + delta clamped to [0, kMaxCount], for any 64-bit operands (no overflow). With
+/// 0 ≤ count ≤ kMaxCount and |delta| ≤ kMaxAmount, as the algorithms call it, the sum is exact
+/// below the ceiling.
+constexpr std::int64_t sat_add(std::int64_t count, std::int64_t delta) noexcept {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(count, delta, &sum)) return delta > 0 ? kMaxCount : 0;
+  return sum < 0 ? 0 : (sum > kMaxCount ? kMaxCount : sum);
+}
+
 /// A non-negative 128-bit duration narrowed to Micros, saturating at kNever - 1 (a finite time).
 constexpr Micros clamp_micros(i128 d) noexcept {
   if (d <= 0) return 0;

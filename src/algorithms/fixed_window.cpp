@@ -48,7 +48,7 @@ void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return;
   const Micros start = current_window(s, l, now).start;
   if (s.count == 0 || s.start != start) s = State{start, 0};
-  s.count += cost;
+  s.count = detail::sat_add(s.count, cost);
 }
 
 Micros expires_at(const State& s, const Limit& l) noexcept {
@@ -60,10 +60,10 @@ void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, st
   if (delta == 0) return;
   const Micros start = current_window(s, l, now).start;
   if (s.count > 0 && s.start == start && l.window_at(at).start == start) {
-    s.count = std::max<std::int64_t>(0, s.count + delta);
+    s.count = detail::sat_add(s.count, delta);  // never below 0, never past kMaxCount
   } else if (delta > 0) {
     if (s.count == 0 || s.start != start) s = State{start, 0};
-    s.count += delta;
+    s.count = detail::sat_add(s.count, delta);
   }
 }
 
@@ -88,7 +88,7 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return;
   if (!open_at(s, l, now)) s = State{now, 0};
-  s.count += cost;
+  s.count = detail::sat_add(s.count, cost);
 }
 
 Micros expires_at(const State& s, const Limit& l) noexcept {
@@ -98,7 +98,7 @@ Micros expires_at(const State& s, const Limit& l) noexcept {
 void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, std::int64_t delta) noexcept {
   if (delta == 0) return;
   if (open_at(s, l, now) && s.start <= at) {
-    s.count = std::max<std::int64_t>(0, s.count + delta);
+    s.count = detail::sat_add(s.count, delta);
   } else if (delta > 0) {
     fixed_window_first_hit::commit(s, l, now, delta);
   }

@@ -2,6 +2,7 @@
 // An entry exactly P old still counts: in the window at t means `at ≥ t − P`.
 #include <algorithm>
 
+#include "algorithms/arith.hpp"
 #include "floodgate/algorithms.hpp"
 
 namespace floodgate::moving_window {
@@ -130,6 +131,11 @@ std::ptrdiff_t entry_at(const State& s, const Limit& l, Micros now, Micros at) n
 }  // namespace
 
 void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::int64_t delta) {
+  // The log's total saturates at kMaxCount: a charge adds at most what fits (it is past every
+  // amount, so the key stays denied until its units leave the window), and the total stays the
+  // sum of the entries. The total still counts entries that have left the window until a commit
+  // drops them; the Redis script reads the same total.
+  if (delta > 0) delta = std::min(delta, std::max<std::int64_t>(0, detail::kMaxCount - s.total));
   if (delta == 0) return;
   const std::ptrdiff_t i = entry_at(s, l, now, mark > 0 ? mark : at);
   if (i < 0) {
@@ -149,7 +155,8 @@ void settle(State& s, const Limit& l, Micros now, Micros at, Micros mark, std::i
 }
 
 std::size_t settle_capacity(const State& s, const Limit& l, Micros now, Micros at, std::int64_t delta) noexcept {
-  if (delta <= 0 || entry_at(s, l, now, at) >= 0) return s.log.capacity();  // in place
+  // In place, or nothing to add (a saturated total: settle).
+  if (delta <= 0 || s.total >= detail::kMaxCount || entry_at(s, l, now, at) >= 0) return s.log.capacity();
   return static_cast<std::size_t>(static_cast<std::ptrdiff_t>(s.log.capacity()) + commit_resize(s, l, now, delta));
 }
 

@@ -65,7 +65,7 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
     d.retry_after = 0;
   } else if (cost > l.amount) {
     d.retry_after = kNever;
-  } else if (c.current + cost <= l.amount) {
+  } else if (cost <= l.amount - c.current) {  // the Lua's form: it cannot round
     // Room appears later in this bucket, as the previous bucket's weight falls.
     const Micros e = first_elapsed_with_room(c.previous, l.amount - cost - c.current, l.period);
     d.retry_after = c.start + e - now;
@@ -80,7 +80,7 @@ Decision evaluate(const State& s, const Limit& l, Micros now, std::int64_t cost)
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return;
   const Counts c = counts_at(s, l, now);
-  s = State{c.start, c.current + cost, c.previous};
+  s = State{c.start, detail::sat_add(c.current, cost), c.previous};
 }
 
 void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, std::int64_t delta) noexcept {
@@ -88,11 +88,11 @@ void settle(State& s, const Limit& l, Micros now, Micros at, Micros /*mark*/, st
   Counts c = counts_at(s, l, now);
   const Micros bucket = detail::window_start(at, l.period);
   if (bucket == c.start) {
-    c.current = std::max<std::int64_t>(0, c.current + delta);
+    c.current = detail::sat_add(c.current, delta);  // never below 0, never past kMaxCount
   } else if (bucket == c.start - l.period) {
-    c.previous = std::max<std::int64_t>(0, c.previous + delta);
+    c.previous = detail::sat_add(c.previous, delta);
   } else if (delta > 0) {
-    c.current += delta;
+    c.current = detail::sat_add(c.current, delta);
   } else {
     return;
   }

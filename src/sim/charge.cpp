@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <limits>
 #include <queue>
 
 #include <fmt/format.h>
@@ -40,6 +41,13 @@ struct EndsLater {
     return a.at != b.at ? a.at > b.at : a.seq > b.seq;
   }
 };
+
+// a + b for b ≥ 0, saturating at 2^63 − 1: the totals of a log's costs (each at most 2^53) never
+// wrap (1,024 lines of 2^53 reach 2^63); a saturated figure reads 9223372036854775807.
+std::int64_t plus(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<std::int64_t>::max() : sum;
+}
 
 // A key's usage in the period it was last admitted in.
 struct KeyPeriod {
@@ -162,7 +170,7 @@ void Simulation::close_period(Row& row, Mode& mode, const KeyPeriod& p) {
   f.max_in_period = std::max(f.max_in_period, p.usage);
   if (const std::int64_t over = p.usage - row.first.amount; over > 0) {
     f.max_over = std::max(f.max_over, over);
-    f.total_over += over;
+    f.total_over = plus(f.total_over, over);
     ++f.periods_over;
   }
   std::int64_t& bin = mode.bins[bin_of(row, p.start)];
@@ -172,7 +180,7 @@ void Simulation::close_period(Row& row, Mode& mode, const KeyPeriod& p) {
 // The actual cost of a request admitted at t, in the usage of t's period.
 void Simulation::count(Row& row, Mode& mode, Micros t, std::string_view key, std::int64_t cost) {
   ++mode.figures.admitted;
-  mode.figures.used += cost;
+  mode.figures.used = plus(mode.figures.used, cost);
   const Micros period = row.first.window_at(t).start;
   auto it = mode.usage.find(absl::string_view(key.data(), key.size()));
   if (it == mode.usage.end()) {
@@ -181,7 +189,7 @@ void Simulation::count(Row& row, Mode& mode, Micros t, std::string_view key, std
     close_period(row, mode, it->second);
     it->second = {period, 0};
   }
-  it->second.usage += cost;
+  it->second.usage = plus(it->second.usage, cost);
 }
 
 absl::Status Simulation::end_until(Row& row, ChargeMode m, Micros t) {

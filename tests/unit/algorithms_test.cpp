@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "storage/decide.hpp"
+
 namespace floodgate {
 namespace {
 
@@ -397,6 +399,144 @@ TEST(Bucket, SixtyFourBitPathAgreesWithTheExactOneOnRandomSequences) {
       if (bucket::evaluate(s, l, now, cost).allowed) bucket::commit(s, l, now, cost);
     }
   }
+}
+
+
+// ---- sums of amounts from outside saturate (docs/algorithms.md §4) --------------------------------
+// Each amount is at most 2^53, but 1,024 settles (or commits) of 2^53 on one key sum to 2^63: a
+// signed 64-bit count overflowed (undefined behaviour; the sanitizer build aborts). A count
+// saturates at 2^53 instead: the key is denied, with nothing remaining, until its window passes.
+namespace saturation {
+
+constexpr std::int64_t kCeiling = std::int64_t{1} << 53;  // arith.hpp's kMaxCount
+constexpr int kTimes = 1100;                              // 1,100 × 2^53 > 2^63
+constexpr Micros kT0 = 1'767'787'200 * kSec + 7 * kSec;  // 2026-01-07T12:00:07Z
+
+// A saturated key at `now`: a request of 1 is denied with nothing remaining, and retries within
+// the period (never "never": its cost fits the limit); a request of 0 is allowed.
+template <class A>
+void expect_denied(const typename A::State& s, const Limit& l, Micros now) {
+  const Decision d = A::evaluate(s, l, now, 1, false);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+  EXPECT_GT(d.retry_after, 0);
+  EXPECT_LE(d.retry_after, 2 * l.period + 1);
+  const Decision zero = A::evaluate(s, l, now, 0, false);
+  EXPECT_TRUE(zero.allowed);
+  EXPECT_EQ(zero.remaining, 0);
+}
+
+// A fresh key at `now`: the whole amount is there.
+template <class A>
+void expect_fresh(const typename A::State& s, const Limit& l, Micros now) {
+  const Decision d = A::evaluate(s, l, now, l.amount, false);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+  EXPECT_EQ(A::evaluate(s, l, now, 1, false).remaining, l.amount - 1);
+}
+
+// One admitted unit at kT0, then kTimes settles of +2^53 on it (the reservation's window still
+// holds it), then kTimes settles of +2^53 charged at `now` (`at` long before: the usage is
+// charged where the state is now).
+template <class A>
+typename A::State settled_past_2_63(const Limit& l) {
+  typename A::State s{};
+  EXPECT_TRUE(A::evaluate(s, l, kT0, 1, false).allowed);
+  A::commit(s, l, kT0, 1);
+  const Micros mark = A::mark(s, l);
+  for (int i = 0; i < kTimes; ++i) A::settle(s, l, kT0 + 1, kT0, mark, kMaxAmount);
+  for (int i = 0; i < kTimes; ++i) A::settle(s, l, kT0 + 2, 0, 0, kMaxAmount);
+  return s;
+}
+
+}  // namespace saturation
+
+TEST(Saturation, FixedWindowClockAlignedCountStopsAt2To53) {
+  using namespace saturation;
+  using A = detail::FixedClock;
+  const Limit l = limit(100, 60 * kSec);
+  fixed_window::State s = settled_past_2_63<A>(l);
+  EXPECT_EQ(s.count, kCeiling);
+  expect_denied<A>(s, l, kT0 + 2);
+  expect_fresh<A>(s, l, kT0 + 60 * kSec);  // the next window
+  // Commits of 2^53 (a lease renewed, never refused) saturate the same way.
+  fixed_window::State c;
+  for (int i = 0; i < kTimes; ++i) fixed_window::commit(c, l, kT0, kMaxAmount);
+  EXPECT_EQ(c.count, kCeiling);
+  expect_denied<A>(c, l, kT0);
+  // A refund takes from the saturated count, never below 0.
+  for (int i = 0; i < 3; ++i) fixed_window::settle(c, l, kT0, kT0, 0, -kMaxAmount);
+  EXPECT_EQ(c.count, 0);
+}
+
+TEST(Saturation, FixedWindowCalendarCountStopsAt2To53) {
+  using namespace saturation;
+  using A = detail::FixedClock;
+  const Limit l = parse_limits("100 per calendar day in Europe/Berlin").value().front();
+  ASSERT_TRUE(l.calendar);
+  fixed_window::State s = settled_past_2_63<A>(l);
+  EXPECT_EQ(s.count, kCeiling);
+  expect_denied<A>(s, l, kT0 + 2);
+  expect_fresh<A>(s, l, l.window_at(kT0).end);  // the next calendar day
+}
+
+TEST(Saturation, FixedWindowFirstHitCountStopsAt2To53) {
+  using namespace saturation;
+  using A = detail::FixedFirstHit;
+  const Limit l = limit(100, 60 * kSec);
+  fixed_window_first_hit::State s = settled_past_2_63<A>(l);
+  EXPECT_EQ(s.count, kCeiling);
+  expect_denied<A>(s, l, kT0 + 2);
+  EXPECT_EQ(A::evaluate(s, l, kT0 + 2, 1, false).retry_after, 60 * kSec - 2);  // the window opened at kT0
+  expect_fresh<A>(s, l, kT0 + 60 * kSec);
+  fixed_window_first_hit::State c;
+  for (int i = 0; i < kTimes; ++i) fixed_window_first_hit::commit(c, l, kT0, kMaxAmount);
+  EXPECT_EQ(c.count, kCeiling);
+}
+
+TEST(Saturation, SlidingWindowBucketsStopAt2To53) {
+  using namespace saturation;
+  using A = detail::Sliding;
+  const Limit l = limit(100, 60 * kSec);
+  sliding_window::State s = settled_past_2_63<A>(l);
+  EXPECT_EQ(s.current, kCeiling);
+  expect_denied<A>(s, l, kT0 + 2);
+  // The next bucket: the saturated one is the previous, weighing on it (and on the Lua's muldiv,
+  // whose quotient must stay below 2^53) until it has passed too.
+  const Micros next = (kT0 - kT0 % l.period) + l.period;
+  expect_denied<A>(s, l, next);
+  expect_denied<A>(s, l, next + l.period - 1);
+  expect_fresh<A>(s, l, next + l.period);
+  // The previous bucket takes a settle at its time, saturating too.
+  sliding_window::State p = s;
+  for (int i = 0; i < kTimes; ++i) sliding_window::settle(p, l, next + 5, kT0, 0, kMaxAmount);
+  EXPECT_EQ(p.previous, kCeiling);
+  EXPECT_EQ(p.current, 0);
+  expect_denied<A>(p, l, next + 5);
+  sliding_window::State c;
+  for (int i = 0; i < kTimes; ++i) sliding_window::commit(c, l, kT0, kMaxAmount);
+  EXPECT_EQ(c.current, kCeiling);
+}
+
+TEST(Saturation, MovingWindowTotalStopsAt2To53) {
+  using namespace saturation;
+  using A = detail::Moving;
+  const Limit l = limit(100, 60 * kSec);
+  moving_window::State s = settled_past_2_63<A>(l);
+  EXPECT_EQ(s.total, kCeiling);
+  std::int64_t sum = 0;
+  for (const auto& e : s.log) sum += e.count;
+  EXPECT_EQ(sum, s.total);  // still the sum of the entries
+  EXPECT_EQ(s.log.size(), 1u);  // all went to the entry at kT0: nothing was left to append
+  expect_denied<A>(s, l, kT0 + 2);
+  expect_fresh<A>(s, l, kT0 + 60 * kSec + 1);  // the entry at kT0 has left the window
+  // Charges at different instants (entries of their own) saturate the same way.
+  moving_window::State c;
+  for (int i = 0; i < kTimes; ++i) moving_window::settle(c, l, kT0 + i, 0, 0, kMaxAmount);
+  EXPECT_EQ(c.total, kCeiling);
+  EXPECT_EQ(c.log.size(), 1u);
+  expect_denied<A>(c, l, kT0 + kTimes);
+  expect_fresh<A>(c, l, kT0 + 60 * kSec + 1);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // response lets concurrent requests through without bound; reserved and settled admits what fits.
 #include "floodgate/sim_charge.hpp"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "floodgate/simulate.hpp"
@@ -216,6 +218,35 @@ TEST(ChargeSimulation, ReservationsInFlightAreBounded) {
   const absl::Status s = busy->add(kNoon, kS, "k4", 1);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("more than 4 reservations in flight"), std::string_view::npos) << s;
+}
+
+// 1,024 concurrent requests of 2^53 tokens each (the most a log line may say): their sum, 2^63,
+// does not fit a signed 64-bit total. The totals saturate at 2^63 − 1; before, they wrapped
+// (undefined behaviour: the sanitizer build aborted).
+TEST(ChargeSimulation, TotalsSaturateInsteadOfWrapping) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  ChargeOptions o;
+  o.limits = {"100/minute"};
+  o.lanes = {"fixed-window", "sliding-window-counter", "gcra"};
+  o.estimate = *Estimate::parse("100");
+  o.max_reservations = 2048;
+  auto sim = *ChargeSimulation::make(o);
+  for (int i = 0; i < 1024; ++i) ASSERT_TRUE(sim->add(kNoon + i, 3 * kS, "k", kMaxAmount).ok()) << i;
+  auto r = sim->finish();
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const ChargeRow& row : r->rows) {
+    SCOPED_TRACE(row.lane);
+    EXPECT_EQ(row.after.admitted, 1024);  // every check at the start found room: nothing had ended
+    EXPECT_EQ(row.after.used, kMax);
+    EXPECT_EQ(row.after.max_in_period, kMax);
+    EXPECT_EQ(row.after.max_over, kMax - 100);
+    EXPECT_EQ(row.after.total_over, kMax - 100);
+    EXPECT_EQ(row.after_bins.at(0), kMax);
+    // Reserved at 100: the first fills the budget; it settles at 2^53, exactly.
+    EXPECT_EQ(row.reserved.admitted, 1);
+    EXPECT_EQ(row.reserved.used, kMaxAmount);
+    EXPECT_EQ(row.reserved.max_over, kMaxAmount - 100);
+  }
 }
 
 TEST(ChargeSimulation, BadInputIsNamed) {

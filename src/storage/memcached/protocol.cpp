@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "algorithms/arith.hpp"
+
 namespace floodgate::memcached {
 
 namespace {
@@ -84,7 +86,8 @@ void put_state(std::string& out, const fixed_window::State& s) {
 }
 bool get_state(Reader& r, fixed_window::State& s) {
   s.start = r.i64();
-  s.count = r.i64();
+  // A count past kMaxCount (written before counts saturated) reads as saturated, as it would be now.
+  s.count = std::min(r.i64(), detail::kMaxCount);
   return r.ok && s.count >= 0;
 }
 void put_state(std::string& out, const sliding_window::State& s) {
@@ -94,8 +97,8 @@ void put_state(std::string& out, const sliding_window::State& s) {
 }
 bool get_state(Reader& r, sliding_window::State& s) {
   s.start = r.i64();
-  s.current = r.i64();
-  s.previous = r.i64();
+  s.current = std::min(r.i64(), detail::kMaxCount);  // saturated, as the fixed window's count
+  s.previous = std::min(r.i64(), detail::kMaxCount);
   return r.ok && s.current >= 0 && s.previous >= 0;
 }
 __extension__ typedef unsigned __int128 uint128;
@@ -130,8 +133,10 @@ bool get_state(Reader& r, moving_window::State& s) {
   std::int64_t sum = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
     const moving_window::Entry e{r.i64(), r.i64()};
-    if (e.count <= 0 || (!s.log.empty() && e.at <= s.log.back().at)) return false;
-    sum += e.count;
+    // Counts that overflow a 64-bit sum are no log floodgate wrote (its total is at most kMaxCount).
+    if (e.count <= 0 || (!s.log.empty() && e.at <= s.log.back().at) || __builtin_add_overflow(sum, e.count, &sum)) {
+      return false;
+    }
     s.log.push_back(e);
   }
   s.front_at = s.log.empty() ? 0 : s.log.front().at;

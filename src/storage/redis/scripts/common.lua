@@ -84,6 +84,17 @@ end
 -- ⌊a / b⌋ for a ≥ 0, b > 0 (math.fmod is exact; '%' is not).
 local function div(a, b) return (a - math.fmod(a, b)) / b end
 
+-- The ceiling of every count of units (kMaxCount in src/algorithms/arith.hpp): 2^53. sat_add is
+-- arith.hpp's: count + delta clamped to [0, MAX_COUNT], for 0 ≤ count ≤ 2^53 and |delta| ≤ 2^53,
+-- never forming a sum past 2^53 (a double would round it), so it equals the C++ exactly.
+local MAX_COUNT = TWO53
+local function sat_add(count, delta)
+  if delta >= MAX_COUNT - count then return MAX_COUNT end
+  local sum = count + delta
+  if sum < 0 then return 0 end
+  return sum
+end
+
 -- (a + b) mod m and the carry, for 0 ≤ a, b < m ≤ 2^53, without forming a + b.
 local function addmod(a, b, m)
   if a >= m - b then return a - (m - b), 1 end
@@ -212,15 +223,14 @@ end
 local function window_settle(s, start, finish, at, delta)
   if delta == 0 then return end
   if s.count > 0 and s.start == start and start <= at and at < finish then
-    s.count = s.count + delta
-    if s.count < 0 then s.count = 0 end
+    s.count = sat_add(s.count, delta)  -- never below 0, never past MAX_COUNT
   elseif delta > 0 then
     if s.count == 0 or s.start ~= start then
       s.start = start
       s.count = 0
       s.moved = true
     end
-    s.count = s.count + delta
+    s.count = sat_add(s.count, delta)
   end
   s.changed = true
 end

@@ -37,7 +37,7 @@ local function commit(s, l, now, cost)
     s.count = 0
     s.moved = true  -- a new window: a new expiry (save)
   end
-  s.count = s.count + cost
+  s.count = sat_add(s.count, cost)
 end
 
 local function save(key, s, l, now)

@@ -62,7 +62,7 @@ local function commit(s, l, now, cost)
     s.count = 0
     s.moved = true  -- a new window: a new expiry (save)
   end
-  s.count = s.count + cost
+  s.count = sat_add(s.count, cost)
 end
 
 -- A new window expires at its end (expires_at: the real period end); the same window keeps the

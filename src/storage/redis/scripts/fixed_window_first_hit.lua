@@ -34,7 +34,7 @@ local function commit(s, l, now, cost)
     s.count = 0
     s.moved = true  -- a new window: a new expiry (save)
   end
-  s.count = s.count + cost
+  s.count = sat_add(s.count, cost)
 end
 
 local function save(key, s, l, now)
@@ -45,8 +45,7 @@ end
 local function settle(s, l, now, at, mark, delta)
   if delta == 0 then return end
   if open_at(s.start, s.count, l.period, now) and s.start <= at then
-    s.count = s.count + delta
-    if s.count < 0 then s.count = 0 end
+    s.count = sat_add(s.count, delta)
   elseif delta > 0 then
     commit(s, l, now, delta)
   end

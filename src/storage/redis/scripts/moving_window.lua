@@ -180,6 +180,11 @@ local function mark(s, l) return s.back_at or 0 end
 -- 0 is removed with LREM, the log deleted when it is left empty); else a positive delta is
 -- appended at `now` like a commit, a negative one dropped.
 local function settle(s, l, now, at, mark, delta)
+  -- The log's total saturates at MAX_COUNT: a charge adds at most what fits (moving_window::settle).
+  if delta > 0 and delta > MAX_COUNT - s.total then
+    delta = MAX_COUNT - s.total
+    if delta < 0 then delta = 0 end
+  end
   if delta == 0 then return end
   if mark and mark > 0 then at = mark end  -- the entry the reservation's commit went to
   if at >= now - l.period and s.size > 0 then

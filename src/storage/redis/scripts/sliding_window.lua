@@ -26,6 +26,7 @@ end
 
 -- ⌊previous·(P − elapsed)/P⌋
 local function weighted_previous(previous, elapsed, period)
+  if elapsed == 0 then return previous end  -- muldiv's quotient must stay below 2^53: previous may be 2^53
   local q = muldiv(previous, period - elapsed, 0, period)
   return q
 end
@@ -66,7 +67,7 @@ local function evaluate(s, l, now, cost, shape)
     d.retry_after = 0
   elseif cost > l.amount then
     d.retry_after = NEVER
-  elseif current + cost <= l.amount then
+  elseif cost <= l.amount - current then  -- not current + cost: past 2^53 a double rounds it
     -- Room appears later in this bucket, as the previous bucket's weight falls.
     local e = first_elapsed_with_room(previous, l.amount - cost - current, l.period)
     d.retry_after = start + e - now
@@ -82,7 +83,7 @@ local function commit(s, l, now, cost)
   if cost == 0 then return end
   local start, current, previous = counts_at(s, l, now)
   s.moved = start ~= s.start or s.current == 0  -- else the same expiry (save)
-  s.start, s.current, s.previous = start, current + cost, previous
+  s.start, s.current, s.previous = start, sat_add(current, cost), previous
 end
 
 local function expires_at(s, l)
@@ -104,13 +105,11 @@ local function settle(s, l, now, at, mark, delta)
   local start, current, previous = counts_at(s, l, now)
   local b = window_start(at, l.period)
   if b == start then
-    current = current + delta
-    if current < 0 then current = 0 end
+    current = sat_add(current, delta)  -- never below 0, never past MAX_COUNT
   elseif b == start - l.period then
-    previous = previous + delta
-    if previous < 0 then previous = 0 end
+    previous = sat_add(previous, delta)
   elseif delta > 0 then
-    current = current + delta
+    current = sat_add(current, delta)
   else
     return
   end
