@@ -59,6 +59,12 @@ struct MemoryStorageOptions {
   /// and keys of up to 24 characters. A reservation beyond it is refused with ResourceExhausted,
   /// nothing charged, and `reservation_refusals()` counts it. Default 1,048,576.
   std::size_t max_reservations = std::size_t{1} << 20;
+  /// Whether a settle of an unknown or expired id is remembered as settled for
+  /// kDefaultReservationTtl, in the same table, so that the same settle sent again is charged
+  /// once; with no room left it is refused (ResourceExhausted), nothing charged. false: charged
+  /// each time and never remembered, for a caller that never sends a settle twice (the charge
+  /// simulation's charged-after mode, which settles ids it never reserved). Not a URL option.
+  bool remember_unknown_settles = true;
 };
 
 /// A sharded hash table per policy, created on the policy's first hit and freed when the policy

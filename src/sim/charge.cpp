@@ -22,8 +22,8 @@ namespace floodgate {
 namespace {
 
 constexpr Micros kMaxDuration = Micros{23} * 3600 * kMicrosPerSecond;
-// The charged-after mode settles ids never reserved; the memory store remembers each (so that a
-// settle sent twice is counted once) while it has room. None is sent twice here: a small table.
+// The charged-after mode settles ids never reserved, each once: its store does not remember them
+// (remember_unknown_settles), and its table stays empty.
 constexpr std::size_t kChargedAfterIds = 1024;
 // Expired reservations are erased every so many requests (MemoryStorage::maintain).
 constexpr std::int64_t kMaintainEvery = 4096;
@@ -138,6 +138,7 @@ absl::Status Simulation::init(const ChargeOptions& o) {
       Mode& m = row.modes[static_cast<std::size_t>(mode)];
       MemoryStorageOptions storage;
       storage.max_reservations = mode == ChargeMode::kReserved ? o.max_reservations : kChargedAfterIds;
+      storage.remember_unknown_settles = mode == ChargeMode::kReserved;
       m.storage = std::make_shared<MemoryStorage>(storage);
       m.limiter = std::make_unique<Limiter>(m.storage, clock_);
       m.bins.assign(options_.columns, 0);

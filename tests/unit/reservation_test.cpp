@@ -270,6 +270,30 @@ TEST(Reservations, TheBoundRefusesAndCountsAndExpiredEntriesMakeRoom) {
   EXPECT_LE(f.storage->reservations(), 3u);
 }
 
+// A settle of an unknown id is charged now and remembered so that it counts once: with the table
+// full it can be neither, and is refused with nothing charged (sent three times: never charged).
+TEST(Reservations, AFullTableNeverChargesAnUnknownSettleTwice) {
+  MemoryStorageOptions o;
+  o.max_reservations = 2;
+  Fixture f(o);
+  const Policy p = Policy::make("tokens", Strategy::kFixedWindow, "1000/hour").value();
+  ASSERT_TRUE(f.limiter.reserve(p, "k0", 10, "a", 60 * kS).ok());
+  ASSERT_TRUE(f.limiter.reserve(p, "k0", 10, "b", 60 * kS).ok());
+  for (int i = 0; i < 3; ++i) {
+    const auto s = f.limiter.settle(p, "k0", "unknown", 3);
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kResourceExhausted) << s.status();
+    EXPECT_NE(s.status().message().find("max_reservations"), std::string_view::npos) << s.status();
+  }
+  EXPECT_EQ(f.limiter.stats(p, "k0")->remaining, 980);  // the two reservations, nothing more
+  // A known id still settles (its entry is there: no room needed), and then makes none.
+  EXPECT_EQ(f.limiter.settle(p, "k0", "a", 0)->remaining, 990);
+  EXPECT_EQ(f.storage->reservations(), 2u);
+  // Once room is made (the entries expire), the unknown id is charged, once.
+  f.clock->advance(61 * kS);
+  EXPECT_EQ(f.limiter.settle(p, "k0", "unknown", 3)->remaining, 987);
+  EXPECT_EQ(f.limiter.settle(p, "k0", "unknown", 3)->remaining, 987);
+}
+
 TEST(Reservations, LiteLlmOvershootScenario) {
   // Five concurrent requests of 130 tokens each against 100 tokens per minute. Charged after the
   // response (a test at the start, the usage hit after): all five pass the test, 650 tokens used.

@@ -311,22 +311,33 @@ absl::StatusOr<Decision> MemcachedStorage::decide(memcached_st* m, const Policy&
 }
 
 // ---- reservations: a record item beside the key's value ------------------------------------------
-// "r <at> <estimate> <expires, Unix s> <mark>…" while outstanding ("p …" without marks while the
-// hit is on its way), "s <expires>" once settled. Claimed with add (a reservation) and with cas (a
-// settle), so that of two clients with one id only one reserves, and only one settles.
+// "R <at> <estimate> <expires> <mark>…" while outstanding ("P …" without marks while the hit is on
+// its way), "S <expires>" once settled. `expires` is in µs on the decision's clock (`now`): from
+// then on the record is absent, exactly as the memory store's entry; the item's own expiry, on
+// memcached's clock, is only its garbage collection (time_to_live: the slack and a second more).
+// Claimed with add (a new id) or cas (over an expired record) by a reservation, and with cas by a
+// settle, so that of two clients with one id only one reserves, and only one settles. A record
+// written before records kept the decision's clock ("r", "p", "s" in lower case, with an expiry
+// in Unix seconds) lives while its item does, as it was written to.
 namespace {
 struct Record {
-  char kind = 0;  // 'r', 'p', 's'
+  char kind = 0;       // 'r', 'p', 's'
+  bool dated = false;  // written in upper case: `expires` is on the decision's clock
   Micros at = 0;
   std::int64_t estimate = 0;
-  std::int64_t expires = 0;  // Unix seconds
+  std::int64_t expires = 0;  // µs on the decision's clock when dated, else Unix seconds
   std::vector<Micros> marks;
+  [[nodiscard]] bool live(Micros now) const { return !dated || expires > now; }
 };
 std::optional<Record> parse_record(std::string_view v) {
   Record r;
   std::vector<std::int64_t> n;
   if (v.empty()) return std::nullopt;
   r.kind = v.front();
+  if (r.kind == 'R' || r.kind == 'P' || r.kind == 'S') {
+    r.dated = true;
+    r.kind = static_cast<char>(r.kind - 'A' + 'a');
+  }
   std::size_t i = 1;
   while (i < v.size()) {
     if (v[i] != ' ') return std::nullopt;
@@ -350,32 +361,57 @@ std::optional<Record> parse_record(std::string_view v) {
 }
 }  // namespace
 
+time_t MemcachedStorage::record_expiration(Micros expires, Micros now) const {
+  return static_cast<time_t>(expiration(time_to_live(expires, now, options_.ttl_slack), wall_seconds()));
+}
+
 absl::StatusOr<Decision> MemcachedStorage::reserve(const Policy& policy, std::string_view key, std::int64_t cost,
                                                    std::string_view id, Micros ttl, Effect effect, Micros now) {
   if (auto s = check_policy(policy, options_.item_size_max); !s.ok()) return s;
   const std::string rk = reservation_key(options_.prefix, policy, key, id);
   const std::string k = storage_key(options_.prefix, policy, key);
-  std::int64_t expires = 0;
   bool known_id = false;
   {
     auto lease = acquire();
     if (!lease.ok()) return lease.status();
     memcached_st* m = lease->get();
     const std::uint32_t server = server_of(m, rk);
-    if (auto s = admit(server); !s.ok()) return s;
-    if (detail::leases(policy)) ttl = detail::lease_ttl(policy);
-    const std::chrono::seconds life{(ttl + kMicrosPerSecond - 1) / kMicrosPerSecond};
-    expires = wall_seconds() + life.count();
-    const std::string pending = fmt::format("p {} {} {}", now, cost, expires);
-    const auto exp = static_cast<time_t>(expiration(life, wall_seconds()));
-    const memcached_return_t rc =
-        memcached_add(m, rk.data(), rk.size(), pending.data(), pending.size(), exp, kValueFlags);
-    if (auto s = record(m, server, rc); !s.ok()) return s;
-    if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) {
-      known_id = true;
-    } else if (rc != MEMCACHED_SUCCESS) {
-      return absl::InternalError(fmt::format("memcached {}: add: {}", options_.servers[server].name(),
-                                             error_text(m, rc)));
+    // A lease counts until now + ttl inclusive: its record goes 1 µs after (as the memory store's).
+    if (detail::leases(policy)) ttl = detail::lease_ttl(policy) + 1;
+    const Micros expires = now + ttl;
+    const std::string pending = fmt::format("P {} {} {}", now, cost, expires);
+    const time_t exp = record_expiration(expires, now);
+    std::optional<std::uint64_t> over;  // the cas of an expired record to claim; none: add
+    for (int attempt = 0;; ++attempt) {
+      if (attempt == options_.cas_retries) {
+        return absl::AbortedError(fmt::format("memcached {}: the reservation {} changed under {} reservations in a row",
+                                              options_.servers[server].name(), rk, options_.cas_retries));
+      }
+      if (auto s = admit(server); !s.ok()) return s;
+      const memcached_return_t rc =
+          over ? memcached_cas(m, rk.data(), rk.size(), pending.data(), pending.size(), exp, kValueFlags, *over)
+               : memcached_add(m, rk.data(), rk.size(), pending.data(), pending.size(), exp, kValueFlags);
+      if (auto s = record(m, server, rc); !s.ok()) return s;
+      if (rc == MEMCACHED_SUCCESS) break;
+      if (rc != MEMCACHED_NOTSTORED && rc != MEMCACHED_DATA_EXISTS && rc != MEMCACHED_NOTFOUND) {
+        return absl::InternalError(fmt::format("memcached {}: {}: {}", options_.servers[server].name(),
+                                               over ? "cas" : "add", error_text(m, rc)));
+      }
+      // The id has a record (or had, for a cas): live, the id is known; expired, it is claimed.
+      auto read = get(m, server, rk);
+      if (!read.ok()) return read.status();
+      over.reset();
+      if (!read->found) continue;
+      const std::optional<Record> r = parse_record(read->value);
+      if (!r) {
+        return absl::InternalError(fmt::format("memcached {}: the value of {} is not a floodgate reservation",
+                                               options_.servers[server].name(), rk));
+      }
+      if (r->live(now)) {
+        known_id = true;
+        break;
+      }
+      over = read->cas;
     }
     if (!known_id) {
     std::array<Micros, kMaxLimitsPerPolicy> marks{};
@@ -391,9 +427,9 @@ absl::StatusOr<Decision> MemcachedStorage::reserve(const Policy& policy, std::st
       memcached_delete(m, rk.data(), rk.size(), 0);  // reserves nothing (a failed delete expires)
       return d;
     }
-    std::string v = fmt::format("r {} {} {}", now, cost, expires);
+    std::string v = fmt::format("R {} {} {}", now, cost, expires);
     for (std::size_t i = 0; i < policy.limits().size(); ++i) fmt::format_to(std::back_inserter(v), " {}", marks[i]);
-    memcached_set(m, rk.data(), rk.size(), v.data(), v.size(), exp, kValueFlags);  // else "p": no marks
+    memcached_set(m, rk.data(), rk.size(), v.data(), v.size(), exp, kValueFlags);  // else "P": no marks
     return d;
     }
   }
@@ -439,25 +475,32 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
     if (auto s = admit(server); !s.ok()) return s;
     auto read = get(m, server, rk);
     if (!read.ok()) return read.status();
-    if (is_lease && (!read->found || read->value.starts_with("s"))) {
+    std::optional<Record> r;  // the live record: none when absent or expired on the decision's clock
+    if (read->found) {
+      r = parse_record(read->value);
+      if (!r) {
+        return absl::InternalError(fmt::format("memcached {}: the value of {} is not a floodgate reservation",
+                                               options_.servers[server].name(), rk));
+      }
+      if (!r->live(now)) r.reset();
+    }
+    if (is_lease && (!r || r->kind == 's')) {
       // A lease not outstanding: nothing freed, nothing charged.
       if (strict) return detail::lease_not_outstanding(id);
       return apply(now, 0, {});
     }
-    if (!read->found) {
-      // Unknown: a settled record first (add: one of two clients wins), then `actual` charged now.
-      const std::string tomb = fmt::format("s {}", wall_seconds() + kDefaultReservationTtl / kMicrosPerSecond);
-      const auto exp = static_cast<time_t>(
-          expiration(std::chrono::seconds(kDefaultReservationTtl / kMicrosPerSecond), wall_seconds()));
-      const memcached_return_t rc = memcached_add(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags);
-      if (auto s = record(m, server, rc); !s.ok()) return s;
-      if (rc != MEMCACHED_SUCCESS) continue;  // another client made it: read again
-      return apply(now, actual, {});
-    }
-    const std::optional<Record> r = parse_record(read->value);
     if (!r) {
-      return absl::InternalError(fmt::format("memcached {}: the value of {} is not a floodgate reservation",
-                                             options_.servers[server].name(), rk));
+      // Unknown or expired: a settled record first (add, or cas over the expired one: one of two
+      // clients wins), then `actual` charged now. Never charged unless remembered.
+      const Micros expires = now + kDefaultReservationTtl;
+      const std::string tomb = fmt::format("S {}", expires);
+      const time_t exp = record_expiration(expires, now);
+      const memcached_return_t rc =
+          read->found ? memcached_cas(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags, read->cas)
+                      : memcached_add(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags);
+      if (auto s = record(m, server, rc); !s.ok()) return s;
+      if (rc != MEMCACHED_SUCCESS) continue;  // another client changed it: read again
+      return apply(now, actual, {});
     }
     if (r->kind == 's') return apply(now, 0, {});  // settled: the state as it is
     if (is_lease && !detail::lease_alive(policy, r->at, r->marks.empty() ? 0 : r->marks[0], now)) {  // expired, its record not yet gone
@@ -465,11 +508,11 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
       return apply(now, 0, {});
     }
     if (renewal) {
-      // The record is claimed first ("p": on its way, as a reservation's), then the lease's units
+      // The record is claimed first ("P": on its way, as a reservation's), then the lease's units
       // move to now, then the record takes their new entry's time as its mark.
-      const std::int64_t expires = wall_seconds() + (detail::lease_ttl(policy) + kMicrosPerSecond - 1) / kMicrosPerSecond;
-      const std::string pending = fmt::format("p {} {} {}", now, r->estimate, expires);
-      const auto exp = static_cast<time_t>(expires);  // absolute Unix time
+      const Micros expires = now + detail::lease_ttl(policy) + 1;
+      const std::string pending = fmt::format("P {} {} {}", now, r->estimate, expires);
+      const time_t exp = record_expiration(expires, now);
       const memcached_return_t rc =
           memcached_cas(m, rk.data(), rk.size(), pending.data(), pending.size(), exp, kValueFlags, read->cas);
       if (auto s = record(m, server, rc); !s.ok()) return s;
@@ -488,14 +531,16 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
         });
       });
       if (!d.ok()) return d;
-      std::string v = fmt::format("r {} {} {}", now, r->estimate, expires);
+      std::string v = fmt::format("R {} {} {}", now, r->estimate, expires);
       for (std::size_t i = 0; i < policy.limits().size(); ++i) fmt::format_to(std::back_inserter(v), " {}", marks[i]);
-      memcached_set(m, rk.data(), rk.size(), v.data(), v.size(), exp, kValueFlags);  // else "p": at, no mark
+      memcached_set(m, rk.data(), rk.size(), v.data(), v.size(), exp, kValueFlags);  // else "P": at, no mark
       return d;
     }
     if (is_lease) actual = 0;  // a release gives the lease's units back in full
-    const std::string tomb = fmt::format("s {}", r->expires);
-    const auto exp = static_cast<time_t>(std::max<std::int64_t>(1, r->expires));  // absolute Unix time
+    // Settled until the record's own expiry (a record without the decision's clock: its item's).
+    const std::string tomb = fmt::format("{} {}", r->dated ? 'S' : 's', r->expires);
+    const time_t exp = r->dated ? record_expiration(r->expires, now)
+                                : static_cast<time_t>(std::max<std::int64_t>(1, r->expires));  // absolute Unix time
     const memcached_return_t rc =
         memcached_cas(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags, read->cas);
     if (auto s = record(m, server, rc); !s.ok()) return s;
@@ -507,7 +552,7 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
 }
 
 absl::StatusOr<bool> MemcachedStorage::known(const Policy& policy, std::string_view key, std::string_view id,
-                                             Micros /*now*/) {
+                                             Micros now) {
   const std::string rk = reservation_key(options_.prefix, policy, key, id);
   auto lease = acquire();
   if (!lease.ok()) return lease.status();
@@ -516,7 +561,13 @@ absl::StatusOr<bool> MemcachedStorage::known(const Policy& policy, std::string_v
   if (auto s = admit(server); !s.ok()) return s;
   auto read = get(m, server, rk);
   if (!read.ok()) return read.status();
-  return read->found;
+  if (!read->found) return false;
+  const std::optional<Record> r = parse_record(read->value);
+  if (!r) {
+    return absl::InternalError(fmt::format("memcached {}: the value of {} is not a floodgate reservation",
+                                           options_.servers[server].name(), rk));
+  }
+  return r->live(now);
 }
 
 absl::StatusOr<Decision> MemcachedStorage::apply(const Policy& policy, std::string_view key,

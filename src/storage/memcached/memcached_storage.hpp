@@ -23,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -92,6 +93,9 @@ class MemcachedStorage final : public Storage {
   // settle or a renewal), else the state as it is (Envoy's second call sent again).
   absl::StatusOr<Decision> settle_record(const Policy& policy, std::string_view key, std::string_view id,
                                          std::int64_t actual, Micros now, bool strict, bool renewal);
+  // memcached's expiration of a reservation record that expires at `expires` on the decision's
+  // clock, written at `now`: long enough (ttl_slack and a second more) never to go before it.
+  [[nodiscard]] time_t record_expiration(Micros expires, Micros now) const;
   struct Health {
     std::mutex mu;
     redis::Breaker breaker;

@@ -298,6 +298,16 @@ absl::StatusOr<Decision> MemoryStorage::settle_locked(const Policy& policy, std:
       return t.settle(policy, key, now, now, {}, 0);  // the state as it is
     });
   }
+  const bool remember = e == nullptr && options_.remember_unknown_settles;
+  if (remember && !reservations_->has_room(shard, now)) {
+    // An unknown id is charged now and remembered as settled, so that the same settle sent again
+    // is not charged twice: with no room to remember it, it is not charged either.
+    return absl::ResourceExhaustedError(fmt::format(
+        "the memory storage holds {} reservations, its bound: a settle of an unknown or expired id is "
+        "remembered so that it counts once, and there is no room; settle outstanding ones, shorten their "
+        "ttl, or raise max_reservations in the storage URL",
+        options_.max_reservations));
+  }
   const Micros at = e != nullptr ? e->at : now;
   const std::int64_t delta = e != nullptr ? actual - e->estimate : actual;
   const std::span<const Micros> marks =
@@ -308,14 +318,14 @@ absl::StatusOr<Decision> MemoryStorage::settle_locked(const Policy& policy, std:
   if (!d.ok()) return d;
   if (e != nullptr) {
     e->settled = true;
-  } else {
-    // An unknown id, charged now: remembered as settled (bound permitting) so that the same
-    // settle sent again is not charged twice.
+  } else if (remember) {
+    // An unknown id, charged now: remembered as settled (its room was found above, under the
+    // shard's lock held since) so that the same settle sent again is not charged twice.
     ReservationEntry tomb;
     tomb.at = now;
     tomb.settled = true;
     tomb.expires = now + kDefaultReservationTtl;
-    if (reservations_->has_room(shard, now)) reservations_->put(shard, entry_key, tomb);
+    reservations_->put(shard, entry_key, tomb);
   }
   return d;
 }

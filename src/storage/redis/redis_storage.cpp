@@ -230,9 +230,8 @@ absl::Status make_call(const RedisOptions& o, const Policy& policy, std::string_
       c.argv[3 + k + 1 + 3] = "l";  // ARGV[4]: leases; they live for their limit's period
       ttl = floodgate::detail::lease_ttl(policy) + 1;  // counts until its time to live ends, inclusive
     }
-    // Whole milliseconds, rounded up: a record never goes before what it remembers.
-    const Micros ms = ((ttl == 0 ? kDefaultReservationTtl : ttl) + 999) / 1000;
-    c.argv.push_back(std::to_string(std::max<Micros>(1, ms)));
+    // In µs: the record's expiry on the decision's clock (decide.lua's reservation records).
+    c.argv.push_back(std::to_string(ttl == 0 ? kDefaultReservationTtl : ttl));
     return absl::OkStatus();
   }
   if (detail::envoyproxy_call(o, policy, key, cost, effect, now, c)) return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <ctime>
 #include <random>
 #include <set>
 #include <thread>
@@ -687,6 +688,67 @@ TEST(MemcachedReservations, OneIdOneReservationAndConcurrentSettlesCountOnce) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(100'000'000 - limiter.stats(p, "tenant")->remaining, 100 + 50 * 3);
+}
+
+// A reservation's time to live is the decision clock's (the caller's), not memcached's: a settle
+// after it keeps the estimate, the id is unknown and free again, a lease is not renewed.
+TEST(MemcachedReservations, TheTimeToLiveIsTheDecisionsClock) {
+  auto storage = open_url(single_url("prefix=" + unique_prefix("reserve-clock")));
+  ASSERT_NE(storage, nullptr);
+  constexpr Micros kT = Micros{1'700'000'040} * kMicrosPerSecond;  // on a minute boundary
+  auto clock = std::make_shared<ManualClock>(kT);
+  Limiter limiter(storage, clock);
+  const Policy p = Policy::make("tokens", Strategy::kFixedWindow, "100/minute").value();
+  ASSERT_TRUE(limiter.reserve(p, "a", 10, "A", kMicrosPerSecond).ok());
+  ASSERT_TRUE(limiter.reserve(p, "a", 5, "R", kMicrosPerSecond).ok());
+  EXPECT_TRUE(*storage->known(p, "a", "A", kT + kMicrosPerSecond - 1));
+  EXPECT_FALSE(*storage->known(p, "a", "A", kT + kMicrosPerSecond));
+  clock->advance(2 * kMicrosPerSecond);
+  EXPECT_EQ(limiter.settle(p, "a", "A", 0)->remaining, 85);  // expired: the estimate stays
+  auto again = limiter.reserve(p, "a", 20, "R", 5 * kMicrosPerSecond);  // an expired id is free
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->decision.remaining, 65);
+  clock->advance(kMicrosPerSecond);
+  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 80);
+  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 80);  // settled: no change
+  clock->advance(4 * kMicrosPerSecond);  // the settled record expires with the reservation
+  EXPECT_FALSE(*storage->known(p, "a", "R", clock->now()));
+  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 75);
+  const Policy slots = Policy::make("slots", Strategy::kConcurrency, "1 concurrent for 10 seconds").value();
+  auto lease = limiter.acquire(slots, "a", 1, "L");
+  ASSERT_TRUE(lease.ok() && lease->held()) << lease.status();
+  clock->advance(10 * kMicrosPerSecond + 1);
+  EXPECT_FALSE(*storage->known(slots, "a", "L", clock->now()));
+  EXPECT_EQ(limiter.renew(slots, "a", "L").status().code(), absl::StatusCode::kNotFound);
+  auto taken = limiter.acquire(slots, "a", 1, "L");  // the id is free
+  EXPECT_TRUE(taken.ok() && taken->held()) << taken.status();
+}
+
+// Records written before they carried the decision clock's expiry (lower case, Unix seconds) are
+// still read: they live while their item does.
+TEST(MemcachedReservations, RecordsWithoutTheDecisionsClockAreStillRead) {
+  const std::string prefix = unique_prefix("reserve-old");
+  auto storage = open_url(single_url("prefix=" + prefix));
+  ASSERT_NE(storage, nullptr);
+  constexpr Micros kT = Micros{1'700'000'040} * kMicrosPerSecond;
+  auto clock = std::make_shared<ManualClock>(kT);
+  Limiter limiter(storage, clock);
+  const Policy p = Policy::make("tokens", Strategy::kFixedWindow, "100/minute").value();
+  ASSERT_EQ(limiter.hit(p, "a", 30)->remaining, 70);  // what the old reservation charged
+  const auto set = [&](const std::string& id, const std::string& value) {
+    return raw(single_port(),
+               fmt::format("set {} {} 60 {}\r\n{}", reservation_key(prefix, p, "a", id), kValueFlags, value.size(), value),
+               {"STORED", "NOT_STORED", "CLIENT_ERROR", "ERROR"});
+  };
+  const std::int64_t unix_expiry = std::time(nullptr) + 60;
+  ASSERT_TRUE(set("old", fmt::format("r {} 30 {} 0", kT, unix_expiry)).starts_with("STORED"));
+  ASSERT_TRUE(set("done", fmt::format("s {}", unix_expiry)).starts_with("STORED"));
+  clock->advance(10 * kMicrosPerSecond);
+  EXPECT_TRUE(*storage->known(p, "a", "old", clock->now()));
+  EXPECT_EQ(limiter.reserve(p, "a", 1, "done").status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(limiter.settle(p, "a", "done", 50)->remaining, 70);  // settled: no change
+  EXPECT_EQ(limiter.settle(p, "a", "old", 10)->remaining, 90);   // refund of 20
+  EXPECT_EQ(limiter.settle(p, "a", "old", 10)->remaining, 90);
 }
 
 }  // namespace

@@ -903,6 +903,84 @@ TEST(RedisReservations, AKnownIdIsRefusedAndTheRecordExpiresWithItsTtl) {
   EXPECT_FALSE(*redis->known(p, "user", "req-1", 0));
 }
 
+// With the caller's clock, a reservation's time to live is the decision clock's, not Redis's: a
+// settle after it keeps the estimate, the id is unknown and free again, a lease is not renewed.
+TEST(RedisReservations, OnAClientClockTheTimeToLiveIsTheDecisionsClock) {
+  auto redis = open_url(single_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix("reserve-clock")));
+  ASSERT_NE(redis, nullptr);
+  constexpr Micros kT = Micros{1'700'000'040} * kMicrosPerSecond;  // on a minute boundary
+  auto clock = std::make_shared<ManualClock>(kT);
+  Limiter limiter(redis, clock);
+  const Policy p = Policy::make("tokens", Strategy::kFixedWindow, "100/minute").value();
+  ASSERT_TRUE(limiter.reserve(p, "a", 10, "A", kMicrosPerSecond).ok());
+  ASSERT_TRUE(limiter.reserve(p, "a", 5, "R", kMicrosPerSecond).ok());
+  EXPECT_TRUE(*redis->known(p, "a", "A", kT + kMicrosPerSecond - 1));
+  EXPECT_FALSE(*redis->known(p, "a", "A", kT + kMicrosPerSecond));
+  clock->advance(2 * kMicrosPerSecond);
+  EXPECT_EQ(limiter.settle(p, "a", "A", 0)->remaining, 85);  // expired: the estimate stays
+  auto again = limiter.reserve(p, "a", 20, "R", 5 * kMicrosPerSecond);  // an expired id is free
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->decision.remaining, 65);
+  clock->advance(kMicrosPerSecond);
+  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 80);
+  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 80);  // settled: no change
+  // The settled record expires with the reservation (at kT + 7 s): then R is unknown again.
+  clock->advance(4 * kMicrosPerSecond);
+  EXPECT_FALSE(*redis->known(p, "a", "R", clock->now()));
+  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 75);
+  // A lease past its time to live is neither renewed nor known.
+  const Policy slots = Policy::make("slots", Strategy::kConcurrency, "1 concurrent for 10 seconds").value();
+  auto lease = limiter.acquire(slots, "a", 1, "L");
+  ASSERT_TRUE(lease.ok() && lease->held()) << lease.status();
+  clock->advance(10 * kMicrosPerSecond + 1);
+  EXPECT_FALSE(*redis->known(slots, "a", "L", clock->now()));
+  EXPECT_EQ(limiter.renew(slots, "a", "L").status().code(), absl::StatusCode::kNotFound);
+  auto retaken = limiter.acquire(slots, "a", 1, "L");  // the id is free
+  EXPECT_TRUE(retaken.ok() && retaken->held()) << retaken.status();
+}
+
+// With Redis's clock (the default), the same on real time: short ttls, bounded sleeps.
+TEST(RedisReservations, OnTheServerClockTheTimeToLiveIsRedissClock) {
+  auto redis = open_url(single_url("timeout_ms=2000&prefix=" + unique_prefix("reserve-server-clock")));
+  ASSERT_NE(redis, nullptr);
+  Limiter limiter(redis);
+  const Policy p = Policy::make("tokens", Strategy::kFixedWindow, "1000/day").value();
+  ASSERT_TRUE(limiter.reserve(p, "a", 100, "A", 300 * 1000).ok());
+  ASSERT_TRUE(limiter.reserve(p, "a", 100, "B", 60 * kMicrosPerSecond).ok());
+  ASSERT_TRUE(limiter.reserve(p, "a", 100, "C", 300 * 1000).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_FALSE(*redis->known(p, "a", "A", 0));
+  EXPECT_TRUE(*redis->known(p, "a", "B", 0));
+  EXPECT_EQ(limiter.settle(p, "a", "A", 0)->remaining, 700);  // expired: the estimate stays
+  EXPECT_EQ(limiter.settle(p, "a", "B", 0)->remaining, 800);  // live: refunded
+  EXPECT_EQ(limiter.settle(p, "a", "B", 0)->remaining, 800);
+  auto again = limiter.reserve(p, "a", 50, "C", 60 * kMicrosPerSecond);  // expired, never settled: free
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->decision.remaining, 750);
+}
+
+// Records written before they carried their expiry ("at estimate mark…", "settled") are still
+// read: they live while their key does.
+TEST(RedisReservations, RecordsWithoutAnExpiryAreStillRead) {
+  const std::string prefix = unique_prefix("reserve-old");
+  auto redis = open_url(single_url("timeout_ms=2000&clock=client&prefix=" + prefix));
+  ASSERT_NE(redis, nullptr);
+  constexpr Micros kT = Micros{1'700'000'040} * kMicrosPerSecond;
+  auto clock = std::make_shared<ManualClock>(kT);
+  Limiter limiter(redis, clock);
+  const Policy p = Policy::make("tokens", Strategy::kFixedWindow, "100/minute").value();
+  ASSERT_EQ(limiter.hit(p, "a", 30)->remaining, 70);  // what the old reservation charged
+  Raw raw(single_port());
+  ASSERT_EQ(raw.cmd({"SET", reservation_key(prefix, "a", p, "old"), fmt::format("{} 30 0", kT), "PX", "60000"}), "OK");
+  ASSERT_EQ(raw.cmd({"SET", reservation_key(prefix, "a", p, "done"), "settled", "PX", "60000"}), "OK");
+  clock->advance(10 * kMicrosPerSecond);
+  EXPECT_TRUE(*redis->known(p, "a", "old", clock->now()));
+  EXPECT_EQ(limiter.reserve(p, "a", 1, "done").status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(limiter.settle(p, "a", "done", 50)->remaining, 70);  // settled: no change
+  EXPECT_EQ(limiter.settle(p, "a", "old", 10)->remaining, 90);   // refund of 20
+  EXPECT_EQ(limiter.settle(p, "a", "old", 10)->remaining, 90);
+}
+
 // 1,000 requests reserve an estimate and settle their actual usage at once, from 8 threads through
 // two storages (two processes' clients) on one Redis: the usage counted is exactly the sum of the
 // actual usages; nothing lost, nothing counted twice.

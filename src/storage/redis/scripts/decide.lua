@@ -35,10 +35,13 @@ end
 
 -- Reservations (ARGV[3]: 'r' reserve, 's' settle, 'e' reserve or settle, 'k' whether known,
 -- 'n' renew a lease). KEYS[k + 1] is the reservation's record, ARGV[5 + k·F + 1] its time to live
--- in ms. The record holds "at estimate mark…" (one mark per limit) until it is settled, then
--- "settled" until its time to live ends (a second settle changes nothing). ARGV[4] = 'l': the
--- reservations are leases (a concurrency policy): a settle releases the lease whatever its
--- actual, and a lease not outstanding is never charged. Mirrors MemoryStorage::reserve/settle/renew.
+-- in µs. The record holds "r <expires> <at> <estimate> <mark>…" (one mark per limit) until it is
+-- settled, then "s <expires>" (a second settle changes nothing). `expires` is on the decision's
+-- clock (`now`): from then on the record is absent, exactly as the memory store's entry (the key's
+-- own TTL, on Redis's clock, is only its garbage collection: never shorter, ARGV[5] longer with a
+-- client clock). ARGV[4] = 'l': the reservations are leases (a concurrency policy): a settle
+-- releases the lease whatever its actual, and a lease not outstanding is never charged. Mirrors
+-- MemoryStorage::reserve/settle/renew/known.
 local function as_is_reply(limits, states, now)
   local out
   for i = 1, #limits do out = combine(out, evaluate(states[i], limits[i], now, 0, false)) end
@@ -48,14 +51,44 @@ local function as_is_reply(limits, states, now)
   return reply(out)
 end
 
--- Whether a lease's record `rec` holds an outstanding lease at `now`: not settled, and its time
+-- The record at `rkey` as it stands at `now`: nil when absent or expired, else {settled, at,
+-- estimate, marks, expires}. A record written before records carried their expiry ("<at>
+-- <estimate> <mark>…", "settled") has none: it lives while its key does, as it was written to.
+local function read_record(rkey, now)
+  local rec = redis.call('GET', rkey)
+  if not rec then return nil end
+  if rec == 'settled' then return {settled = true} end
+  local parts = {}
+  for w in string.gmatch(rec, '%-?%d+') do parts[#parts + 1] = tonumber(w) end
+  local head, first = string.sub(rec, 1, 2), 1
+  local r = {marks = {}}
+  if head == 's ' or head == 'r ' then
+    r.expires, first = parts[1], 2
+    if r.expires == nil then foreign(rkey) end
+    if r.expires <= now then return nil end
+    if head == 's ' then
+      r.settled = true
+      return r
+    end
+  end
+  r.at, r.estimate = parts[first], parts[first + 1]
+  if r.at == nil or r.estimate == nil then foreign(rkey) end
+  for i = first + 2, #parts do r.marks[#r.marks + 1] = parts[i] end
+  return r
+end
+
+-- Sets the record: `value` until `expires` (decision's clock), its key kept that long (whole ms,
+-- rounded up) plus the client clock's margin.
+local function write_record(rkey, value, expires, now)
+  redis.call('SET', rkey, value, 'PX', math.max(1, div(expires - now + 999, 1000)) + tonumber(ARGV[5]))
+end
+
+-- Whether a lease's record `r` holds an outstanding lease at `now`: not settled, and its time
 -- (taken or renewed) within its limit's period, the lease's time to live.
-local function lease_outstanding(rec, l, now)
-  if not rec or rec == 'settled' then return false end
-  local at, _, mark = string.match(rec, '^(%-?%d+) (%-?%d+) (%-?%d+)')
-  at, mark = tonumber(at), tonumber(mark)
-  if at == nil or mark == nil then return false end
-  if mark > 0 then at = mark end  -- the log's entry that holds the lease (moving_window's mark)
+local function lease_outstanding(r, l, now)
+  if not r or r.settled then return false end
+  local at = r.at
+  if (r.marks[1] or 0) > 0 then at = r.marks[1] end  -- the log's entry that holds the lease (moving_window's mark)
   return at >= now - l.period
 end
 
@@ -63,11 +96,11 @@ local function reservation(now, cost, mode)
   local k = #KEYS - 1
   local rkey = KEYS[k + 1]
   local ttl = tonumber(ARGV[5 + k * F + 1])
-  local rec = redis.call('GET', rkey)
-  if mode == 'k' then return answer(rec ~= false, 0, 0, 0, 0, 0, 0) end
+  local rec = read_record(rkey, now)
+  if mode == 'k' then return answer(rec ~= nil, 0, 0, 0, 0, 0, 0) end
   if rec and mode == 'r' then
     local what = 'outstanding'
-    if rec == 'settled' then what = 'settled' end
+    if rec.settled then what = 'settled' end
     return redis.error_reply('floodgate: reservation ' .. what .. ': an id names one request until its time to live ends')
   end
   local limits, states = {}, {}
@@ -75,27 +108,25 @@ local function reservation(now, cost, mode)
     limits[i] = read_limit(5 + (i - 1) * F)
     states[i] = load(KEYS[i], limits[i], now)
   end
+  if rec and not rec.settled and #rec.marks ~= k then foreign(rkey) end
   if mode == 'n' then
     -- A renewal: the lease's units leave the log at its time and enter it again now.
     if not lease_outstanding(rec, limits[1], now) then
       return redis.error_reply('floodgate: lease not outstanding')
     end
-    local parts = {}
-    for w in string.gmatch(rec, '%-?%d+') do parts[#parts + 1] = tonumber(w) end
-    if #parts ~= k + 2 then foreign(rkey) end
-    local v = {int(now), int(parts[2])}
+    local v = {'r', int(now + ttl), int(now), int(rec.estimate)}
     for i = 1, k do
-      settle(states[i], limits[i], now, parts[1], parts[i + 2], -parts[2])
+      settle(states[i], limits[i], now, rec.at, rec.marks[i], -rec.estimate)
       settled(KEYS[i], states[i], limits[i], now)
       states[i] = load(KEYS[i], limits[i], now)
-      if parts[2] > 0 then
-        commit(states[i], limits[i], now, parts[2])  -- never refused: the units were held
+      if rec.estimate > 0 then
+        commit(states[i], limits[i], now, rec.estimate)  -- never refused: the units were held
         save(KEYS[i], states[i], limits[i], now)
       end
       v[#v + 1] = int(mark(states[i], limits[i]))
       states[i] = load(KEYS[i], limits[i], now)
     end
-    redis.call('SET', rkey, table.concat(v, ' '), 'PX', ttl)
+    write_record(rkey, table.concat(v, ' '), now + ttl, now)
     return as_is_reply(limits, states, now)
   end
   if ARGV[4] == 'l' and (mode == 's' or rec) then
@@ -107,23 +138,19 @@ local function reservation(now, cost, mode)
     cost = 0
   end
   if mode == 's' or rec then
-    if rec == 'settled' then return as_is_reply(limits, states, now) end
+    if rec and rec.settled then return as_is_reply(limits, states, now) end
     local at, delta, marks = now, cost, {}
-    if rec then
-      local parts = {}
-      for w in string.gmatch(rec, '%-?%d+') do parts[#parts + 1] = tonumber(w) end
-      if #parts ~= k + 2 then foreign(rkey) end
-      at, delta = parts[1], cost - parts[2]
-      for i = 1, k do marks[i] = parts[i + 2] end
-    end
+    if rec then at, delta, marks = rec.at, cost - rec.estimate, rec.marks end
     for i = 1, k do
       settle(states[i], limits[i], now, at, marks[i] or 0, delta)
       settled(KEYS[i], states[i], limits[i], now)
     end
-    if rec then
-      redis.call('SET', rkey, 'settled', 'KEEPTTL')
+    if rec and rec.expires then
+      redis.call('SET', rkey, 's ' .. int(rec.expires), 'KEEPTTL')
+    elseif rec then
+      redis.call('SET', rkey, 'settled', 'KEEPTTL')  -- a record without expiry: its key's TTL decides
     else
-      redis.call('SET', rkey, 'settled', 'PX', ttl)
+      write_record(rkey, 's ' .. int(now + ttl), now + ttl, now)
     end
     -- The state after the settle, read again (a settle may have written it in place).
     for i = 1, k do states[i] = load(KEYS[i], limits[i], now) end
@@ -142,7 +169,7 @@ local function reservation(now, cost, mode)
     if k == 1 then return reply(out) end
     return reply(as_is)
   end
-  local v = {int(now), int(cost)}
+  local v = {'r', int(now + ttl), int(now), int(cost)}
   for i = 1, k do
     if cost > 0 then
       commit(states[i], limits[i], now, cost)
@@ -150,7 +177,7 @@ local function reservation(now, cost, mode)
     end
     v[#v + 1] = int(mark(states[i], limits[i]))
   end
-  redis.call('SET', rkey, table.concat(v, ' '), 'PX', ttl)
+  write_record(rkey, table.concat(v, ' '), now + ttl, now)
   return reply(out)
 end
 
