@@ -19,6 +19,7 @@
 #include "floodgate/memory_storage.hpp"
 #include "support/limit_change.hpp"
 #include "support/lease_model.hpp"
+#include "support/reservation_clock.hpp"
 #include "support/reservation_model.hpp"
 #include "support/variants.hpp"
 #include "test_support.hpp"
@@ -695,33 +696,7 @@ TEST(MemcachedReservations, OneIdOneReservationAndConcurrentSettlesCountOnce) {
 TEST(MemcachedReservations, TheTimeToLiveIsTheDecisionsClock) {
   auto storage = open_url(single_url("prefix=" + unique_prefix("reserve-clock")));
   ASSERT_NE(storage, nullptr);
-  constexpr Micros kT = Micros{1'700'000'040} * kMicrosPerSecond;  // on a minute boundary
-  auto clock = std::make_shared<ManualClock>(kT);
-  Limiter limiter(storage, clock);
-  const Policy p = Policy::make("tokens", Strategy::kFixedWindow, "100/minute").value();
-  ASSERT_TRUE(limiter.reserve(p, "a", 10, "A", kMicrosPerSecond).ok());
-  ASSERT_TRUE(limiter.reserve(p, "a", 5, "R", kMicrosPerSecond).ok());
-  EXPECT_TRUE(*storage->known(p, "a", "A", kT + kMicrosPerSecond - 1));
-  EXPECT_FALSE(*storage->known(p, "a", "A", kT + kMicrosPerSecond));
-  clock->advance(2 * kMicrosPerSecond);
-  EXPECT_EQ(limiter.settle(p, "a", "A", 0)->remaining, 85);  // expired: the estimate stays
-  auto again = limiter.reserve(p, "a", 20, "R", 5 * kMicrosPerSecond);  // an expired id is free
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->decision.remaining, 65);
-  clock->advance(kMicrosPerSecond);
-  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 80);
-  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 80);  // settled: no change
-  clock->advance(4 * kMicrosPerSecond);  // the settled record expires with the reservation
-  EXPECT_FALSE(*storage->known(p, "a", "R", clock->now()));
-  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 75);
-  const Policy slots = Policy::make("slots", Strategy::kConcurrency, "1 concurrent for 10 seconds").value();
-  auto lease = limiter.acquire(slots, "a", 1, "L");
-  ASSERT_TRUE(lease.ok() && lease->held()) << lease.status();
-  clock->advance(10 * kMicrosPerSecond + 1);
-  EXPECT_FALSE(*storage->known(slots, "a", "L", clock->now()));
-  EXPECT_EQ(limiter.renew(slots, "a", "L").status().code(), absl::StatusCode::kNotFound);
-  auto taken = limiter.acquire(slots, "a", 1, "L");  // the id is free
-  EXPECT_TRUE(taken.ok() && taken->held()) << taken.status();
+  ::floodgate::testing::expect_time_to_live_on_the_decisions_clock(storage);
 }
 
 // Records written before they carried the decision clock's expiry (lower case, Unix seconds) are

@@ -21,6 +21,7 @@
 #include "floodgate/memory_storage.hpp"
 #include "support/lease_model.hpp"
 #include "support/limit_change.hpp"
+#include "support/reservation_clock.hpp"
 #include "support/reservation_model.hpp"
 #include "support/variants.hpp"
 #include "test_support.hpp"
@@ -908,35 +909,7 @@ TEST(RedisReservations, AKnownIdIsRefusedAndTheRecordExpiresWithItsTtl) {
 TEST(RedisReservations, OnAClientClockTheTimeToLiveIsTheDecisionsClock) {
   auto redis = open_url(single_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix("reserve-clock")));
   ASSERT_NE(redis, nullptr);
-  constexpr Micros kT = Micros{1'700'000'040} * kMicrosPerSecond;  // on a minute boundary
-  auto clock = std::make_shared<ManualClock>(kT);
-  Limiter limiter(redis, clock);
-  const Policy p = Policy::make("tokens", Strategy::kFixedWindow, "100/minute").value();
-  ASSERT_TRUE(limiter.reserve(p, "a", 10, "A", kMicrosPerSecond).ok());
-  ASSERT_TRUE(limiter.reserve(p, "a", 5, "R", kMicrosPerSecond).ok());
-  EXPECT_TRUE(*redis->known(p, "a", "A", kT + kMicrosPerSecond - 1));
-  EXPECT_FALSE(*redis->known(p, "a", "A", kT + kMicrosPerSecond));
-  clock->advance(2 * kMicrosPerSecond);
-  EXPECT_EQ(limiter.settle(p, "a", "A", 0)->remaining, 85);  // expired: the estimate stays
-  auto again = limiter.reserve(p, "a", 20, "R", 5 * kMicrosPerSecond);  // an expired id is free
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->decision.remaining, 65);
-  clock->advance(kMicrosPerSecond);
-  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 80);
-  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 80);  // settled: no change
-  // The settled record expires with the reservation (at kT + 7 s): then R is unknown again.
-  clock->advance(4 * kMicrosPerSecond);
-  EXPECT_FALSE(*redis->known(p, "a", "R", clock->now()));
-  EXPECT_EQ(limiter.settle(p, "a", "R", 5)->remaining, 75);
-  // A lease past its time to live is neither renewed nor known.
-  const Policy slots = Policy::make("slots", Strategy::kConcurrency, "1 concurrent for 10 seconds").value();
-  auto lease = limiter.acquire(slots, "a", 1, "L");
-  ASSERT_TRUE(lease.ok() && lease->held()) << lease.status();
-  clock->advance(10 * kMicrosPerSecond + 1);
-  EXPECT_FALSE(*redis->known(slots, "a", "L", clock->now()));
-  EXPECT_EQ(limiter.renew(slots, "a", "L").status().code(), absl::StatusCode::kNotFound);
-  auto retaken = limiter.acquire(slots, "a", 1, "L");  // the id is free
-  EXPECT_TRUE(retaken.ok() && retaken->held()) << retaken.status();
+  ::floodgate::testing::expect_time_to_live_on_the_decisions_clock(redis);
 }
 
 // With Redis's clock (the default), the same on real time: short ttls, bounded sleeps.
