@@ -146,6 +146,29 @@ TEST(MemcachedValues, AnythingElseDoesNotDecode) {
   EXPECT_FALSE(decode(v, mo, 1));
 }
 
+// Counts past 2^53 (docs/algorithms.md §4): a window's count or bucket reads as saturated, 2^53,
+// as the algorithms would have left it; a log whose entries overflow a 64-bit sum (which no store
+// wrote: its total stays at most 2^53) does not decode. Before, summing it was undefined.
+TEST(MemcachedValues, CountsPast2To53ReadSaturated) {
+  constexpr std::int64_t kCeiling = std::int64_t{1} << 53;
+  std::vector<fixed_window::State> f{{60, std::int64_t{1} << 62}}, f2;
+  roundtrip(f, f2);
+  EXPECT_EQ(f2[0].count, kCeiling);
+  std::vector<sliding_window::State> s{{60, INT64_MAX, kCeiling + 1}}, s2;
+  roundtrip(s, s2);
+  EXPECT_EQ(s2[0].current, kCeiling);
+  EXPECT_EQ(s2[0].previous, kCeiling);
+  std::vector<moving_window::State> m(1);
+  m[0].log.set_capacity(4);
+  m[0].log.push_back({10, INT64_MAX});
+  m[0].log.push_back({20, 2});
+  m[0].total = INT64_MIN + 1;  // what a wrapping sum of the two would give
+  std::string v;
+  encode(m.data(), 1, v);
+  moving_window::State mo[1];
+  EXPECT_FALSE(decode(v, mo, 1));
+}
+
 TEST(MemcachedExpiry, RelativeUpToThirtyDaysAbsoluteBeyond) {
   const std::int64_t wall = 1'800'000'000;
   EXPECT_EQ(expiration(std::chrono::seconds(0), wall), 1u) << "never 0 (= no expiry)";

@@ -883,6 +883,83 @@ TEST(RedisReservations, MatchTheModelForEveryAlgorithm) {
   }
 }
 
+// Sums of settles past 2^63 on one key (docs/algorithms.md §4): the scripts saturate every count
+// at 2^53 as the C++ does, so Redis answers exactly as the memory store at every step; a count
+// past 2^53 no longer rounds, nor wraps through '%d', in the scripts. Every window algorithm; a
+// sliding window whose amount is 2^53 (a saturated bucket plus a cost of 1 is 2^53 + 1, which a
+// double rounds), and a hit exactly at the start of the next bucket (the saturated previous
+// bucket weighs 2^53 there, which muldiv cannot return).
+Policy saturation_policy(int i) {
+  const Policy policies[] = {
+      Policy::make("sat-fixed", Strategy::kFixedWindow, "100/minute").value(),
+      Policy::make("sat-calendar", Strategy::kFixedWindow, "100 per calendar day in UTC").value(),
+      Policy::make("sat-first", Strategy::kFixedWindow, "100/minute", PolicyOptions{.anchor = Anchor::kFirstHit}).value(),
+      Policy::make("sat-sliding", Strategy::kSlidingWindowCounter, "100/minute").value(),
+      Policy::make("sat-sliding-max", Strategy::kSlidingWindowCounter, "9007199254740992/minute").value(),
+      Policy::make("sat-moving", Strategy::kMovingWindow, "100/minute").value()};
+  return policies[i];
+}
+
+class RedisSaturation : public ::testing::TestWithParam<int> {};
+
+TEST_P(RedisSaturation, SettlesPast2To63AgreeWithTheMemoryStore) {
+  const Policy p = saturation_policy(GetParam());
+  const Micros minute = 60 * kMicrosPerSecond;
+  const Micros t0 = Micros{1'700'000'040} * kMicrosPerSecond + 7 * kMicrosPerSecond;  // 7 s into a minute
+  auto redis = open_url(single_url("timeout_ms=2000&clock=client&prefix=" + unique_prefix("saturate")));
+  ASSERT_NE(redis, nullptr);
+  auto clock = std::make_shared<ManualClock>(t0);
+  Limiter in_memory(std::make_shared<MemoryStorage>(), clock);
+  Limiter in_redis(redis, clock);
+  int step = 0;
+  auto both = [&](auto call) {
+    const absl::StatusOr<Decision> want = call(in_memory);
+    const absl::StatusOr<Decision> got = call(in_redis);
+    EXPECT_TRUE(want.ok()) << want.status();
+    EXPECT_TRUE(got.ok()) << "step " << step << ": " << got.status();
+    if (!want.ok() || !got.ok()) return Decision{};
+    EXPECT_TRUE(same(*want, *got)) << "step " << step << "\n memory: " << describe(*want)
+                                   << "\n redis:  " << describe(*got);
+    ++step;
+    return *want;
+  };
+  const auto hit = [&](Limiter& l) { return l.hit(p, "k", 1); };
+  ASSERT_TRUE(both([&](Limiter& l) -> absl::StatusOr<Decision> {
+                auto r = l.reserve(p, "k", 1, "r");
+                if (!r.ok()) return r.status();
+                return r->decision;
+              }).allowed);
+  // 1,100 × 2^53 > 2^63: into the window that holds the reservation, then charged at `now`
+  // (unknown ids), one µs apart (the moving window: entries of their own).
+  for (int i = 0; i < 1100; ++i) {
+    both([&](Limiter& l) { return l.settle(p, "k", "r", kMaxAmount); });
+    both([&](Limiter& l) { return l.settle(p, "k", fmt::format("u{}", i), kMaxAmount); });
+    clock->advance(1);
+    if (HasFailure()) return;
+  }
+  const Decision denied = both(hit);
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_EQ(denied.remaining, 0);
+  EXPECT_LE(denied.retry_after, 2 * p.limits()[0].period);
+  // The next bucket (minute) exactly, then within it.
+  clock->set(t0 - 7 * kMicrosPerSecond + minute);
+  both(hit);
+  clock->advance(30 * kMicrosPerSecond);
+  both(hit);
+  // Every window has passed: the key is fresh.
+  clock->set(t0 + 2 * 86'400 * kMicrosPerSecond);
+  const Decision fresh = both(hit);
+  EXPECT_TRUE(fresh.allowed);
+  EXPECT_EQ(fresh.remaining, p.limits()[0].amount - 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, RedisSaturation, ::testing::Range(0, 6),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           std::string name = saturation_policy(i.param).name();
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
 TEST(RedisReservations, AKnownIdIsRefusedAndTheRecordExpiresWithItsTtl) {
   auto redis = open_url(single_url("timeout_ms=2000&prefix=" + unique_prefix("reserve-ttl")));
   ASSERT_NE(redis, nullptr);
