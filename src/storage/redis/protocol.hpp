@@ -65,6 +65,11 @@ struct RedisOptions {
   /// deposed master that is still writable takes the decisions, and Redis's asynchronous
   /// replication loses them). One SENTINEL command per period; ROLE only when the master changes.
   std::chrono::milliseconds sentinel_check{100};
+  /// `sentinel_timeout_ms`: how long one command to a sentinel, and the ROLE check of the master
+  /// they name, may take. Apart from `timeout_ms`, which bounds a decision: the sentinels are asked
+  /// by the storage's own thread, never on a decision's path, and an answer that a loaded machine
+  /// delays past a decision's timeout still says where the master is.
+  std::chrono::milliseconds sentinel_timeout{500};
   std::string user;              ///< AUTH user (Redis 6 ACL), may be empty
   std::string password;          ///< AUTH password; empty = no AUTH
   int db = 0;                    ///< SELECT db (single server only; a cluster has only db 0)

@@ -45,12 +45,14 @@ RedisOptions with_tls_context(RedisOptions o) {
   return o;
 }
 
-// The options of the connections to the sentinels: their credentials, db 0, two connections.
+// The options of the connections to the sentinels: their credentials, db 0, two connections,
+// the sentinels' timeout.
 RedisOptions for_sentinels(const RedisOptions& o) {
   RedisOptions s = o;
   s.user = o.sentinel_user;
   s.password = o.sentinel_password;
   s.db = 0;
+  s.timeout = o.sentinel_timeout;
   s.pool = 2;
   return s;
 }
@@ -139,7 +141,11 @@ Node* RedisStorage::node_for_slot(int slot) {
 absl::Status RedisStorage::refresh_topology() { return refresh_topology_locked_out(true); }
 
 absl::Status RedisStorage::refresh_topology_locked_out(bool force) {
-  if (sentinel()) return resolve_master(force);
+  if (sentinel()) {
+    if (force) return resolve_master(true);
+    wake_watcher();  // a decision does not wait for the sentinels
+    return absl::OkStatus();
+  }
   if (!options_.cluster) return absl::OkStatus();
   std::unique_lock<std::mutex> refresh(refresh_mu_, std::try_to_lock);
   if (!refresh.owns_lock()) {

@@ -88,7 +88,8 @@ class RedisStorage final : public Storage {
   }
 
   /// Reads the cluster's slot map now (also done on MOVED, at most every 100 ms); with Sentinel,
-  /// asks the sentinels for the master now (also done after an error, at most every 100 ms).
+  /// asks the sentinels for the master now (the storage's thread also does after an error, at
+  /// most every 100 ms).
   absl::Status refresh_topology();
   /// Sentinel: the master's address now (nullopt before one is found).
   [[nodiscard]] std::optional<Endpoint> master() const;
@@ -130,6 +131,7 @@ class RedisStorage final : public Storage {
   absl::Status check_master(Node& node);
   absl::Status no_master() const;
   void watch_sentinels();
+  void wake_watcher();  // an error: the watcher asks now (at most every 100 ms)
 
   const RedisOptions options_;
   mutable std::shared_mutex mu_;                           // guards nodes_, by_name_, slots_
@@ -150,7 +152,8 @@ class RedisStorage final : public Storage {
   std::mutex watch_mu_;
   std::condition_variable watch_cv_;
   bool stop_ = false;                                      // guarded by watch_mu_
-  std::thread watcher_;                                    // asks every sentinel_check
+  bool wake_ = false;                                      // guarded by watch_mu_
+  std::thread watcher_;                                    // asks every sentinel_check, and when woken
 };
 
 }  // namespace floodgate::redis

@@ -117,6 +117,7 @@ constexpr NumericOption<RedisOptions> kNumericOptions[] = {
     {"backoff_min_ms", 1, 3600000, [](RedisOptions& o, long long n) { o.backoff_min = milliseconds(n); }},
     {"backoff_max_ms", 1, 3600000, [](RedisOptions& o, long long n) { o.backoff_max = milliseconds(n); }},
     {"sentinel_check_ms", 10, 3600000, [](RedisOptions& o, long long n) { o.sentinel_check = milliseconds(n); }},
+    {"sentinel_timeout_ms", 1, 600000, [](RedisOptions& o, long long n) { o.sentinel_timeout = milliseconds(n); }},
 };
 
 // The options that only a Sentinel URL takes: the data nodes' credentials (the user info holds
@@ -189,7 +190,7 @@ absl::Status parse_option(const StorageUrl& url, const std::string& name, const 
                                 "key_layout, envoyproxy_prefix, clock, scripts, client_ttl_slack_ms, breaker_failures, breaker_cooldown_ms, "
                                 "backoff_min_ms, backoff_max_ms; rediss:// also tls_ca_file, tls_cert_file, "
                                 "tls_key_file, tls_server_name, tls_insecure, tls_verify_hostname; redis+sentinel:// also user, "
-                                "password, sentinel_user, sentinel_password, sentinel_check_ms)",
+                                "password, sentinel_user, sentinel_password, sentinel_check_ms, sentinel_timeout_ms)",
                                 name));
   }
   return absl::OkStatus();

@@ -197,7 +197,7 @@ void RedisStorage::remap_slot(int slot, const Node& target) {
 // Each attempt writes every pending call to its server, then reads the replies: one round trip
 // per server. NOSCRIPT, MOVED and ASK leave a call pending for the next attempt.
 void RedisStorage::run(std::span<Call> calls) {
-  if (sentinel() && node_for_slot(0) == nullptr) (void)resolve_master(false);
+  if (sentinel() && node_for_slot(0) == nullptr) wake_watcher();  // these calls fail: no master yet
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     auto groups = by_node(calls);
     if (groups.empty()) return;

@@ -4,13 +4,19 @@
 // not heard of it yet still name the deposed master, which says it is a master until the sentinels
 // reconfigure it, so "the first sentinel that answers" may keep the storage on it for seconds.
 // The node chosen is checked with ROLE when it changes (and on every probe); when it is not a
-// master, the next answer (by epoch, then the sentinels' order) is tried. The sentinels are asked
-// again after a failed call (connection error, timeout, READONLY: run.cpp) and every
-// `sentinel_check_ms` by a thread of the storage, so a failover that breaks no connection
-// (SENTINEL FAILOVER leaves the old master writable until the sentinels turn it into a replica)
-// is seen within that time. While no sentinel names a master that says it is one, the storage
-// keeps the master it had: sentinels that are all down do not stop a working master.
+// master, the next answer (by epoch, then the sentinels' order) is tried. A thread of the storage
+// asks the sentinels when it starts, every `sentinel_check_ms`, and soon after a failed call
+// (connection error, timeout, READONLY: run.cpp wakes it; at most every 100 ms), so a failover
+// that breaks no connection (SENTINEL FAILOVER leaves the old master writable until the sentinels
+// turn it into a replica) is seen within that time. A decision never waits for the sentinels:
+// their commands and the ROLE check take `sentinel_timeout_ms`, not a decision's `timeout_ms`, so
+// that a machine under load, whose sentinels answer later than a decision may take, still learns
+// of the new master (with the decisions' timeout, the one answer that named it was lost whenever
+// it came late, and the storage stayed on the deposed master). While no sentinel names a master
+// that says it is one, the storage keeps the master it had: sentinels that are all down do not
+// stop a working master.
 #include <hiredis/hiredis.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,6 +36,13 @@ using detail::io_error;
 using detail::ReplyPtr;
 
 constexpr std::int64_t kAskAtMostEveryMicros = 100'000;  // after errors; the thread is slower
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
+  return tv;
+}
 
 std::int64_t steady_micros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -74,12 +87,27 @@ void RedisStorage::stop_sentinels() {
 }
 
 void RedisStorage::watch_sentinels() {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(watch_mu_);
-  while (!watch_cv_.wait_for(lock, options_.sentinel_check, [this] { return stop_; })) {
+  while (!stop_) {
+    wake_ = false;
     lock.unlock();
     (void)resolve_master(false);
     lock.lock();
+    const Clock::time_point due = Clock::now() + options_.sentinel_check;
+    if (!watch_cv_.wait_until(lock, due, [this] { return stop_ || wake_; })) continue;
+    // Woken by a failed call: again once 100 ms have passed since the last round.
+    const Clock::time_point soonest{std::chrono::microseconds(last_refresh_.load() + kAskAtMostEveryMicros)};
+    watch_cv_.wait_until(lock, std::min(due, soonest), [this] { return stop_; });
   }
+}
+
+void RedisStorage::wake_watcher() {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    wake_ = true;
+  }
+  watch_cv_.notify_all();
 }
 
 std::optional<Endpoint> RedisStorage::master() const {
@@ -111,9 +139,23 @@ absl::StatusOr<RedisStorage::SentinelAnswer> RedisStorage::ask_sentinel(Node& se
 }
 
 absl::Status RedisStorage::check_master(Node& node) {
-  auto r = command(node, {"ROLE"});
-  if (!r.ok()) return r.status();
-  if (!role_is_master(r->get())) {
+  auto lease = node.acquire();
+  if (!lease.ok()) return lease.status();
+  // A data connection: the sentinels' timeout for this command, the decisions' after it.
+  if (redisSetTimeout(lease->get(), to_timeval(options_.sentinel_timeout)) != REDIS_OK) {
+    lease->set_broken();
+    return absl::UnavailableError(fmt::format("redis {}: cannot set the timeout", node.endpoint().name()));
+  }
+  ReplyPtr r(lease->command({"ROLE"}));
+  if (r == nullptr) {
+    const absl::Status s = io_error(node, lease->get(), errno);
+    lease->set_broken();
+    node.record(false);
+    return s;
+  }
+  node.record(true);
+  if (redisSetTimeout(lease->get(), to_timeval(options_.timeout)) != REDIS_OK) lease->set_broken();
+  if (!role_is_master(r.get())) {
     return absl::UnavailableError(
         fmt::format("redis {}: named master by the sentinels, but ROLE says it is not", node.endpoint().name()));
   }

@@ -336,7 +336,7 @@ TEST(RedisEnvoyproxyKeys, NameTheWindowAsEnvoyproxyDoes) {
 // redis+sentinel://master-name@sentinels: the data nodes' credentials are options (the user info
 // holds the master's name), the sentinels' own are sentinel_user/sentinel_password.
 TEST(RedisUrl, ParsesSentinelUrls) {
-  auto o = parse("redis+sentinel://mymaster@a:26380,b/2?user=app&password=p&sentinel_password=sp&sentinel_check_ms=100");
+  auto o = parse("redis+sentinel://mymaster@a:26380,b/2?user=app&password=p&sentinel_password=sp&sentinel_check_ms=100&sentinel_timeout_ms=700");
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->sentinel_master, "mymaster");
   ASSERT_EQ(o->seeds.size(), 2u);
@@ -347,6 +347,8 @@ TEST(RedisUrl, ParsesSentinelUrls) {
   EXPECT_EQ(o->sentinel_user, "");
   EXPECT_EQ(o->sentinel_password, "sp");
   EXPECT_EQ(o->sentinel_check.count(), 100);
+  EXPECT_EQ(o->sentinel_timeout.count(), 700);
+  EXPECT_EQ(o->timeout.count(), 50);  // the decisions' own
   EXPECT_EQ(o->db, 2);
   EXPECT_FALSE(o->tls.enabled || o->cluster);
   o = parse("rediss+sentinel://m@a?tls_ca_file=/ca.pem&tls_verify_hostname=false");
@@ -354,8 +356,10 @@ TEST(RedisUrl, ParsesSentinelUrls) {
   EXPECT_TRUE(o->tls.enabled);
   EXPECT_FALSE(o->tls.verify_hostname);
   EXPECT_EQ(o->sentinel_check.count(), 100);
+  EXPECT_EQ(o->sentinel_timeout.count(), 500);
   for (const std::string bad : {"redis+sentinel://a:26379", "redis+sentinel://m:pw@a", "redis+sentinel://m@",
                                 "redis://h?password=x", "redis://h?sentinel_check_ms=100",
+                                "redis://h?sentinel_timeout_ms=100", "redis+sentinel://m@a?sentinel_timeout_ms=0",
                                 "redis+sentinel://m@a?sentinel_check_ms=0", "redis+sentinel://m@a?tls_ca_file=x"}) {
     EXPECT_EQ(parse(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }

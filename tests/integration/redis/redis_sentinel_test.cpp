@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -362,6 +363,68 @@ TEST(RedisSentinel, FollowsTheSentinelWithTheHighestConfigEpoch) {
     ASSERT_TRUE(storage->master().has_value()) << order;
     EXPECT_EQ(storage->master()->port, promoted.port()) << order << ": deposed " << deposed.port();
   }
+}
+
+// A sentinel (or node) that answers `answer`'s replies `delay` late, as a loaded machine does, and
+// counts the commands it was sent.
+struct Slow {
+  FakeResp::Answer answer;
+  std::chrono::milliseconds delay;
+  std::shared_ptr<std::atomic<int>> commands = std::make_shared<std::atomic<int>>(0);
+  FakeResp::Answer operator()() const {
+    return [a = answer, d = delay, n = commands](const std::vector<std::string>& c) {
+      n->fetch_add(1);
+      std::this_thread::sleep_for(d);
+      return a(c);
+    };
+  }
+};
+
+// The sentinel that names the new master (epoch 4) and the new master's ROLE answer later than a
+// decision may take (timeout_ms=50), the stale sentinel (epoch 3, naming the deposed master that
+// still says it is one) at once: the storage follows the new master, because the sentinels and
+// the ROLE check have a timeout of their own (sentinel_timeout_ms). With the decisions' timeout
+// they time out, and the storage stays on the deposed master.
+TEST(RedisSentinel, FollowsASentinelThatAnswersLaterThanADecisionMay) {
+  FakeResp deposed(fake_node("master"));
+  FakeResp promoted(Slow{fake_node("master"), std::chrono::milliseconds(150)}());
+  FakeResp stale(fake_sentinel(deposed.port(), 3));
+  FakeResp fresh(Slow{fake_sentinel(promoted.port(), 4), std::chrono::milliseconds(150)}());
+  const std::string hosts = fmt::format("127.0.0.1:{},127.0.0.1:{}", stale.port(), fresh.port());
+  auto storage = open_url(fmt::format("redis+sentinel://mymaster@{}?timeout_ms=50", hosts));
+  ASSERT_NE(storage, nullptr);
+  ASSERT_TRUE(storage->master().has_value());
+  EXPECT_EQ(storage->master()->port, promoted.port()) << "deposed " << deposed.port();
+  // The mechanism: with the sentinels' timeout below their delay, the late answer is lost.
+  auto hasty = open_url(fmt::format("redis+sentinel://mymaster@{}?timeout_ms=50&sentinel_timeout_ms=100", hosts));
+  ASSERT_NE(hasty, nullptr);
+  EXPECT_EQ(hasty->master()->port, deposed.port());
+}
+
+// A decision whose master answers READONLY fails at once (by its fail mode) and does not wait for
+// the sentinels, which answer 300 ms late: it wakes the storage's thread, which asks them within
+// 100 ms (not after sentinel_check_ms, 10 s here).
+TEST(RedisSentinel, ADecisionDoesNotWaitForTheSentinels) {
+  FakeResp replica([](const std::vector<std::string>& c) -> std::string {
+    if (c.size() == 1 && c[0] == "ROLE") return "*3\r\n" + bulk("master") + ":0\r\n*0\r\n";  // not yet
+    return "-READONLY You can't write against a read only replica.\r\n";
+  });
+  const Slow slow{fake_sentinel(replica.port(), 1), std::chrono::milliseconds(300)};
+  FakeResp sentinel(slow());
+  auto storage = open_url(fmt::format(
+      "redis+sentinel://mymaster@127.0.0.1:{}?timeout_ms=100&sentinel_timeout_ms=2000&sentinel_check_ms=10000",
+      sentinel.port()));
+  ASSERT_NE(storage, nullptr);
+  Limiter limiter(storage);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the watcher's first round is over
+  const int before = slow.commands->load();
+  const auto t0 = Clock::now();
+  const auto d = limiter.hit(with_fail(FailMode::kClosed), "k");
+  const double took = ms_between(t0, Clock::now());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->degraded && !d->allowed);
+  EXPECT_LT(took, 250) << "the decision waited for the sentinels";
+  EXPECT_TRUE(wait_for([&] { return slow.commands->load() > before; }, 1)) << "the sentinels were not asked";
 }
 
 }  // namespace
