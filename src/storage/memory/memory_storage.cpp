@@ -319,8 +319,9 @@ absl::StatusOr<Decision> MemoryStorage::settle_locked(const Policy& policy, std:
   if (e != nullptr) {
     e->settled = true;
   } else if (remember) {
-    // An unknown id, charged now: remembered as settled (its room was found above, under the
-    // shard's lock held since) so that the same settle sent again is not charged twice.
+    // An unknown id, charged now: remembered as settled (room was found above; other shards may
+    // have added entries since, so the bound can be passed by the settles under way at once) so
+    // that the same settle sent again is not charged twice.
     ReservationEntry tomb;
     tomb.at = now;
     tomb.settled = true;

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,10 +51,18 @@ std::int64_t steady_micros() {
       .count();
 }
 
-// One command on a node's connection, with the node's breaker told of the outcome.
-absl::StatusOr<ReplyPtr> command(Node& node, std::initializer_list<std::string_view> args) {
+// One command on a node's connection, with the node's breaker told of the outcome. With `timeout`,
+// the command waits that long, and the connection gets `restore` back after it (a data connection
+// asked on the sentinels' behalf).
+absl::StatusOr<ReplyPtr> command(Node& node, std::initializer_list<std::string_view> args,
+                                 std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+                                 std::chrono::milliseconds restore = {}) {
   auto lease = node.acquire();
   if (!lease.ok()) return lease.status();
+  if (timeout && redisSetTimeout(lease->get(), to_timeval(*timeout)) != REDIS_OK) {
+    lease->set_broken();
+    return absl::UnavailableError(fmt::format("redis {}: cannot set the timeout", node.endpoint().name()));
+  }
   ReplyPtr r(lease->command(args));
   if (r == nullptr) {
     const absl::Status s = io_error(node, lease->get(), errno);
@@ -62,6 +71,7 @@ absl::StatusOr<ReplyPtr> command(Node& node, std::initializer_list<std::string_v
     return s;
   }
   node.record(true);
+  if (timeout && redisSetTimeout(lease->get(), to_timeval(restore)) != REDIS_OK) lease->set_broken();
   return r;
 }
 
@@ -139,23 +149,10 @@ absl::StatusOr<RedisStorage::SentinelAnswer> RedisStorage::ask_sentinel(Node& se
 }
 
 absl::Status RedisStorage::check_master(Node& node) {
-  auto lease = node.acquire();
-  if (!lease.ok()) return lease.status();
   // A data connection: the sentinels' timeout for this command, the decisions' after it.
-  if (redisSetTimeout(lease->get(), to_timeval(options_.sentinel_timeout)) != REDIS_OK) {
-    lease->set_broken();
-    return absl::UnavailableError(fmt::format("redis {}: cannot set the timeout", node.endpoint().name()));
-  }
-  ReplyPtr r(lease->command({"ROLE"}));
-  if (r == nullptr) {
-    const absl::Status s = io_error(node, lease->get(), errno);
-    lease->set_broken();
-    node.record(false);
-    return s;
-  }
-  node.record(true);
-  if (redisSetTimeout(lease->get(), to_timeval(options_.timeout)) != REDIS_OK) lease->set_broken();
-  if (!role_is_master(r.get())) {
+  auto r = command(node, {"ROLE"}, options_.sentinel_timeout, options_.timeout);
+  if (!r.ok()) return r.status();
+  if (!role_is_master(r->get())) {
     return absl::UnavailableError(
         fmt::format("redis {}: named master by the sentinels, but ROLE says it is not", node.endpoint().name()));
   }
