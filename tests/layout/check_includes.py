@@ -4,7 +4,7 @@
   check_includes.py [SOURCE_DIR]
 
 A unit is a source file with the header of the same name in its folder (src/x/y.cpp with
-src/x/y.hpp); a public header (include/floodgate/) is a unit of its own. The rules:
+src/x/y.hpp) and with its public header (include/floodgate/x/y.hpp). The rules:
   1. no include cycle between units;
   2. the service's folders (src/server/*/) include only what their layer may:
      config/ only config/; api/ nothing from rls/ grpc/ xds/ http/ net/; http/ is included only from
@@ -48,8 +48,15 @@ def main():
             names = INCLUDE.findall(fh.read())
         includes[f] = [r for r in (resolve(root, f, n) for n in names) if r is not None]
 
-    # Units: a source and the header of the same name in its folder share their path's stem.
-    unit = {f: os.path.splitext(f)[0] for f in files}
+    # Units: a source and the header of the same name in its folder share their path's stem; a
+    # public header include/floodgate/P.hpp is one unit with src/P.cpp (and src/P.hpp).
+    def unit_of(f):
+        stem = os.path.splitext(f)[0]
+        if stem.startswith("include/floodgate/"):
+            return "src/" + stem[len("include/floodgate/"):]
+        return stem
+
+    unit = {f: unit_of(f) for f in files}
     edges = {}
     for f, incs in includes.items():
         for g in incs:
