@@ -185,6 +185,17 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
       if (l.burst == 0) l.burst = options.burst;
     }
   }
+  if (uses_burst(strategy)) {
+    for (const Limit& l : limits) {
+      const int128 drain = static_cast<int128>(l.capacity()) * l.period / l.amount;
+      if (drain > kMaxBucketDrain) {
+        return absl::InvalidArgumentError(fmt::format(
+            "policy \"{}\": limit \"{}\": a {} of this capacity takes {} µs to drain (capacity × period / "
+            "amount): at most 2^52 µs (about 142 years) is allowed",
+            name, to_string(l), to_string(strategy), static_cast<std::int64_t>(std::min<int128>(drain, INT64_MAX))));
+      }
+    }
+  }
   Policy p;
   p.name_ = std::move(name);
   p.strategy_ = strategy;

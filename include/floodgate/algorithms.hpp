@@ -74,6 +74,12 @@ constexpr bool uses_burst(Strategy s) noexcept {
   return s == Strategy::kTokenBucket || s == Strategy::kLeakyBucket || s == Strategy::kGcra;
 }
 
+/// The longest a bucket (token bucket, leaky bucket, GCRA) takes to drain: 2^52 µs, about 142
+/// years. A limit whose capacity takes longer (capacity × period / amount) is refused by
+/// Policy::make, and a settle's charge past it saturates there: the key is denied for 142 years
+/// instead of a sum that grows without end (or past what the Redis scripts' doubles hold).
+inline constexpr Micros kMaxBucketDrain = Micros{1} << 52;
+
 namespace fixed_window {
 /// Window k is [k·P, (k+1)·P): aligned to the Unix epoch, so all keys reset together
 /// (GitHub-style); for a calendar limit, the calendar's period holding the time

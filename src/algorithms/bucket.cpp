@@ -103,11 +103,22 @@ Decision evaluate_exact(const State& state, const Limit& l, Micros now, std::int
   return d;
 }
 
+namespace {
+
+/// `tat` after `units` more (units·P) are charged at `now_s`: a level never above kMaxBucketDrain.
+i128 charged(i128 tat, i128 now_s, const Limit& l, std::int64_t units) noexcept {
+  const i128 ceiling = now_s + static_cast<i128>(kMaxBucketDrain) * l.amount;
+  const i128 base = std::max<i128>(tat, now_s);
+  if (base >= ceiling) return base;
+  return std::min<i128>(base + static_cast<i128>(units) * l.period, ceiling);
+}
+
+}  // namespace
+
 void commit(State& s, const Limit& l, Micros now, std::int64_t cost) noexcept {
   if (cost == 0) return;
   if (s.amount != 0 && s.amount != l.amount) s = rescaled(s, l, now);
-  const i128 now_s = static_cast<i128>(now) * l.amount;
-  s.tat = std::max<i128>(s.tat, now_s) + static_cast<i128>(cost) * l.period;
+  s.tat = charged(s.tat, static_cast<i128>(now) * l.amount, l, cost);
   s.amount = l.amount;
 }
 
@@ -121,7 +132,7 @@ void settle(State& s, const Limit& l, Micros now, Micros /*at*/, Micros mark, st
   if (s.amount != 0 && s.amount != l.amount) s = rescaled(s, l, now);
   const i128 now_s = static_cast<i128>(now) * l.amount;
   if (delta > 0) {
-    s.tat = std::max<i128>(s.tat, now_s) + static_cast<i128>(delta) * l.period;
+    s.tat = charged(s.tat, now_s, l, delta);
     s.amount = l.amount;
     return;
   }

@@ -539,5 +539,32 @@ TEST(Saturation, MovingWindowTotalStopsAt2To53) {
   expect_fresh<A>(c, l, kT0 + 60 * kSec + 1);
 }
 
+// A bucket's charges past what it can drain stop at kMaxBucketDrain (2^52 µs, about 142 years):
+// 1,100 settles of +2^53 on "1 per 100 years" (one unit is 100 years; their sum in 1/N µs passes
+// 2^116) and on "100/minute" leave the key denied for 142 years, then fresh.
+TEST(Saturation, BucketDebtStopsAt2To52Microseconds) {
+  using namespace saturation;
+  const Micros century = 100 * 365 * 86'400 * kSec;
+  for (const Limit& l : {limit(1, century), limit(100, 60 * kSec), limit(9'007'199'254'740'992, 60 * kSec, 5)}) {
+    SCOPED_TRACE(to_string(l));
+    bucket::State s;
+    ASSERT_TRUE(bucket::evaluate(s, l, kT0, 1).allowed);
+    bucket::commit(s, l, kT0, 1);
+    const Micros mark = bucket::mark(s, l);
+    for (int i = 0; i < kTimes; ++i) bucket::settle(s, l, kT0 + 1, kT0, mark, kMaxAmount);
+    for (int i = 0; i < kTimes; ++i) bucket::settle(s, l, kT0 + 2, 0, 0, kMaxAmount);
+    EXPECT_EQ(s.tat, (static_cast<int128>(kT0 + 2) + kMaxBucketDrain) * l.amount);
+    EXPECT_EQ(bucket::expires_at(s, l), kT0 + 2 + kMaxBucketDrain);
+    const Decision d = bucket::evaluate(s, l, kT0 + 2, 1);
+    EXPECT_FALSE(d.allowed);
+    EXPECT_EQ(d.remaining, 0);
+    EXPECT_EQ(d.retry_after, kMaxBucketDrain - (l.capacity() - 1) * l.period / l.amount);
+    // A refund takes from the saturated level, never below now.
+    bucket::settle(s, l, kT0 + 2, kT0, kT0 + 2 + kMaxBucketDrain, -kMaxAmount);
+    EXPECT_LE(s.tat, (static_cast<int128>(kT0 + 2) + kMaxBucketDrain) * l.amount);
+    EXPECT_TRUE(bucket::evaluate(s, l, kT0 + 3 + kMaxBucketDrain, l.capacity()).allowed);
+  }
+}
+
 }  // namespace
 }  // namespace floodgate

@@ -67,4 +67,17 @@ TEST(Policy, APolicyBurstThatWouldFillSeveralLimitsIsRefused) {
   EXPECT_TRUE(Policy::make("api", Strategy::kGcra, "10/second; 1000/hour burst 1000", o).ok());
 }
 
+TEST(Policy, ABucketThatTakesLongerThan2To52MicrosecondsToDrainIsRefused) {
+  // 1 per 200 years: one unit takes 200 years to drain; 142 years (2^52 µs) is the most.
+  const auto long_drain = Policy::make("slow", Strategy::kTokenBucket, "1 per 73000 days");
+  ASSERT_FALSE(long_drain.ok());
+  EXPECT_NE(long_drain.status().message().find("at most 2^52 µs (about 142 years)"), std::string_view::npos)
+      << long_drain.status();
+  // A burst that fills it past 142 years likewise; the same limit is a window's, which never drains.
+  EXPECT_FALSE(Policy::make("slow", Strategy::kGcra, "1 per 36500 days burst 2").ok());
+  EXPECT_TRUE(Policy::make("slow", Strategy::kGcra, "1 per 36500 days").ok());
+  EXPECT_TRUE(Policy::make("slow", Strategy::kFixedWindow, "1 per 73000 days").ok());
+  EXPECT_TRUE(Policy::make("huge", Strategy::kLeakyBucket, "9007199254740992/minute burst 9007199254740992").ok());
+}
+
 }  // namespace floodgate

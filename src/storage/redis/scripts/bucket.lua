@@ -114,6 +114,25 @@ local function save(key, s, l, now)
   write(key, s.w, s.r, l, now)
 end
 
+-- bucket.cpp's `charged`: tat after `units` more (units·P) are charged at `now`, its level never
+-- above MAX_DRAIN µs (kMaxBucketDrain, 2^52: about 142 years). units·P as a pair is
+-- ⌊units/N⌋·P + ⌊(units mod N)·P / N⌋ whole µs and (units mod N)·P mod N; a first term past the
+-- ceiling is not formed exactly (a double may round it, never below 2^52).
+local MAX_DRAIN = 4503599627370496
+local function charged(w, r, l, now, units)
+  local bw, br = now, 0
+  if less(now, 0, w, r) then bw, br = w, r end
+  if not less(bw, br, now + MAX_DRAIN, 0) then return bw, br end
+  local room_w, room_r = sub(now + MAX_DRAIN, 0, bw, br, l.n)
+  local ra = math.fmod(units, l.n)
+  local qa = (units - ra) / l.n
+  if qa * l.p >= MAX_DRAIN then return now + MAX_DRAIN, 0 end
+  local dw, dr = muldiv(ra, l.p, 0, l.n)
+  dw = dw + qa * l.p
+  if less(room_w, room_r, dw, dr) then return now + MAX_DRAIN, 0 end
+  return add(bw, br, dw, dr, l.n)
+end
+
 -- bucket::mark: ⌊tat / N⌋, when everything committed so far has drained.
 local function mark(s, l) return s.w end
 
@@ -122,11 +141,7 @@ local function mark(s, l) return s.w end
 local function settle(s, l, now, at, mark, delta)
   if delta == 0 then return end
   if delta > 0 then
-    local dw, dr = muldiv(delta, l.p, 0, l.n)
-    local bw, br = now, 0
-    if less(now, 0, s.w, s.r) then bw, br = s.w, s.r end
-    s.w, s.r = add(bw, br, dw, dr, l.n)
-    if s.w >= TWO53 then fail('arithmetic overflow') end
+    s.w, s.r = charged(s.w, s.r, l, now, delta)
     s.changed = true
     return
   end
