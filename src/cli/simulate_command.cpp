@@ -9,12 +9,12 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
-#include "floodgate/access_log.hpp"
+#include "floodgate/sim/access_log.hpp"
 #include "floodgate/replay.hpp"
-#include "floodgate/sim_charge.hpp"
-#include "floodgate/sim_concurrency.hpp"
-#include "floodgate/sim_stream.hpp"
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/charge.hpp"
+#include "floodgate/sim/concurrency.hpp"
+#include "floodgate/sim/stream.hpp"
+#include "floodgate/sim/simulate.hpp"
 
 namespace floodgate::cli {
 

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "floodgate/sim_stream.hpp"
-#include "sim/lanes.hpp"
+#include "floodgate/sim/stream.hpp"
+#include "sim/chart.hpp"
 
 namespace floodgate {
 
@@ -14,9 +14,7 @@ namespace {
 
 constexpr const char* kAllowed = sim::kAllowedColour;
 constexpr const char* kBlocked = sim::kBlockedColour;
-constexpr double kWidth = 1000;
 constexpr double kLeft = 220;
-constexpr double kRight = 20;
 constexpr double kTop = 50;
 constexpr double kRowHeight = 84;
 constexpr double kBarSpace = 34;  // the tallest bar, up (allowed) or down (blocked)
@@ -25,17 +23,11 @@ std::string row_svg(const StreamRow& row, std::size_t i, double plot, double col
                     double down_scale) {
   const double y0 = kTop + kRowHeight * static_cast<double>(i);
   const double mid = y0 + 8 + kBarSpace;
-  std::string out = fmt::format("<g class=\"lane\" data-lane=\"{}\" data-limit=\"{}\">\n",
-                                sim::xml_escape(row.lane), sim::xml_escape(row.limit));
+  std::string out = sim::row_open("lane", row.lane, row.limit, row.policy, i, y0, kRowHeight, kLeft, 24);
   out += fmt::format(
-      "<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/>\n"
-      "<text x=\"10\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n"
-      "<text x=\"10\" y=\"{:.1f}\" fill=\"#444\">{}</text>\n"
       "<text x=\"10\" y=\"{:.1f}\"><tspan fill=\"#00664a\">allowed {}</tspan>  "
       "<tspan fill=\"#a33d00\">blocked {}</tspan></text>\n",
-      kLeft, y0 + 4, plot, kRowHeight - 6, i % 2 == 0 ? "#f4f4f4" : "#fafafa", y0 + 24,
-      sim::xml_escape(row.lane), y0 + 40, sim::xml_escape(row.policy), y0 + 56, row.summary.allowed,
-      row.summary.blocked);
+      y0 + 56, row.summary.allowed, row.summary.blocked);
   std::string up, down;
   for (std::size_t b = 0; b < row.bins.size(); ++b) {
     const double x = kLeft + (static_cast<double>(b) + 0.5) * col;
@@ -61,7 +53,7 @@ std::string row_svg(const StreamRow& row, std::size_t i, double plot, double col
 }  // namespace
 
 std::string render_bins_svg(const StreamResult& r, std::string_view title) {
-  const double plot = kWidth - kLeft - kRight;
+  const double plot = sim::kChartWidth - kLeft - sim::kChartRight;
   const double height = kTop + kRowHeight * static_cast<double>(r.rows.size()) + 50;
   // Allowed and blocked have a scale each (blocked requests are often a few percent of all), the
   // same in every row so that rows compare.
@@ -73,12 +65,7 @@ std::string render_bins_svg(const StreamResult& r, std::string_view title) {
     }
   }
   const double col = plot / static_cast<double>(std::max<std::size_t>(1, r.bins));
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bins-chart\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
-      "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<title>{2}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-      "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{2}</text>\n",
-      kWidth, height, sim::xml_escape(title));
+  std::string out = sim::svg_open("bins-chart", height, title);
   out += fmt::format(
       "<text x=\"10\" y=\"40\">requests per {} bin: <tspan fill=\"#00664a\">▲ allowed</tspan> above the line "
       "(full height {}), <tspan fill=\"#a33d00\">▼ blocked</tspan> below it (full height {})</text>\n",

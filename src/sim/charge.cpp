@@ -1,6 +1,6 @@
 // A log's requests limited two ways on simulated time: charged after the response, and reserved
 // then settled. Both run through the real Limiter; only the figures are computed here.
-#include "floodgate/sim_charge.hpp"
+#include "floodgate/sim/charge.hpp"
 
 #include <algorithm>
 #include <array>
@@ -13,7 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/simulate.hpp"
 #include "sim/lanes.hpp"
 #include "util/text.hpp"
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "floodgate/sim_charge.hpp"
-#include "sim/lanes.hpp"
+#include "floodgate/sim/charge.hpp"
+#include "sim/chart.hpp"
 
 namespace floodgate {
 
@@ -13,9 +13,7 @@ namespace {
 
 constexpr const char* kAfter = sim::kBlockedColour;    // as denied requests
 constexpr const char* kReserved = sim::kLevelColour;
-constexpr double kWidth = 1000;
 constexpr double kLeft = 250;
-constexpr double kRight = 20;
 constexpr double kTop = 50;
 constexpr double kRowHeight = 110;
 constexpr double kBarSpace = 80;  // the tallest bar
@@ -26,17 +24,12 @@ std::string row_svg(const ChargeRow& row, std::size_t i, Micros first, double us
   std::int64_t peak = std::max<std::int64_t>(1, row.amount);
   for (std::size_t b = 0; b < row.after_bins.size(); ++b) peak = std::max({peak, row.after_bins[b], row.reserved_bins[b]});
   const double scale = kBarSpace / static_cast<double>(peak);
-  std::string out = fmt::format("<g class=\"charge-row\" data-lane=\"{}\" data-limit=\"{}\">\n",
-                                sim::xml_escape(row.lane), sim::xml_escape(row.limit));
+  std::string out = sim::row_open("charge-row", row.lane, row.limit, row.policy, i, y0, kRowHeight, kLeft, 22);
   out += fmt::format(
-      "<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/>\n"
-      "<text x=\"10\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n"
-      "<text x=\"10\" y=\"{:.1f}\" fill=\"#444\">{}</text>\n"
       "<text x=\"10\" y=\"{:.1f}\" fill=\"#a33d00\">after: max {}, over Σ {}</text>\n"
       "<text x=\"10\" y=\"{:.1f}\" fill=\"#005a8c\">reserved: max {}, over Σ {}</text>\n",
-      kLeft, y0 + 4, kWidth - kLeft - kRight, kRowHeight - 6, i % 2 == 0 ? "#f4f4f4" : "#fafafa", y0 + 22,
-      sim::xml_escape(row.lane), y0 + 38, sim::xml_escape(row.policy), y0 + 58, row.after.max_in_period,
-      row.after.total_over, y0 + 76, row.reserved.max_in_period, row.reserved.total_over);
+      y0 + 58, row.after.max_in_period, row.after.total_over, y0 + 76, row.reserved.max_in_period,
+      row.reserved.total_over);
   const double bin_px = static_cast<double>(row.bin_width) * us_px;
   const double bar = std::max(0.6, bin_px * 0.45);
   for (std::size_t b = 0; b < row.after_bins.size(); ++b) {
@@ -56,14 +49,14 @@ std::string row_svg(const ChargeRow& row, std::size_t i, Micros first, double us
       "<line class=\"limit\" x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#000\" "
       "stroke-dasharray=\"6 4\"/>\n<text x=\"{1:.0f}\" y=\"{3:.1f}\" text-anchor=\"end\">limit {4}</text>\n"
       "<line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{5:.1f}\" y2=\"{5:.1f}\" stroke=\"#999\" stroke-width=\"0.5\"/>\n</g>\n",
-      kLeft, kWidth - kRight, limit_y, limit_y - 3, row.amount, base);
+      kLeft, sim::kChartWidth - sim::kChartRight, limit_y, limit_y - 3, row.amount, base);
   return out;
 }
 
 }  // namespace
 
 std::string render_charge_svg(const ChargeResult& r, std::string_view title) {
-  const double plot = kWidth - kLeft - kRight;
+  const double plot = sim::kChartWidth - kLeft - sim::kChartRight;
   const double height = kTop + kRowHeight * static_cast<double>(r.rows.size()) + 50;
   // A common time axis from the earliest period shown to the end of the latest.
   Micros from = r.first, to = r.last;
@@ -72,14 +65,10 @@ std::string render_charge_svg(const ChargeResult& r, std::string_view title) {
     to = std::max(to, row.bin_start + static_cast<Micros>(row.after_bins.size()) * row.bin_width);
   }
   const double us_px = plot / static_cast<double>(std::max<Micros>(1, to - from));
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"charge-chart\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
-      "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<title>{2}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-      "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{2}</text>\n"
+  std::string out = sim::svg_open("charge-chart", height, title);
+  out += fmt::format(
       "<text x=\"10\" y=\"40\">the most units one key used in a period: <tspan fill=\"#a33d00\">■ charged after "
-      "the response</tspan>, <tspan fill=\"#005a8c\">■ reserved and settled</tspan>; dashed: the limit</text>\n",
-      kWidth, height, sim::xml_escape(title));
+      "the response</tspan>, <tspan fill=\"#005a8c\">■ reserved and settled</tspan>; dashed: the limit</text>\n");
   for (std::size_t i = 0; i < r.rows.size(); ++i) out += row_svg(r.rows[i], i, from, us_px);
   out += sim::time_axis(from, to - from, kLeft, plot, kTop + kRowHeight * static_cast<double>(r.rows.size()) + 2);
   return out + "</svg>\n";

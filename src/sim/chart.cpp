@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "floodgate/simulate.hpp"
-#include "sim/lanes.hpp"
+#include "floodgate/sim/simulate.hpp"
+#include "sim/chart.hpp"
 
 namespace floodgate {
 
@@ -19,9 +19,7 @@ constexpr const char* kAllowed = sim::kAllowedColour;
 constexpr const char* kBlocked = sim::kBlockedColour;
 constexpr const char* kLevel = sim::kLevelColour;
 
-constexpr double kWidth = 1000;
 constexpr double kLeft = 200;
-constexpr double kRight = 20;
 constexpr double kTop = 56;
 constexpr double kLaneHeight = 76;
 
@@ -44,6 +42,26 @@ std::string xml_escape(std::string_view s) {
 }
 
 // A tick step of 1, 2 or 5 × 10^k seconds giving about 10 ticks.
+std::string svg_open(std::string_view cls, double height, std::string_view title) {
+  return fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\"{0} width=\"{1:.0f}\" height=\"{2:.0f}\" "
+      "viewBox=\"0 0 {1:.0f} {2:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<title>{3}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
+      "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{3}</text>\n",
+      cls.empty() ? std::string() : fmt::format(" class=\"{}\"", cls), kChartWidth, height, xml_escape(title));
+}
+
+std::string row_open(std::string_view cls, std::string_view lane, std::string_view limit, std::string_view policy,
+                     std::size_t i, double y0, double height, double left, double name_dy) {
+  return fmt::format(
+      "<g class=\"{}\" data-lane=\"{}\" data-limit=\"{}\">\n"
+      "<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/>\n"
+      "<text x=\"10\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n"
+      "<text x=\"10\" y=\"{:.1f}\" fill=\"#444\">{}</text>\n",
+      cls, xml_escape(lane), xml_escape(limit), left, y0 + 4, kChartWidth - left - kChartRight, height - 6,
+      i % 2 == 0 ? "#f4f4f4" : "#fafafa", y0 + name_dy, xml_escape(lane), y0 + name_dy + 16, xml_escape(policy));
+}
+
 double tick_step(double span_s) {
   const double raw = span_s / 10;
   const double p = std::pow(10.0, std::floor(std::log10(raw)));
@@ -132,12 +150,7 @@ struct XScale {
 };
 
 std::string svg_head(double height, std::string_view title, std::string_view level_of) {
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
-      "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<title>{2}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-      "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{2}</text>\n",
-      kWidth, height, xml_escape(title));
+  std::string out = sim::svg_open("", height, title);
   out += fmt::format(
       "<g font-size=\"12\"><circle cx=\"16\" cy=\"38\" r=\"4\" fill=\"{0}\"/>"
       "<text x=\"24\" y=\"42\">allowed</text>"
@@ -231,7 +244,7 @@ std::string time_axis(const XScale& x, double axis_y) {
 std::string render_svg(const std::vector<SimLane>& lanes, std::span<const TraceEvent> trace,
                        std::string_view title) {
   const Micros end = trace.empty() ? 0 : trace.back().t;
-  const XScale x{std::max(1.0, static_cast<double>(end) / 1e6 * 1.02), kWidth - kLeft - kRight};
+  const XScale x{std::max(1.0, static_cast<double>(end) / 1e6 * 1.02), sim::kChartWidth - kLeft - sim::kChartRight};
   const double height = kTop + kLaneHeight * static_cast<double>(lanes.size()) + 40;
   // Several keys: the level line follows the busiest one (most requests; the first seen on a tie).
   std::map<std::string_view, std::size_t> counts;

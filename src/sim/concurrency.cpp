@@ -1,6 +1,6 @@
 // A concurrency limit on requests that last: a lease from each request's start to its end, taken
 // and released through the real Limiter on simulated time; and the lane's chart.
-#include "floodgate/sim_concurrency.hpp"
+#include "floodgate/sim/concurrency.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -12,6 +12,7 @@
 #include "floodgate/limiter.hpp"
 #include "floodgate/memory_storage.hpp"
 #include "floodgate/rate.hpp"
+#include "sim/chart.hpp"
 #include "sim/lanes.hpp"
 
 namespace floodgate {
@@ -164,9 +165,7 @@ namespace {
 constexpr const char* kAllowed = sim::kAllowedColour;
 constexpr const char* kBlocked = sim::kBlockedColour;
 constexpr const char* kLevel = sim::kLevelColour;
-constexpr double kWidth = 1000;
 constexpr double kLeft = 200;
-constexpr double kRight = 20;
 constexpr double kTop = 56;
 constexpr double kLaneHeight = 130;
 
@@ -174,7 +173,7 @@ constexpr double kLaneHeight = 130;
 
 std::string render_concurrency_svg(const ConcurrencyLane& c, std::span<const TraceEvent> trace,
                                    std::string_view title) {
-  const double plot = kWidth - kLeft - kRight;
+  const double plot = sim::kChartWidth - kLeft - sim::kChartRight;
   const Micros first = trace.empty() ? 0 : trace.front().t;
   const Micros span = std::max<Micros>(1, c.last - first);
   const double us_px = plot / (static_cast<double>(span) * 1.02);
@@ -186,16 +185,13 @@ std::string render_concurrency_svg(const ConcurrencyLane& c, std::span<const Tra
   const double level_bottom = y0 + kLaneHeight - 8;
   const double per_lease = (level_bottom - level_top) / static_cast<double>(std::max<std::int64_t>(1, c.limit));
   std::string key_note = c.keys > 1 ? fmt::format(" of key {} (the busiest of {})", sim::xml_escape(c.key), c.keys) : "";
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"concurrency-chart\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
-      "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<title>{2}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-      "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{2}</text>\n"
-      "<g><circle cx=\"16\" cy=\"38\" r=\"4\" fill=\"{3}\"/><text x=\"24\" y=\"42\">admitted</text>"
-      "<path d=\"M92 34 l8 8 m0 -8 l-8 8\" stroke=\"{4}\" stroke-width=\"2\"/><text x=\"106\" y=\"42\">denied</text>"
-      "<path d=\"M160 42 h8 v-6 h8\" fill=\"none\" stroke=\"{5}\" stroke-width=\"1.5\"/>"
-      "<text x=\"182\" y=\"42\">leases held{6} over time; dashed: the limit</text></g>\n",
-      kWidth, kTop + kLaneHeight + 50, sim::xml_escape(title), kAllowed, kBlocked, kLevel, key_note);
+  std::string out = sim::svg_open("concurrency-chart", kTop + kLaneHeight + 50, title);
+  out += fmt::format(
+      "<g><circle cx=\"16\" cy=\"38\" r=\"4\" fill=\"{0}\"/><text x=\"24\" y=\"42\">admitted</text>"
+      "<path d=\"M92 34 l8 8 m0 -8 l-8 8\" stroke=\"{1}\" stroke-width=\"2\"/><text x=\"106\" y=\"42\">denied</text>"
+      "<path d=\"M160 42 h8 v-6 h8\" fill=\"none\" stroke=\"{2}\" stroke-width=\"1.5\"/>"
+      "<text x=\"182\" y=\"42\">leases held{3} over time; dashed: the limit</text></g>\n",
+      kAllowed, kBlocked, kLevel, key_note);
   out += fmt::format(
       "<g class=\"lane\" data-lane=\"concurrency\">\n<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" "
       "fill=\"#f4f4f4\"/>\n<text x=\"10\" y=\"{:.1f}\" font-weight=\"bold\">concurrency</text>\n"

@@ -1,5 +1,5 @@
 // What simulate() and StreamingSimulation share: the policy a lane runs, the capacity a decision
-// names, the checks on one request, and turning a Decision into a SimStep.
+// names, the checks on one request, and turning a Decision into a SimStep (src/sim/lanes.cpp).
 #pragma once
 
 #include <string>
@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "floodgate/decision.hpp"
 #include "floodgate/policy.hpp"
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/lanes.hpp"
 
 namespace floodgate::sim {
 
@@ -48,26 +48,5 @@ SimStep step_of(const Policy& p, const Decision& d);
 /// `previous`, cost in [0, 2^53], key non-empty and at most kMaxKeyBytes.
 absl::Status check_event(std::size_t index, Micros t, Micros previous, Micros origin,
                          std::int64_t cost, std::string_view key);
-
-/// The charts' colours (Okabe–Ito, readable with any colour vision): admitted requests, denied
-/// ones, and a level or count drawn as a line.
-inline constexpr const char* kAllowedColour = "#009E73";  // bluish green
-inline constexpr const char* kBlockedColour = "#D55E00";  // vermillion
-inline constexpr const char* kLevelColour = "#0072B2";    // blue
-
-/// Text for SVG and HTML: < > & " escaped.
-std::string xml_escape(std::string_view s);
-
-/// A tick step of 1, 2 or 5 × 10^k seconds giving about 10 ticks over `span_s` seconds.
-double tick_step(double span_s);
-
-/// The time axis of a chart at height `y`, from `left` over `plot` pixels, for `span` µs from
-/// `first`: wall-clock ticks (UTC) when `first` is a time since the epoch, else seconds from 0.
-std::string time_axis(Micros first, Micros span, double left, double plot, double y);
-
-/// A standalone HTML page: `title`, `notes` as a list, `table` as preformatted text, then `svg`
-/// (a chart document) — the report of `simulate --charge` and `--concurrency`.
-std::string html_report(std::string_view title, const std::string& table, const std::vector<std::string>& notes,
-                        const std::string& svg);
 
 }  // namespace floodgate::sim

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "floodgate/access_log.hpp"
+#include "floodgate/sim/access_log.hpp"
 #include "util/text.hpp"
 
 namespace floodgate {

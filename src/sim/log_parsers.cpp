@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "floodgate/access_log.hpp"
+#include "floodgate/sim/access_log.hpp"
 #include "util/text.hpp"
 
 namespace floodgate {

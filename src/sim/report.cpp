@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "floodgate/sim_stream.hpp"
-#include "sim/lanes.hpp"
+#include "floodgate/sim/stream.hpp"
+#include "sim/chart.hpp"
 
 namespace floodgate {
 

@@ -1,5 +1,5 @@
 // A simulation fed one request at a time, with figures that do not grow with the requests.
-#include "floodgate/sim_stream.hpp"
+#include "floodgate/sim/stream.hpp"
 
 #include <algorithm>
 

@@ -14,7 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "absl/strings/ascii.h"
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/simulate.hpp"
 #include "trace_json.hpp"
 #include "util/text.hpp"
 

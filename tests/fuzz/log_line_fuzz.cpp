@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "floodgate/access_log.hpp"
+#include "floodgate/sim/access_log.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/simulate.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;

@@ -9,7 +9,9 @@ src/x/y.hpp) and with its public header (include/floodgate/x/y.hpp). The rules:
   2. the service's folders (src/server/*/) include only what their layer may:
      config/ only config/; api/ nothing from rls/ grpc/ xds/ http/ net/; http/ is included only from
      http/ and cli/; common/ nothing from the other service folders;
-  3. the core (src/ outside server/ and cli/, and include/) never includes the service or the CLI;
+  3. the core (src/ outside server/, cli/ and sim/, and include/ outside floodgate/sim/) never
+     includes the service, the CLI or the simulator, and the core library (add_library(floodgate)
+     in CMakeLists.txt) compiles no simulator source;
      util/ includes nothing of the project.
 Prints the units, the include edges between them, every cycle and every broken rule; exits 1 if
 there is any.
@@ -122,11 +124,22 @@ def main():
                 problems.append(f"{f} includes {g}: {src}/ may not include {dst}/")
             if dst == "server/http" and src not in ("server/http", "cli"):
                 problems.append(f"{f} includes {g}: only http/ and cli/ include http/")
-            core = not f.startswith(("src/server/", "src/cli/"))
+            core = not f.startswith(("src/server/", "src/cli/", "src/sim/", "include/floodgate/sim/"))
             if core and g.startswith(("src/server/", "src/cli/")):
                 problems.append(f"{f} includes {g}: the core includes neither the service nor the CLI")
+            if core and g.startswith(("src/sim/", "include/floodgate/sim/")):
+                problems.append(f"{f} includes {g}: the core does not include the simulator")
             if src == "util" and dst != "util":
                 problems.append(f"{f} includes {g}: util/ includes nothing of the project")
+
+    # The core library (add_library(floodgate ...) in CMakeLists.txt) compiles no simulator source.
+    cmake = os.path.join(root, "CMakeLists.txt")
+    if os.path.isfile(cmake):
+        with open(cmake, encoding="utf-8") as fh:
+            m = re.search(r"add_library\(floodgate\s([^)]*)\)", fh.read())
+        for source in (m.group(1).split() if m else []):
+            if source.startswith("src/sim/"):
+                problems.append(f"CMakeLists.txt: the core library floodgate compiles {source}: it belongs to floodgate_sim")
 
     n_edges = sum(len(v) for v in edges.values())
     print(f"{len(files)} files in {len(units)} units, {n_edges} include edges between units")

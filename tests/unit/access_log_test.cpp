@@ -1,6 +1,6 @@
 // The access-log readers of `floodgate simulate`: each format's lines, the key choice, times, bad
 // lines counted and quoted, gzip'd files.
-#include "floodgate/access_log.hpp"
+#include "floodgate/sim/access_log.hpp"
 
 #include <unistd.h>
 #include <zlib.h>

@@ -1,12 +1,12 @@
 // Costs known after the response, limited two ways (ChargeSimulation): charged after the
 // response lets concurrent requests through without bound; reserved and settled admits what fits.
-#include "floodgate/sim_charge.hpp"
+#include "floodgate/sim/charge.hpp"
 
 #include <limits>
 
 #include <gtest/gtest.h>
 
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/simulate.hpp"
 
 namespace floodgate {
 namespace {

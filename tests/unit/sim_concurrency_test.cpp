@@ -1,7 +1,7 @@
 // The concurrency lane of `floodgate simulate`: requests hold a lease from start to end through the
 // real Limiter; decisions checked against a trace worked by hand and against a plain count of the
 // requests in progress.
-#include "floodgate/sim_concurrency.hpp"
+#include "floodgate/sim/concurrency.hpp"
 
 #include <random>
 #include <string>

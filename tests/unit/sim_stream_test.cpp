@@ -1,6 +1,6 @@
 // The streaming simulation: the same decisions as simulate(), counts per time bin that stay
 // bounded, per-key figures, marks for small traces and a focus key, and the report.
-#include "floodgate/sim_stream.hpp"
+#include "floodgate/sim/stream.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/simulate.hpp"
 
 #include <sstream>
 

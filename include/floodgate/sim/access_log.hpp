@@ -1,4 +1,4 @@
-// floodgate/access_log.hpp — requests read from real access logs, one line at a time, for
+// floodgate/sim/access_log.hpp — requests read from real access logs, one line at a time, for
 // `floodgate simulate --traffic FILE`: nginx/Apache "combined" (or any nginx log_format), Envoy's
 // text and JSON access logs, JSON lines and CSV with a header. Each line gives a time (from the
 // log's own timestamp) and a key (chosen with a KeySpec). Nothing is kept per line: memory does

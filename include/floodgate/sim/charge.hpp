@@ -1,4 +1,4 @@
-// floodgate/sim_charge.hpp — costs known only after the response (an LLM's tokens), limited two
+// floodgate/sim/charge.hpp — costs known only after the response (an LLM's tokens), limited two
 // ways side by side on a log's requests: charged after the response, as gateways commonly do, and
 // reserved at an estimate then settled (docs/algorithms.md, "Reservations"). What
 // `floodgate simulate --charge` runs; docs/simulate.md, "Costs known after the response".

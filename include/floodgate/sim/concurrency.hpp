@@ -1,4 +1,4 @@
-// floodgate/sim_concurrency.hpp — a concurrency limit ("N concurrent for T") on traffic whose
+// floodgate/sim/concurrency.hpp — a concurrency limit ("N concurrent for T") on traffic whose
 // requests last: each request holds a lease from its start to its end. What
 // `floodgate simulate --concurrency N` runs and draws; docs/simulate.md, "Requests in progress".
 #pragma once
@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "floodgate/clock.hpp"
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/simulate.hpp"
 #include "floodgate/trace_event.hpp"
 
 namespace floodgate {

@@ -1,4 +1,4 @@
-// floodgate/sim_stream.hpp — a simulation fed one request at a time, whose result does not grow
+// floodgate/sim/stream.hpp — a simulation fed one request at a time, whose result does not grow
 // with the number of requests: counts per time bin (a pixel column of the chart) per row, per-key
 // figures for the keys that were blocked, and the requests themselves only for small traces and
 // for one chosen key. What `floodgate simulate` runs on logs of any size.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/simulate.hpp"
 
 namespace floodgate {
 

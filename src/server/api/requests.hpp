@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "floodgate/replay.hpp"
-#include "floodgate/sim_concurrency.hpp"
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/concurrency.hpp"
+#include "floodgate/sim/simulate.hpp"
 
 namespace floodgate::server {
 

@@ -6,8 +6,8 @@
 // the new ones.
 #include <optional>
 
-#include "floodgate/sim_concurrency.hpp"
-#include "floodgate/simulate.hpp"
+#include "floodgate/sim/concurrency.hpp"
+#include "floodgate/sim/simulate.hpp"
 #include "server/api/json_out.hpp"
 #include "server/api/requests.hpp"
 #include "server/api/service.hpp"
