@@ -131,7 +131,9 @@ absl::StatusOr<Calendar> Calendar::make(CalendarUnit unit, std::string_view zone
   return c;
 }
 
-Micros Calendar::nominal_period() const noexcept {
+Micros Calendar::nominal_period() const noexcept { return floodgate::nominal_period(unit); }
+
+Micros nominal_period(CalendarUnit unit) noexcept {
   switch (unit) {
     case CalendarUnit::kDay: return kDay;
     case CalendarUnit::kWeek: return 7 * kDay;

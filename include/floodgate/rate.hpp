@@ -28,6 +28,10 @@ enum class CalendarUnit : std::uint8_t {
   kYear,   ///< from January 1st 00:00 local time to the next January 1st
 };
 
+/// The nominal length of a calendar unit: day 24 h, week 7 days, month 30 days, year 365 days
+/// (0 for kNone). Calendar::nominal_period, and Envoy's units of the same names.
+Micros nominal_period(CalendarUnit unit) noexcept;
+
 /// Half-open interval of time [start, end) in µs since the Unix epoch.
 struct Period {
   Micros start = 0;

@@ -17,15 +17,14 @@
 namespace floodgate::server {
 
 Micros rls_unit_period(RlsUnit unit) noexcept {
-  constexpr Micros kDay = 86'400 * kMicrosPerSecond;
   switch (unit) {
     case RlsUnit::kSecond: return kMicrosPerSecond;
     case RlsUnit::kMinute: return 60 * kMicrosPerSecond;
     case RlsUnit::kHour: return 3'600 * kMicrosPerSecond;
-    case RlsUnit::kDay: return kDay;
-    case RlsUnit::kWeek: return 7 * kDay;
-    case RlsUnit::kMonth: return 30 * kDay;
-    case RlsUnit::kYear: return 365 * kDay;
+    case RlsUnit::kDay: return nominal_period(CalendarUnit::kDay);
+    case RlsUnit::kWeek: return nominal_period(CalendarUnit::kWeek);
+    case RlsUnit::kMonth: return nominal_period(CalendarUnit::kMonth);
+    case RlsUnit::kYear: return nominal_period(CalendarUnit::kYear);
     case RlsUnit::kUnknown: break;
   }
   return 0;
