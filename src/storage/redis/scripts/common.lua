@@ -220,17 +220,29 @@ end
 -- A fixed window's settle (fixed_window::settle), both anchors' clock-aligned scripts: the window
 -- at `now` is [start, finish); it takes `delta` if it is the window that held `at`, else a positive
 -- delta opens it (a new expiry) and a negative one is dropped.
+-- A fixed window's commit, every fixed-window script: `cost` joins the window opening at `start`;
+-- a window other than the stored one opens with it (a new expiry: save).
+local function window_commit(s, start, cost)
+  if s.count == 0 or s.start ~= start then
+    s.start = start
+    s.count = 0
+    s.moved = true
+  end
+  s.count = sat_add(s.count, cost)  -- never past MAX_COUNT
+end
+
+-- The units of the window opening at `start` (0 when the stored state is another window's).
+local function window_count(s, start)
+  if s.count > 0 and s.start == start then return s.count end
+  return 0
+end
+
 local function window_settle(s, start, finish, at, delta)
   if delta == 0 then return end
   if s.count > 0 and s.start == start and start <= at and at < finish then
     s.count = sat_add(s.count, delta)  -- never below 0, never past MAX_COUNT
   elseif delta > 0 then
-    if s.count == 0 or s.start ~= start then
-      s.start = start
-      s.count = 0
-      s.moved = true
-    end
-    s.count = sat_add(s.count, delta)
+    window_commit(s, start, delta)
   end
   s.changed = true
 end

@@ -23,21 +23,12 @@ end
 
 local function evaluate(s, l, now, cost, shape)
   local start = current_start(s.start, s.count, l.period, now)
-  local finish = start + l.period
-  local count = 0
-  if s.count > 0 and s.start == start then count = s.count end
-  return window_decision(l, now, cost, count, finish)
+  return window_decision(l, now, cost, window_count(s, start), start + l.period)
 end
 
 local function commit(s, l, now, cost)
   if cost == 0 then return end
-  local start = current_start(s.start, s.count, l.period, now)
-  if s.count == 0 or s.start ~= start then
-    s.start = start
-    s.count = 0
-    s.moved = true  -- a new window: a new expiry (save)
-  end
-  s.count = sat_add(s.count, cost)
+  window_commit(s, current_start(s.start, s.count, l.period, now), cost)
 end
 
 local function save(key, s, l, now)

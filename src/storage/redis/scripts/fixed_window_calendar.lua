@@ -49,20 +49,12 @@ end
 
 local function evaluate(s, l, now, cost, shape)
   local start, finish = current_window(s, l, now)
-  local count = 0
-  if s.count > 0 and s.start == start then count = s.count end
-  return window_decision(l, now, cost, count, finish)
+  return window_decision(l, now, cost, window_count(s, start), finish)
 end
 
 local function commit(s, l, now, cost)
   if cost == 0 then return end
-  local start = current_window(s, l, now)
-  if s.count == 0 or s.start ~= start then
-    s.start = start
-    s.count = 0
-    s.moved = true  -- a new window: a new expiry (save)
-  end
-  s.count = sat_add(s.count, cost)
+  window_commit(s, (current_window(s, l, now)), cost)
 end
 
 -- A new window expires at its end (expires_at: the real period end); the same window keeps the

@@ -29,12 +29,9 @@ end
 
 local function commit(s, l, now, cost)
   if cost == 0 then return end
-  if not open_at(s.start, s.count, l.period, now) then
-    s.start = now
-    s.count = 0
-    s.moved = true  -- a new window: a new expiry (save)
-  end
-  s.count = sat_add(s.count, cost)
+  local start = now  -- a closed window: a new one opens at this hit
+  if open_at(s.start, s.count, l.period, now) then start = s.start end
+  window_commit(s, start, cost)
 end
 
 local function save(key, s, l, now)
