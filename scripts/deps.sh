@@ -12,7 +12,7 @@
 #                            man-db for the unit's man: links, PyYAML for the manifests' test)
 set -euo pipefail
 
-packages=(g++ cmake make ccache pkg-config
+packages=(g++ cmake make ninja-build ccache pkg-config
           libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libcli11-dev libfmt-dev
           libspdlog-dev libyaml-cpp-dev libhiredis-dev libmemcached-dev libssl-dev libgnutls28-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev
