@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "key_locks.hpp"
-#include "budget/leases.hpp"
+#include "budget/slices.hpp"
 
 namespace floodgate {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "floodgate/memory_storage.hpp"
-#include "storage/memory/log_budget.hpp"
+#include "storage/memory/log_pool.hpp"
 
 namespace floodgate {
 

@@ -1,4 +1,4 @@
-// budget/leases.hpp — budget leases: slices of a hot key's budget admitted locally.
+// budget/slices.hpp — budget leases: slices of a hot key's budget admitted locally.
 //
 // docs/algorithms.md, "Budget leases". A Limiter holds one Leases; for a kHit of a policy with
 // PolicyOptions::lease on, it asks Leases::hit instead of the storage. A lease is a reservation

@@ -1,4 +1,4 @@
-#include "storage/memory/log_budget.hpp"
+#include "storage/memory/log_pool.hpp"
 
 namespace floodgate {
 

@@ -1,4 +1,4 @@
-#include "budget/leases.hpp"
+#include "budget/slices.hpp"
 
 #include <algorithm>
 #include <mutex>
