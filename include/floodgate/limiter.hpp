@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "floodgate/budget.hpp"
 #include "floodgate/clock.hpp"
 #include "floodgate/decision.hpp"
 #include "floodgate/policy.hpp"
@@ -24,14 +25,6 @@ class KeyLocks;
 namespace budget {
 class Leases;
 }  // namespace budget
-
-/// What a Limiter's budget leases did since its construction (PolicyOptions::lease).
-struct BudgetStats {
-  std::uint64_t local = 0;        ///< hits admitted against a slice, without a storage call
-  std::uint64_t store_calls = 0;  ///< storage calls made by leases (take or renew, settle)
-  std::uint64_t leases = 0;       ///< slices taken
-  std::int64_t held = 0;          ///< units now in this Limiter's slices, unused (a gauge)
-};
 
 /// A reservation made by Limiter::reserve: its id and the decision on its estimate.
 ///

@@ -18,8 +18,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "floodgate/budget.hpp"
 #include "floodgate/decision.hpp"
-#include "floodgate/limiter.hpp"
 #include "floodgate/policy.hpp"
 #include "floodgate/storage.hpp"
 
