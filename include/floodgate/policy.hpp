@@ -56,8 +56,8 @@ struct PolicyOptions {
   /// is answered locally only if its cost is at least the denied one's. Not part of the
   /// fingerprint. Clears from other processes are not seen until T.
   std::size_t blocked_cache = 0;
-  /// Limiter only: budget leases for a key hotter than one store (BudgetOptions; off by default).
-  /// Not part of the fingerprint: turning leases on or off keeps the state.
+  /// Limiter only: budget slices for a key hotter than one store (BudgetOptions; off by default).
+  /// Not part of the fingerprint: turning slices on or off keeps the state.
   BudgetOptions budget = {};
 };
 
