@@ -137,10 +137,10 @@ struct Fleet {
 };
 
 // `threads` threads hit random instances with `cost` at the clock's time, `per_thread` times each.
-// With `first_try_lease`, as the service's I/O threads: Limiter::try_budget first, then a hit when
+// With `first_try_slice`, as the service's I/O threads: Limiter::try_budget first, then a hit when
 // it does not answer.
 std::int64_t burst(Fleet& fleet, const Policy& p, int threads, int per_thread, std::int64_t cost,
-                   std::atomic<std::int64_t>& errors, bool first_try_lease = false) {
+                   std::atomic<std::int64_t>& errors, bool first_try_slice = false) {
   std::atomic<std::int64_t> admitted{0};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
@@ -148,7 +148,7 @@ std::int64_t burst(Fleet& fleet, const Policy& p, int threads, int per_thread, s
       std::int64_t mine = 0;
       for (int i = 0; i < per_thread; ++i) {
         Limiter& l = *fleet.limiters[static_cast<std::size_t>(t + i) % fleet.limiters.size()];
-        if (first_try_lease) {
+        if (first_try_slice) {
           if (const auto local = l.try_budget(Limiter::Request{&p, "hot", cost, Effect::kHit}, fleet.clock->now())) {
             if (!local->allowed) errors.fetch_add(1);  // it answers only with an admission
             mine += cost;
@@ -171,7 +171,7 @@ std::int64_t burst(Fleet& fleet, const Policy& p, int threads, int per_thread, s
 
 // Windows: admitted ≤ the limit in every window; what is not admitted of a window whose demand
 // exceeds the limit is at most what the instances' slices held (instances × max_slice).
-void check_windows(Strategy strategy, int instances, int threads, std::int64_t cost, bool first_try_lease = false) {
+void check_windows(Strategy strategy, int instances, int threads, std::int64_t cost, bool first_try_slice = false) {
   constexpr std::int64_t kLimit = 5000;
   constexpr std::int64_t kMaxSlice = 200;
   Fleet fleet(instances);
@@ -184,7 +184,7 @@ void check_windows(Strategy strategy, int instances, int threads, std::int64_t c
     for (int step = 0; step < 10; ++step) {
       fleet.clock->set(kStart + window * kSecond + step * kSecond / 10);
       admitted += burst(fleet, p, threads, static_cast<int>(2 * kLimit / 10 / threads / cost), cost, errors,
-                        first_try_lease);
+                        first_try_slice);
       ASSERT_LE(fleet.held(), bound);
     }
     EXPECT_LE(admitted, kLimit) << to_string(strategy) << " window " << window;
@@ -202,11 +202,11 @@ void check_windows(Strategy strategy, int instances, int threads, std::int64_t c
   EXPECT_GT(local, 10 * calls) << to_string(strategy);
 }
 
-TEST(LeasesConcurrent, FixedWindowFourInstancesFourThreads) { check_windows(Strategy::kFixedWindow, 4, 4, 1); }
+TEST(BudgetSlicesConcurrent, FixedWindowFourInstancesFourThreads) { check_windows(Strategy::kFixedWindow, 4, 4, 1); }
 
 // A slice interval longer than the window: the window's end ends the slice (a unit charged to one
 // window is never admitted in the next). Steps of 30 ms cross each boundary with slices open.
-TEST(LeasesConcurrent, AWindowEndEndsTheLease) {
+TEST(BudgetSlicesConcurrent, AWindowEndEndsTheSlice) {
   for (const Strategy strategy : {Strategy::kFixedWindow, Strategy::kSlidingWindowCounter}) {
     constexpr std::int64_t kLimit = 3000;
     Fleet fleet(3);
@@ -228,9 +228,9 @@ TEST(LeasesConcurrent, AWindowEndEndsTheLease) {
     EXPECT_EQ(errors.load(), 0);
   }
 }
-TEST(LeasesConcurrent, TryLeaseFirstAsTheServiceDoes) { check_windows(Strategy::kFixedWindow, 4, 4, 1, true); }
-TEST(LeasesConcurrent, FixedWindowCostThree) { check_windows(Strategy::kFixedWindow, 3, 4, 3); }
-TEST(LeasesConcurrent, SlidingWindowCounter) { check_windows(Strategy::kSlidingWindowCounter, 4, 4, 1); }
+TEST(BudgetSlicesConcurrent, TrySliceFirstAsTheServiceDoes) { check_windows(Strategy::kFixedWindow, 4, 4, 1, true); }
+TEST(BudgetSlicesConcurrent, FixedWindowCostThree) { check_windows(Strategy::kFixedWindow, 3, 4, 3); }
+TEST(BudgetSlicesConcurrent, SlidingWindowCounter) { check_windows(Strategy::kSlidingWindowCounter, 4, 4, 1); }
 
 // Buckets: from the start (full), what is admitted up to t is at most capacity + rate·t, and the
 // shortfall against a demand that always exceeds it is at most the bound.
@@ -253,11 +253,11 @@ void check_bucket(Strategy strategy) {
   EXPECT_EQ(errors.load(), 0);
 }
 
-TEST(LeasesConcurrent, TokenBucket) { check_bucket(Strategy::kTokenBucket); }
-TEST(LeasesConcurrent, Gcra) { check_bucket(Strategy::kGcra); }
+TEST(BudgetSlicesConcurrent, TokenBucket) { check_bucket(Strategy::kTokenBucket); }
+TEST(BudgetSlicesConcurrent, Gcra) { check_bucket(Strategy::kGcra); }
 
 // The same fleet without slices stays exact (every hit is a storage call).
-TEST(LeasesConcurrent, OffIsTheExactPath) {
+TEST(BudgetSlicesConcurrent, OffIsTheExactPath) {
   Fleet fleet(4);
   const Policy p = Policy::make("p", Strategy::kFixedWindow, "5000/second").value();
   std::atomic<std::int64_t> errors{0};
