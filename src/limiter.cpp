@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "key_locks.hpp"
-#include "budget/leases.hpp"
+#include "budget/slices.hpp"
 
 namespace floodgate {
 
@@ -74,18 +74,18 @@ Limiter::Limiter(std::shared_ptr<Storage> storage, std::shared_ptr<const Clock> 
       traits_(storage_->traits()),
       blocked_(std::make_unique<BlockedCaches>()),
       key_locks_(std::make_unique<detail::KeyLocks>()),
-      leases_(std::make_unique<budget::Leases>(*storage_)) {}
+      slices_(std::make_unique<budget::Slices>(*storage_)) {}
 
-Limiter::~Limiter() { leases_->sweep(clock_->now(), true); }
+Limiter::~Limiter() { slices_->sweep(clock_->now(), true); }
 
 std::optional<Decision> Limiter::try_budget(const Request& r, Micros now) {
-  if (!leased(r) || reserves(r.effect)) return std::nullopt;
-  return leases_->try_local(r, now);
+  if (!uses_slices(r) || reserves(r.effect)) return std::nullopt;
+  return slices_->try_local(r, now);
 }
 
-std::size_t Limiter::flush_budgets() { return leases_->sweep(clock_->now(), true); }
-std::size_t Limiter::end_budgets() { return leases_->sweep(clock_->now(), false); }
-BudgetStats Limiter::budget_stats() const noexcept { return leases_->stats(); }
+std::size_t Limiter::flush_budgets() { return slices_->sweep(clock_->now(), true); }
+std::size_t Limiter::end_budgets() { return slices_->sweep(clock_->now(), false); }
+BudgetStats Limiter::budget_stats() const noexcept { return slices_->stats(); }
 
 Limiter::BlockedKeys* Limiter::blocked_keys(const Policy& policy) {
   if (policy.options().blocked_cache == 0) return nullptr;
@@ -200,18 +200,18 @@ void Limiter::timed(F&& storage_call) {
 
 absl::StatusOr<Decision> Limiter::decide_one(const Request& r) {
   const Micros now = clock_->now();
-  // The common case in this one frame: a plain request (decide_exact's), not leased. A storage
+  // The common case in this one frame: a plain request (decide_exact's), not on budget slices. A storage
   // error is all that is left for finish: a plain request's policy has no blocked-key cache.
-  const bool plain = !leased(r) && plain_request(r);
+  const bool plain = !uses_slices(r) && plain_request(r);
   absl::StatusOr<Decision> d = plain ? storage_->apply(*r.policy, r.key, r.cost, r.effect, now) : decide_at(r, now);
   if (plain && !d.ok()) [[unlikely]] finish(r, d, now);
   return d;
 }
 
 absl::StatusOr<Decision> Limiter::decide_at(const Request& r, Micros now) {
-  if (leased(r)) [[unlikely]] {
-    leases_->maybe_sweep(now, kMicrosPerSecond / 10);
-    return leases_->hit(r, now, [&](const Request& x) { return decide_exact(x, now); });
+  if (uses_slices(r)) [[unlikely]] {
+    slices_->maybe_sweep(now, kMicrosPerSecond / 10);
+    return slices_->hit(r, now, [&](const Request& x) { return decide_exact(x, now); });
   }
   return decide_exact(r, now);
 }
@@ -255,7 +255,7 @@ void Limiter::decide(std::span<const Request> requests, Micros now,
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (auto s = check_request(requests[i]); !s.ok()) {
       out[i] = s;
-    } else if (leased(requests[i])) {
+    } else if (uses_slices(requests[i])) {
       out[i] = decide_at(requests[i], now);
     } else if (auto local = blocked(requests[i], now)) {
       out[i] = *local;
@@ -427,7 +427,7 @@ absl::StatusOr<Decision> Limiter::stats(const Policy& policy, std::string_view k
 }
 
 absl::Status Limiter::clear(const Policy& policy, std::string_view key) {
-  if (policy.options().budget.max_slice > 0) leases_->forget(policy, key);
+  if (policy.options().budget.max_slice > 0) slices_->forget(policy, key);
   if (BlockedKeys* cache = blocked_keys(policy)) {
     std::lock_guard<std::mutex> lock(cache->mu);
     cache->keys.erase(absl::string_view(key.data(), key.size()));

@@ -135,22 +135,22 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
   if (const BudgetOptions& l = options.budget; l.max_slice != 0) {
     if (l.max_slice < 0 || l.max_slice > kMaxAmount) {
       return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": budget_lease max_slice {} is out of range: expected 1 to 2^53 (0 = no leases)", name, l.max_slice));
+          "policy \"{}\": budget_slice max_slice {} is out of range: expected 1 to 2^53 (0 = no slices)", name, l.max_slice));
     }
     if (l.interval < 1000 || l.interval > Micros{3600} * kMicrosPerSecond) {
       return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": budget_lease interval of {} µs is out of range: expected 1 ms to 1 hour", name, l.interval));
+          "policy \"{}\": budget_slice interval of {} µs is out of range: expected 1 ms to 1 hour", name, l.interval));
     }
     if (l.share < 1 || l.share > 1000) {
       return absl::InvalidArgumentError(
-          fmt::format("policy \"{}\": budget_lease share {} is out of range: expected 1 to 1000", name, l.share));
+          fmt::format("policy \"{}\": budget_slice share {} is out of range: expected 1 to 1000", name, l.share));
     }
-    const bool leasable = (strategy == Strategy::kFixedWindow && options.anchor == Anchor::kClock) ||
+    const bool sliceable = (strategy == Strategy::kFixedWindow && options.anchor == Anchor::kClock) ||
                           strategy == Strategy::kSlidingWindowCounter || strategy == Strategy::kTokenBucket ||
                           strategy == Strategy::kGcra;
-    if (!leasable) {
+    if (!sliceable) {
       return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": budget leases (budget_lease) apply to fixed-window (anchor clock), sliding-window-counter, token-bucket and "
+          "policy \"{}\": budget slices (budget_slice) apply to fixed-window (anchor clock), sliding-window-counter, token-bucket and "
           "gcra, not {}{} ({})",
           name, to_string(strategy), strategy == Strategy::kFixedWindow ? " anchored at the first hit" : "",
           strategy == Strategy::kMovingWindow  ? "it logs each request's own time, which a slice cannot keep"

@@ -1,8 +1,8 @@
 // One hot key decided by one Limiter from several threads, for a time, with or without budget
-// leases (bench/hotkey/run.sh runs it beside the `floodgate serve` processes).
+// slices (bench/hotkey/run.sh runs it beside the `floodgate serve` processes).
 //
 //   hotkey_inprocess --storage URL [--threads 2] [--seconds 5] [--limit 50000] [--max-slice 500]
-//                    [--leases 0|1]
+//                    [--slices 0|1]
 // prints "decisions N admitted N seconds S start_us N end_us N lease_store_calls N".
 #include <atomic>
 #include <chrono>
@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   double seconds = 5;
   std::int64_t limit = 50000;
   std::int64_t max_slice = 500;
-  bool leases = true;
+  bool slices = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const std::string v = argv[i + 1];
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     else if (k == "--seconds") seconds = std::stod(v);
     else if (k == "--limit") limit = std::stoll(v);
     else if (k == "--max-slice") max_slice = std::stoll(v);
-    else if (k == "--leases") leases = v != "0";
+    else if (k == "--slices") slices = v != "0";
     else {
       std::cerr << "unknown option " << k << "\n";
       return 2;
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   }
   floodgate::PolicyOptions o;
   o.blocked_cache = 1000;
-  if (leases) o.budget.max_slice = max_slice;
+  if (slices) o.budget.max_slice = max_slice;
   const auto policy =
       floodgate::Policy::make("hot", floodgate::Strategy::kFixedWindow, fmt::format("{}/second", limit), o);
   if (!policy.ok()) {

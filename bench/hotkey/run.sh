@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # One hot key through 1, 2 and 4 `floodgate serve` processes on one Redis, with and without budget
-# leases, then in process (one Limiter, 2 threads) with and without. Loopback only; starts and
+# slices, then in process (one Limiter, 2 threads) with and without. Loopback only; starts and
 # stops its own Redis and serve processes; about 6 × (SECONDS + 2) + 2 × SECONDS seconds.
 #
 #   bench/hotkey/run.sh FLOODGATE_BINARY [SECONDS] [LIMIT]
 #     HOTKEY_INPROCESS=build/release/bench/hotkey_inprocess  (default: beside FLOODGATE_BINARY)
 #
-# The policy: fixed window, LIMIT (default 20000) per second, blocked_cache 1000; with leases
-# `budget_lease: {max_slice: 500, interval_ms: 100}`. Load: one wrk per process (1 thread, 16
+# The policy: fixed window, LIMIT (default 20000) per second, blocked_cache 1000; with slices
+# `budget_slice: {max_slice: 500, interval_ms: 100}`. Load: one wrk per process (1 thread, 16
 # connections) on GET /v1/auth with one X-Real-IP. Prints one JSON line per run:
-#   processes, leases, seconds, decisions_per_s, store_calls_per_decision (Redis script calls —
+#   processes, slices, seconds, decisions_per_s, store_calls_per_decision (Redis script calls —
 #   FCALL/EVALSHA — per decision), admitted, limit (LIMIT × the windows the run touched),
 #   held_back_max (the most units sitting in the processes' slices, sampled every 20 ms, in a
 #   sample where some process's denials grew), bound (processes × max_slice).
@@ -36,9 +36,9 @@ script_calls() {  # script calls (FCALL, EVALSHA, …) since the last CONFIG RES
     awk -F'[:=,]' '$1 ~ /^cmdstat_(evalsha|eval|fcall|fcall_ro)$/ {n += $3} END {print n + 0}'
 }
 
-run_serve() {  # processes leases
-  local n="$1" leases="$2" lease_line=""
-  [[ "$leases" == true ]] && lease_line="    budget_lease: {max_slice: $max_slice, interval_ms: 100}"
+run_serve() {  # processes slices
+  local n="$1" slices="$2" slice_line=""
+  [[ "$slices" == true ]] && slice_line="    budget_slice: {max_slice: $max_slice, interval_ms: 100}"
   cat >"$work/floodgate.yaml" <<YAML
 log_level: warn
 policies:
@@ -46,7 +46,7 @@ policies:
     strategy: fixed-window
     limit: $limit/second
     blocked_cache: 1000
-$lease_line
+$slice_line
 YAML
   redis-cli -p "$port" flushall >/dev/null; redis-cli -p "$port" config resetstat >/dev/null
   local ports=() serve_pids=()
@@ -100,44 +100,44 @@ PY
   for p in "${serve_pids[@]}"; do kill -TERM "$p"; done
   for p in "${serve_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   local calls; calls="$(script_calls)"
-  python3 - "$n" "$leases" "$start" "$end" "$allowed" "$denied" "$calls" "$limit" "$(cat "$work/samples")" \
+  python3 - "$n" "$slices" "$start" "$end" "$allowed" "$denied" "$calls" "$limit" "$(cat "$work/samples")" \
     "$((n * max_slice))" <<'PY'
 import json, math, sys
-n, leases, start, end, allowed, denied, calls, limit, held, bound = sys.argv[1:]
+n, slices, start, end, allowed, denied, calls, limit, held, bound = sys.argv[1:]
 start, end = float(start), float(end)
 decisions = int(allowed) + int(denied)
 windows = math.floor(end) - math.floor(start) + 1
-print(json.dumps({"processes": int(n), "leases": leases == "true", "seconds": round(end - start, 2),
+print(json.dumps({"processes": int(n), "slices": slices == "true", "seconds": round(end - start, 2),
                   "decisions_per_s": round(decisions / (end - start)),
                   "store_calls_per_decision": round(int(calls) / max(decisions, 1), 6),
                   "admitted": int(allowed), "limit": int(limit) * windows, "held_back_max": int(held),
-                  "bound": int(bound) if leases == "true" else 0}))
+                  "bound": int(bound) if slices == "true" else 0}))
 PY
 }
 
-run_inprocess() {  # leases (0|1)
+run_inprocess() {  # slices (0|1)
   redis-cli -p "$port" flushall >/dev/null; redis-cli -p "$port" config resetstat >/dev/null
   local out; out="$("$inprocess" --storage "redis://127.0.0.1:$port?pool=2" --threads 2 --seconds "$seconds" \
-    --limit "$limit" --max-slice "$max_slice" --leases "$1")"
+    --limit "$limit" --max-slice "$max_slice" --slices "$1")"
   python3 - "$1" "$out" "$(script_calls)" "$limit" "$max_slice" <<'PY'
 import json, math, sys
-leases, out, calls, limit, max_slice = sys.argv[1:]
+slices, out, calls, limit, max_slice = sys.argv[1:]
 f = out.split()
 v = {f[i]: float(f[i + 1]) for i in range(0, len(f), 2)}
 windows = math.floor(v["end_us"] / 1e6) - math.floor(v["start_us"] / 1e6) + 1
-print(json.dumps({"processes": "in-process, 2 threads", "leases": leases == "1", "seconds": v["seconds"],
+print(json.dumps({"processes": "in-process, 2 threads", "slices": slices == "1", "seconds": v["seconds"],
                   "decisions_per_s": round(v["decisions"] / v["seconds"]),
                   "store_calls_per_decision": round(int(calls) / max(v["decisions"], 1), 6),
                   "admitted": int(v["admitted"]), "limit": int(limit) * windows,
-                  "held_back_max": 0, "bound": int(max_slice) if leases == "1" else 0}))
+                  "held_back_max": 0, "bound": int(max_slice) if slices == "1" else 0}))
 PY
 }
 
 for n in 1 2 4; do
-  for leases in false true; do run_serve "$n" "$leases"; done
+  for slices in false true; do run_serve "$n" "$slices"; done
 done
 if [[ -x "$inprocess" ]]; then
-  for leases in 0 1; do run_inprocess "$leases"; done
+  for slices in 0 1; do run_inprocess "$slices"; done
 else
   echo "(no $inprocess: build the hotkey_inprocess target for the in-process runs)" >&2
 fi

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "floodgate/budget.hpp"
 #include "floodgate/clock.hpp"
 #include "floodgate/decision.hpp"
 #include "floodgate/policy.hpp"
@@ -22,16 +23,8 @@ namespace detail {
 class KeyLocks;
 }  // namespace detail
 namespace budget {
-class Leases;
+class Slices;
 }  // namespace budget
-
-/// What a Limiter's budget leases did since its construction (PolicyOptions::lease).
-struct BudgetStats {
-  std::uint64_t local = 0;        ///< hits admitted against a slice, without a storage call
-  std::uint64_t store_calls = 0;  ///< storage calls made by leases (take or renew, settle)
-  std::uint64_t leases = 0;       ///< slices taken
-  std::int64_t held = 0;          ///< units now in this Limiter's slices, unused (a gauge)
-};
 
 /// A reservation made by Limiter::reserve: its id and the decision on its estimate.
 ///
@@ -117,9 +110,9 @@ class Lease {
 ///      ResourceExhausted (a memory bound the request would pass: MemoryStorageOptions);
 ///   5. denials are remembered for step 2.
 /// This is the only code that turns a storage error into a decision. A hit of a policy with budget
-/// leases (PolicyOptions::lease) is first offered to this limiter's lease of the key, which admits
-/// it against its slice without a storage call, or renews the slice, or sends it down these steps
-/// (docs/algorithms.md, "Budget leases"). Groups (`decide_group`) always take these steps.
+/// slices (PolicyOptions::budget) is first offered to this limiter's slice of the key, which admits
+/// it without a storage call, or takes the next slice, or sends it down these steps
+/// (docs/algorithms.md, "Budget slices"). Groups (`decide_group`) always take these steps.
 ///
 /// Thread-safety: all methods are thread-safe (as thread-safe as the storage, which must be).
 class Limiter {
@@ -171,26 +164,26 @@ class Limiter {
   /// InvalidArgument for a policy that is not a concurrency policy.
   absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, std::string_view id);
 
-  /// A hit of a policy with budget leases that this limiter's open slice of `key` holds, decided
-  /// at once without a storage call; nothing otherwise (no lease, a spent or ended one, another
-  /// thread renewing it), and then the caller decides the request as usual (`decide`): what a
+  /// A hit of a policy with budget slices that this limiter's open slice of `key` holds, decided
+  /// at once without a storage call; nothing otherwise (no slice, a spent or ended one, another
+  /// thread taking the next), and then the caller decides the request as usual (`decide`): what a
   /// service's I/O thread asks before handing a request to its storage threads.
   std::optional<Decision> try_budget(const Request& r, Micros now);
 
-  /// Ends every budget lease of this limiter now, giving back the units it did not use (one
-  /// settle per lease; PolicyOptions::lease). The destructor does it too; call it before a process
-  /// stops without destroying its limiter. Leases whose interval or window is over are ended by
+  /// Ends every budget slice of this limiter now, giving back the units it did not use (one
+  /// settle per slice; PolicyOptions::budget). The destructor does it too; call it before a process
+  /// stops without destroying its limiter. Slices whose interval or window is over are ended by
   /// the limiter's own decisions (at most every 100 ms) or by `end_budgets`. Returns how many
-  /// leases were ended.
+  /// slices were ended.
   std::size_t flush_budgets();
-  /// Ends the budget leases whose interval or window is over and frees idle keys' entries (the
+  /// Ends the budget slices whose interval or window is over and frees idle keys' entries (the
   /// service calls it about once a second, so that an idle key gives its unused units back).
   std::size_t end_budgets();
-  /// What budget leases did since construction.
+  /// What budget slices did since construction.
   [[nodiscard]] BudgetStats budget_stats() const noexcept;
 
-  /// Forgets `key`'s state under `policy` (and its entry in the blocked-key cache and its lease,
-  /// which is dropped unsettled: the state is gone).
+  /// Forgets `key`'s state under `policy` (and its entry in the blocked-key cache and its budget
+  /// slice, which is dropped unsettled: the state is gone).
   absl::Status clear(const Policy& policy, std::string_view key);
 
   /// Decides independent requests at `now`, in order, as if by `hit`/`test` one after another,
@@ -251,7 +244,7 @@ class Limiter {
     return r.cost >= 0 && r.cost <= kMaxAmount && r.policy->options().blocked_cache == 0 && !latency_ &&
            !lock_singles() && !reserves(r.effect);
   }
-  [[nodiscard]] static bool leased(const Request& r) noexcept {
+  [[nodiscard]] static bool uses_slices(const Request& r) noexcept {
     return r.effect == Effect::kHit && r.policy->options().budget.max_slice > 0 && r.cost > 0 &&
            r.cost <= kMaxAmount;
   }
@@ -264,7 +257,7 @@ class Limiter {
   std::atomic<std::uint64_t> blocked_hits_{0};
   std::unique_ptr<BlockedCaches> blocked_;
   std::unique_ptr<detail::KeyLocks> key_locks_;
-  std::unique_ptr<budget::Leases> leases_;  // budget leases (src/budget/)
+  std::unique_ptr<budget::Slices> slices_;  // budget slices (src/budget/)
   std::atomic<bool> groups_{false};  // single decisions take the key locks too (expect_groups)
   [[nodiscard]] bool lock_singles() const noexcept {
     return !traits_.atomic_groups && groups_.load(std::memory_order_acquire);

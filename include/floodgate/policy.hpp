@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "floodgate/algorithms.hpp"
+#include "floodgate/budget.hpp"
 #include "floodgate/rate.hpp"
 
 namespace floodgate {
@@ -38,28 +39,6 @@ enum class PolicyKind : std::uint8_t {
 /// decision is marked `degraded`; an error is never a plain "allowed".
 enum class FailMode : std::uint8_t { kOpen, kClosed };
 
-/// Budget leases (docs/algorithms.md, "Budget leases"): a Limiter takes a slice of a key's
-/// budget from the storage in one call (a reservation of `slice` units, charged in full) and
-/// admits requests against it locally until it is spent, then leases again; what it did not use
-/// goes back (a settle of the units used) when the lease ends. For a key hotter than one store
-/// shard can decide, shared by several processes. Off by default (`max_slice` 0).
-///
-/// The slice is about what this Limiter used of the key in one `interval`, at most `max_slice`
-/// and at most the key's remaining budget / `share` (so near the limit the instances share what
-/// is left); a slice under two requests' cost is not leased: the request takes the exact path
-/// (one storage call, as without leases). Fixed window (clock-aligned, calendar periods too),
-/// sliding window counter, token bucket and GCRA only; Policy::make refuses the others.
-struct BudgetOptions {
-  /// The most units one lease may hold (1 to 2^53; 0 = leases off). Bounds what leases hold back
-  /// from other instances: at most instances × max_slice units.
-  std::int64_t max_slice = 0;
-  /// A lease ends at most this long after it was taken (and at the end of its window), and the
-  /// slice is sized on the demand seen in one interval. 1 ms to 1 hour.
-  Micros interval = kMicrosPerSecond / 10;
-  /// A slice is at most the remaining budget / share (1 to 1000).
-  std::int64_t share = 4;
-};
-
 /// Options of a policy beyond its strategy and limits. Defaults are the common case.
 struct PolicyOptions {
   /// Fixed window only: where windows start.
@@ -77,8 +56,8 @@ struct PolicyOptions {
   /// is answered locally only if its cost is at least the denied one's. Not part of the
   /// fingerprint. Clears from other processes are not seen until T.
   std::size_t blocked_cache = 0;
-  /// Limiter only: budget leases for a key hotter than one store (BudgetOptions; off by default).
-  /// Not part of the fingerprint: turning leases on or off keeps the state.
+  /// Limiter only: budget slices for a key hotter than one store (BudgetOptions; off by default).
+  /// Not part of the fingerprint: turning slices on or off keeps the state.
   BudgetOptions budget = {};
 };
 

@@ -69,6 +69,11 @@ void log_start_warnings() {
   for (const std::string& w : start_warnings()) spdlog::warn("--envoyproxy-env: {}", w);
 }
 
+// What the configuration file says in a deprecated spelling, logged at each load.
+void log_config_warnings(const server::Config& c) {
+  for (const std::string& w : c.warnings) spdlog::warn("{}", w);
+}
+
 // The command line wins over the file for what it names.
 absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& config_path) {
   server::Config c;
@@ -141,6 +146,7 @@ absl::StatusOr<Loaded> load_checked(const ServeArgs& a, const std::string& confi
 int check_config(const ServeArgs& args) {
   auto loaded = load_checked(args, args.check_config);
   log_start_warnings();
+  if (loaded.ok()) log_config_warnings(loaded->config);
   if (!loaded.ok()) {
     std::cerr << loaded.status().message() << "\n";
     return 1;
@@ -205,6 +211,7 @@ struct Reloader {
       rls->reload(next->rules);
       spdlog::info("reloaded the rate-limit rules ({}): {} domains", why, next->rules->domains.size());
     }
+    log_config_warnings(next->config);
     service.reload(std::make_shared<const server::Config>(std::move(next->config)));
     counters.succeeded();
     spdlog::info("reloaded the configuration ({}): {} polic{}", why, service.config()->policies.size(),
@@ -272,7 +279,7 @@ std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storag
   server::StorageWatch::Options o;
   o.after_maintain = [&housekeeping, &service](Micros now) {
     housekeeping.run(now);
-    service.limiter().end_budgets();  // an idle key's lease gives its unused units back
+    service.limiter().end_budgets();  // an idle key's budget slice gives its unused units back
   };
   if (!storage->traits().networked) {
     return std::make_unique<server::StorageWatch>(storage, [](bool, const absl::Status&) {}, o);
@@ -350,6 +357,7 @@ int run(const ServeArgs& args) {
   spdlog::set_level(spdlog::level::from_str(loaded->config.log_level));
   use_log_format(loaded->config.log_format);
   log_start_warnings();
+  log_config_warnings(loaded->config);
   auto tls = open_tls(*loaded);
   if (!tls.ok()) return failed_to_start(tls.status());
   auto storage = open_service_storage(loaded->config);
@@ -424,7 +432,7 @@ int run(const ServeArgs& args) {
     http.drain();
   });
   http.join();
-  service.limiter().flush_budgets();  // unused units of budget leases go back before we stop
+  service.limiter().flush_budgets();  // unused units of budget slices go back before we stop
   if (metrics) metrics->stop();
   grpc_for_xds.store(nullptr);
   if (xds) xds->stop();

@@ -1,4 +1,4 @@
-// Budget leases (docs/algorithms.md, "Budget leases"): several Limiters on one MemoryStorage are
+// Budget slices (docs/algorithms.md, "Budget slices"): several Limiters on one MemoryStorage are
 // several instances; exactness per window against the limit, under-admission within the bound.
 #include <atomic>
 #include <cstdint>
@@ -19,48 +19,48 @@ namespace {
 constexpr Micros kSecond = kMicrosPerSecond;
 constexpr Micros kStart = 1'700'000'000 * kSecond;  // a window boundary for 1 s and 10 s periods
 
-PolicyOptions leased(std::int64_t max_slice, Micros interval = kSecond / 10, std::int64_t share = 4) {
+PolicyOptions sliced(std::int64_t max_slice, Micros interval = kSecond / 10, std::int64_t share = 4) {
   PolicyOptions o;
   o.budget = BudgetOptions{max_slice, interval, share};
   return o;
 }
 
-TEST(BudgetLeasePolicy, RefusedWhereASliceCannotKeepTheAlgorithm) {
+TEST(BudgetSlicePolicy, RefusedWhereASliceCannotKeepTheAlgorithm) {
   for (const Strategy s : {Strategy::kMovingWindow, Strategy::kLeakyBucket}) {
-    const auto p = Policy::make("p", s, "10/second", leased(5));
+    const auto p = Policy::make("p", s, "10/second", sliced(5));
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(p.status().message().find("budget leases (budget_lease) apply to"), std::string_view::npos) << p.status();
+    EXPECT_NE(p.status().message().find("budget slices (budget_slice) apply to"), std::string_view::npos) << p.status();
     EXPECT_NE(p.status().message().find(to_string(s)), std::string_view::npos) << p.status();
   }
-  PolicyOptions first = leased(5);
+  PolicyOptions first = sliced(5);
   first.anchor = Anchor::kFirstHit;
   EXPECT_NE(Policy::make("p", Strategy::kFixedWindow, "10/second", first).status().message().find("first hit"),
             std::string_view::npos);
   for (const Strategy s : {Strategy::kFixedWindow, Strategy::kSlidingWindowCounter, Strategy::kTokenBucket,
                            Strategy::kGcra}) {
-    EXPECT_TRUE(Policy::make("p", s, "10/second", leased(5)).ok()) << to_string(s);
+    EXPECT_TRUE(Policy::make("p", s, "10/second", sliced(5)).ok()) << to_string(s);
   }
 }
 
-TEST(BudgetLeasePolicy, OutOfRangeOptionsNameTheField) {
+TEST(BudgetSlicePolicy, OutOfRangeOptionsNameTheField) {
   const auto message = [](PolicyOptions o) {
     return std::string(Policy::make("p", Strategy::kGcra, "10/second", o).status().message());
   };
-  EXPECT_NE(message(leased(-1)).find("lease max_slice -1"), std::string::npos);
-  EXPECT_NE(message(leased(5, 10)).find("lease interval"), std::string::npos);
-  EXPECT_NE(message(leased(5, kSecond, 0)).find("lease share 0"), std::string::npos);
-  // A lease's options are not part of the state: turning leases on keeps the usage.
-  EXPECT_EQ(Policy::make("p", Strategy::kGcra, "10/second", leased(5)).value().state_id(),
+  EXPECT_NE(message(sliced(-1)).find("budget_slice max_slice -1"), std::string::npos);
+  EXPECT_NE(message(sliced(5, 10)).find("budget_slice interval"), std::string::npos);
+  EXPECT_NE(message(sliced(5, kSecond, 0)).find("budget_slice share 0"), std::string::npos);
+  // A slice's options are not part of the state: turning slices on keeps the usage.
+  EXPECT_EQ(Policy::make("p", Strategy::kGcra, "10/second", sliced(5)).value().state_id(),
             Policy::make("p", Strategy::kGcra, "10/second").value().state_id());
 }
 
 // One instance admits exactly the limit: its slices shrink with what is left, down to the exact path.
-TEST(BudgetLeases, OneInstanceAdmitsExactlyTheLimitWithFewStoreCalls) {
+TEST(BudgetSlices, OneInstanceAdmitsExactlyTheLimitWithFewStoreCalls) {
   auto clock = std::make_shared<ManualClock>(kStart);
   auto storage = std::make_shared<MemoryStorage>();
   Limiter limiter(storage, clock);
-  const Policy p = Policy::make("p", Strategy::kFixedWindow, "10000/second", leased(1000)).value();
+  const Policy p = Policy::make("p", Strategy::kFixedWindow, "10000/second", sliced(1000)).value();
   for (int window = 0; window < 3; ++window) {
     clock->set(kStart + window * kSecond);
     std::int64_t admitted = 0;
@@ -77,11 +77,11 @@ TEST(BudgetLeases, OneInstanceAdmitsExactlyTheLimitWithFewStoreCalls) {
   EXPECT_EQ(s.held, 0);
 }
 
-// Unused units go back when the lease ends: flush (shutdown), idle (end_budgets), destructor.
-TEST(BudgetLeases, UnusedUnitsGoBack) {
+// Unused units go back when the slice ends: flush (shutdown), idle (end_budgets), destructor.
+TEST(BudgetSlices, UnusedUnitsGoBack) {
   auto clock = std::make_shared<ManualClock>(kStart);
   auto storage = std::make_shared<MemoryStorage>();
-  const Policy p = Policy::make("p", Strategy::kTokenBucket, "1000/second", leased(100)).value();
+  const Policy p = Policy::make("p", Strategy::kTokenBucket, "1000/second", sliced(100)).value();
   Limiter probe(storage, clock);
   {
     Limiter limiter(storage, clock);
@@ -108,12 +108,12 @@ TEST(BudgetLeases, UnusedUnitsGoBack) {
   EXPECT_EQ(probe.stats(p, "k")->remaining, 1000 - 30);
 }
 
-// A clear drops the lease with the state.
-TEST(BudgetLeases, ClearDropsTheLease) {
+// A clear drops the slice with the state.
+TEST(BudgetSlices, ClearDropsTheSlice) {
   auto clock = std::make_shared<ManualClock>(kStart);
   auto storage = std::make_shared<MemoryStorage>();
   Limiter limiter(storage, clock);
-  const Policy p = Policy::make("p", Strategy::kFixedWindow, "100/second", leased(10)).value();
+  const Policy p = Policy::make("p", Strategy::kFixedWindow, "100/second", sliced(10)).value();
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(limiter.hit(p, "k")->allowed);
   EXPECT_FALSE(limiter.hit(p, "k")->allowed);
   ASSERT_TRUE(limiter.clear(p, "k").ok());
@@ -137,10 +137,10 @@ struct Fleet {
 };
 
 // `threads` threads hit random instances with `cost` at the clock's time, `per_thread` times each.
-// With `first_try_lease`, as the service's I/O threads: Limiter::try_budget first, then a hit when
+// With `first_try_slice`, as the service's I/O threads: Limiter::try_budget first, then a hit when
 // it does not answer.
 std::int64_t burst(Fleet& fleet, const Policy& p, int threads, int per_thread, std::int64_t cost,
-                   std::atomic<std::int64_t>& errors, bool first_try_lease = false) {
+                   std::atomic<std::int64_t>& errors, bool first_try_slice = false) {
   std::atomic<std::int64_t> admitted{0};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
@@ -148,7 +148,7 @@ std::int64_t burst(Fleet& fleet, const Policy& p, int threads, int per_thread, s
       std::int64_t mine = 0;
       for (int i = 0; i < per_thread; ++i) {
         Limiter& l = *fleet.limiters[static_cast<std::size_t>(t + i) % fleet.limiters.size()];
-        if (first_try_lease) {
+        if (first_try_slice) {
           if (const auto local = l.try_budget(Limiter::Request{&p, "hot", cost, Effect::kHit}, fleet.clock->now())) {
             if (!local->allowed) errors.fetch_add(1);  // it answers only with an admission
             mine += cost;
@@ -171,20 +171,20 @@ std::int64_t burst(Fleet& fleet, const Policy& p, int threads, int per_thread, s
 
 // Windows: admitted ≤ the limit in every window; what is not admitted of a window whose demand
 // exceeds the limit is at most what the instances' slices held (instances × max_slice).
-void check_windows(Strategy strategy, int instances, int threads, std::int64_t cost, bool first_try_lease = false) {
+void check_windows(Strategy strategy, int instances, int threads, std::int64_t cost, bool first_try_slice = false) {
   constexpr std::int64_t kLimit = 5000;
   constexpr std::int64_t kMaxSlice = 200;
   Fleet fleet(instances);
-  const Policy p = Policy::make("p", strategy, "5000/second", leased(kMaxSlice)).value();
+  const Policy p = Policy::make("p", strategy, "5000/second", sliced(kMaxSlice)).value();
   std::atomic<std::int64_t> errors{0};
   const std::int64_t bound = instances * kMaxSlice;
   for (int window = 0; window < 4; ++window) {
     std::int64_t admitted = 0;
-    // Ten steps of 100 ms (the lease interval) in the window, demand twice the limit.
+    // Ten steps of 100 ms (the slice interval) in the window, demand twice the limit.
     for (int step = 0; step < 10; ++step) {
       fleet.clock->set(kStart + window * kSecond + step * kSecond / 10);
       admitted += burst(fleet, p, threads, static_cast<int>(2 * kLimit / 10 / threads / cost), cost, errors,
-                        first_try_lease);
+                        first_try_slice);
       ASSERT_LE(fleet.held(), bound);
     }
     EXPECT_LE(admitted, kLimit) << to_string(strategy) << " window " << window;
@@ -202,15 +202,15 @@ void check_windows(Strategy strategy, int instances, int threads, std::int64_t c
   EXPECT_GT(local, 10 * calls) << to_string(strategy);
 }
 
-TEST(LeasesConcurrent, FixedWindowFourInstancesFourThreads) { check_windows(Strategy::kFixedWindow, 4, 4, 1); }
+TEST(BudgetSlicesConcurrent, FixedWindowFourInstancesFourThreads) { check_windows(Strategy::kFixedWindow, 4, 4, 1); }
 
-// A lease interval longer than the window: the window's end ends the lease (a unit charged to one
+// A slice interval longer than the window: the window's end ends the slice (a unit charged to one
 // window is never admitted in the next). Steps of 30 ms cross each boundary with slices open.
-TEST(LeasesConcurrent, AWindowEndEndsTheLease) {
+TEST(BudgetSlicesConcurrent, AWindowEndEndsTheSlice) {
   for (const Strategy strategy : {Strategy::kFixedWindow, Strategy::kSlidingWindowCounter}) {
     constexpr std::int64_t kLimit = 3000;
     Fleet fleet(3);
-    const Policy p = Policy::make("p", strategy, "3000/second", leased(300, 10 * kSecond)).value();
+    const Policy p = Policy::make("p", strategy, "3000/second", sliced(300, 10 * kSecond)).value();
     std::atomic<std::int64_t> errors{0};
     std::vector<std::int64_t> per_window(8, 0);
     for (Micros t = kSecond / 2; t < 7 * kSecond; t += 30'000) {
@@ -228,9 +228,9 @@ TEST(LeasesConcurrent, AWindowEndEndsTheLease) {
     EXPECT_EQ(errors.load(), 0);
   }
 }
-TEST(LeasesConcurrent, TryLeaseFirstAsTheServiceDoes) { check_windows(Strategy::kFixedWindow, 4, 4, 1, true); }
-TEST(LeasesConcurrent, FixedWindowCostThree) { check_windows(Strategy::kFixedWindow, 3, 4, 3); }
-TEST(LeasesConcurrent, SlidingWindowCounter) { check_windows(Strategy::kSlidingWindowCounter, 4, 4, 1); }
+TEST(BudgetSlicesConcurrent, TrySliceFirstAsTheServiceDoes) { check_windows(Strategy::kFixedWindow, 4, 4, 1, true); }
+TEST(BudgetSlicesConcurrent, FixedWindowCostThree) { check_windows(Strategy::kFixedWindow, 3, 4, 3); }
+TEST(BudgetSlicesConcurrent, SlidingWindowCounter) { check_windows(Strategy::kSlidingWindowCounter, 4, 4, 1); }
 
 // Buckets: from the start (full), what is admitted up to t is at most capacity + rate·t, and the
 // shortfall against a demand that always exceeds it is at most the bound.
@@ -239,7 +239,7 @@ void check_bucket(Strategy strategy) {
   constexpr std::int64_t kMaxSlice = 100;
   constexpr int kInstances = 4;
   Fleet fleet(kInstances);
-  const Policy p = Policy::make("p", strategy, "5000/second", leased(kMaxSlice)).value();
+  const Policy p = Policy::make("p", strategy, "5000/second", sliced(kMaxSlice)).value();
   std::atomic<std::int64_t> errors{0};
   std::int64_t admitted = 0;
   for (int step = 0; step <= 30; ++step) {  // 3 s in steps of 100 ms
@@ -253,11 +253,11 @@ void check_bucket(Strategy strategy) {
   EXPECT_EQ(errors.load(), 0);
 }
 
-TEST(LeasesConcurrent, TokenBucket) { check_bucket(Strategy::kTokenBucket); }
-TEST(LeasesConcurrent, Gcra) { check_bucket(Strategy::kGcra); }
+TEST(BudgetSlicesConcurrent, TokenBucket) { check_bucket(Strategy::kTokenBucket); }
+TEST(BudgetSlicesConcurrent, Gcra) { check_bucket(Strategy::kGcra); }
 
-// The same fleet without leases stays exact (every hit is a storage call).
-TEST(LeasesConcurrent, OffIsTheExactPath) {
+// The same fleet without slices stays exact (every hit is a storage call).
+TEST(BudgetSlicesConcurrent, OffIsTheExactPath) {
   Fleet fleet(4);
   const Policy p = Policy::make("p", Strategy::kFixedWindow, "5000/second").value();
   std::atomic<std::int64_t> errors{0};

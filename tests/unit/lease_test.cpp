@@ -57,7 +57,7 @@ TEST(ConcurrencyNotation, BadTextNamesWhatIsWrong) {
   const auto two_days = parse_limits("2 concurrent for 2 days");
   EXPECT_NE(two_days.status().message().find("at most one day"), std::string_view::npos) << two_days.status();
   EXPECT_FALSE(parse_limits("2 concurrent for 86401 seconds").ok());
-  // budget_lease on a concurrency policy: refused with the concurrency strategy's own reason.
+  // budget_slice on a concurrency policy: refused with the concurrency strategy's own reason.
   PolicyOptions sliced;
   sliced.budget.max_slice = 10;
   const auto budget = Policy::make("p", Strategy::kConcurrency, "20 concurrent", sliced);

@@ -424,7 +424,7 @@ TEST_F(Rls, AReservationRuleReservesThenSettlesByRequestId) {
 // Five concurrent requests of 130 tokens against 100 tokens per minute: charged at the end of the
 // stream (the usual configuration: hits_addend 0 at the start, the usage at the end) all five start
 // and 650 tokens are used; reserved at an estimate of 100, one starts and 130 are used.
-TEST_F(Rls, TokenBudgetHoldsWithReservations) {
+TEST_F(Rls, TokenAllowanceHoldsWithReservations) {
   load("domain: ai\ndescriptors:\n  - key: post\n    rate_limit: {unit: minute, requests_per_unit: 100}\n"
        "  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 100}\n"
        "    reservation: {id_key: request_id}\n");

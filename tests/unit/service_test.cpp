@@ -614,11 +614,11 @@ TEST(ServiceReload, LeasesOutliveReloadsAwayAndBack) {
 }
 
 // A reload ends this instance's budget slices, giving back what they did not use: the store then
-// holds only what was admitted, and a removed budget_lease no longer reserves anything.
+// holds only what was admitted, and a removed budget_slice no longer reserves anything.
 TEST(ServiceReload, AReloadEndsBudgetSlicesAndGivesBackTheRest) {
   auto clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
   Service service{config("  - {name: hot, strategy: fixed-window, limit: 1000/hour, "
-                         "budget_lease: {max_slice: 100, interval_ms: 3600000}}\n"),
+                         "budget_slice: {max_slice: 100, interval_ms: 3600000}}\n"),
                   std::make_shared<MemoryStorage>(), clock};
   const auto remaining_in_store = [&] {
     const Response s = answer(service, http::verb::get, "/v1/stats?policy=hot&key=k");
@@ -638,7 +638,7 @@ TEST(ServiceReload, AReloadEndsBudgetSlicesAndGivesBackTheRest) {
   EXPECT_EQ(service.limiter().budget_stats().held, 0);
   EXPECT_EQ(remaining_in_store(), 1000 - admitted) << "the slice's unused units are given back at the reload";
   ASSERT_EQ(answer(service, http::verb::post, "/v1/hit", R"({"policy":"hot","key":"k"})").result(), http::status::ok);
-  EXPECT_EQ(remaining_in_store(), 999 - admitted) << "without budget_lease, a hit charges its own unit";
+  EXPECT_EQ(remaining_in_store(), 999 - admitted) << "without budget_slice, a hit charges its own unit";
 }
 
 }  // namespace

@@ -20,16 +20,16 @@ std::string Service::metrics_text() {
   out.single("floodgate_storage_degraded_total", "counter",
              "Decisions made by a fail mode because the storage failed (every policy and API).",
              limiter_.degraded_count());
-  const BudgetStats leases = limiter_.budget_stats();
+  const BudgetStats slices = limiter_.budget_stats();
   out.single("floodgate_budget_local_decisions_total", "counter",
-             "Hits admitted against a budget lease's slice, without a storage call.", leases.local);
+             "Hits admitted against a budget slice, without a storage call.", slices.local);
   out.single("floodgate_budget_storage_calls_total", "counter",
-             "Storage calls made by budget leases (take or renew a slice, give back its unused units).",
-             leases.store_calls);
-  out.single("floodgate_budget_slices_total", "counter", "Budget lease slices taken.", leases.leases);
+             "Storage calls made for budget slices (take the next slice, give back its unused units).",
+             slices.store_calls);
+  out.single("floodgate_budget_slices_total", "counter", "Budget slices taken.", slices.slices);
   out.single("floodgate_budget_held_units", "gauge",
-             "Units in this process's budget lease slices, not yet used (held back from other processes).",
-             static_cast<std::uint64_t>(std::max<std::int64_t>(0, leases.held)));
+             "Units in this process's budget slices, not yet used (held back from other processes).",
+             static_cast<std::uint64_t>(std::max<std::int64_t>(0, slices.held)));
   out.single("floodgate_library_log_suppressed_total", "counter",
              "Log lines of libraries (protobuf, gRPC) dropped by the log's rate limit.", library_log_suppressed());
   out.single("floodgate_grpc_tls_handshake_failures_total", "counter",

@@ -90,7 +90,7 @@ class Service {
   /// (Limiter::decide). `out` has one slot per request.
   void decide(std::span<Pending* const> pending, std::span<absl::StatusOr<Decision>> out);
 
-  /// A prepared hit that this process's budget lease of its key admits at once (Limiter::try_budget):
+  /// A prepared hit that this process's budget slice of its key admits at once (Limiter::try_budget):
   /// counted and `res` finished, true; false when it must be decided as usual (`decide`). Cheap:
   /// asked by the I/O thread before it hands a request to the storage threads.
   bool decide_locally(const Pending& pending, Response& res, std::string* header_lines = nullptr);

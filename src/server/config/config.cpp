@@ -247,7 +247,7 @@ void parse_tls(const std::string& source, const YAML::Node& tls, TlsSettings& t)
 void parse_policies(const std::string& source, const YAML::Node& policies, Config& c) {
   if (!policies.IsSequence()) fail(source, policies, "policies must be a list");
   for (const auto& p : policies) {
-    ServicePolicy sp = parse_policy(source, p);
+    ServicePolicy sp = parse_policy(source, p, &c.warnings);
     if (c.find(sp.policy->name()) != nullptr) {
       fail(source, p["name"], fmt::format("policy \"{}\" is defined twice", sp.policy->name()));
     }

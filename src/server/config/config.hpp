@@ -168,6 +168,9 @@ struct Config {
   AdminSettings admin;
   TlsSettings tls;
   std::vector<ServicePolicy> policies;
+  /// What the file says in a deprecated spelling that is still accepted (file:line:column first):
+  /// `floodgate serve` logs them at start, at every reload and with --check-config.
+  std::vector<std::string> warnings;
 
   [[nodiscard]] const ServicePolicy* find(std::string_view name) const;
 };

@@ -66,7 +66,8 @@ std::string choice(const std::string& source, const YAML::Node& node, const std:
   fail(source, node, fmt::format("{} must be one of {}, not \"{}\"", what, list, v));
 }
 
-PolicyOptions parse_options(const std::string& source, const YAML::Node& node, const std::string& where) {
+PolicyOptions parse_options(const std::string& source, const YAML::Node& node, const std::string& where,
+                            std::vector<std::string>* warnings) {
   PolicyOptions o;
   if (node["burst"]) o.burst = yaml::integer(source, node["burst"], where + " burst", 1, kMaxAmount);
   if (node["anchor"] && choice(source, node["anchor"], where + " anchor", {"clock", "first-hit"}) == "first-hit") {
@@ -80,17 +81,26 @@ PolicyOptions parse_options(const std::string& source, const YAML::Node& node, c
     o.blocked_cache = static_cast<std::size_t>(yaml::integer(
         source, node["blocked_cache"], where + " blocked_cache", 0, limits::kMaxBlockedCache, "keys; 0 = off"));
   }
-  if (const YAML::Node& lease = node["budget_lease"]) {
-    // budget_lease: {max_slice: 1000, interval_ms: 100, share: 4}
-    if (!lease.IsMap()) fail(source, lease, where + ": budget_lease must be a map, e.g. {max_slice: 1000}");
-    check_keys(source, lease, {"max_slice", "interval_ms", "share"}, where + " lease");
-    if (!lease["max_slice"]) fail(source, lease, where + ": budget_lease needs max_slice (units, 1 to 2^53)");
-    o.budget.max_slice = yaml::integer(source, lease["max_slice"], where + " budget_lease max_slice", 1, kMaxAmount, "units");
-    if (lease["interval_ms"]) {
-      o.budget.interval =
-          yaml::integer(source, lease["interval_ms"], where + " budget_lease interval_ms", 1, 3'600'000, "milliseconds") * 1000;
+  // budget_slice: {max_slice: 1000, interval_ms: 100, share: 4}; budget_lease, its old spelling, is
+  // accepted for one release with a warning.
+  const char* key = node["budget_slice"] ? "budget_slice" : "budget_lease";
+  if (node["budget_slice"] && node["budget_lease"]) {
+    fail(source, node["budget_lease"], where + ": budget_lease is the old spelling of budget_slice: give only budget_slice");
+  }
+  if (const YAML::Node& slice = node[key]) {
+    if (std::string_view(key) == "budget_lease" && warnings != nullptr) {
+      warnings->push_back(fmt::format("{}: {}: budget_lease is deprecated, write budget_slice (the old spelling is "
+                                      "accepted until the next release)", yaml::where(source, slice.Mark()), where));
     }
-    if (lease["share"]) o.budget.share = yaml::integer(source, lease["share"], where + " budget_lease share", 1, 1000);
+    const std::string what = where + " " + key;
+    if (!slice.IsMap()) fail(source, slice, what + " must be a map, e.g. {max_slice: 1000}");
+    check_keys(source, slice, {"max_slice", "interval_ms", "share"}, what);
+    if (!slice["max_slice"]) fail(source, slice, what + " needs max_slice (units, 1 to 2^53)");
+    o.budget.max_slice = yaml::integer(source, slice["max_slice"], what + " max_slice", 1, kMaxAmount, "units");
+    if (slice["interval_ms"]) {
+      o.budget.interval = yaml::integer(source, slice["interval_ms"], what + " interval_ms", 1, 3'600'000, "milliseconds") * 1000;
+    }
+    if (slice["share"]) o.budget.share = yaml::integer(source, slice["share"], what + " share", 1, 1000);
   }
   return o;
 }
@@ -129,12 +139,13 @@ std::string reason_of(const absl::Status& status, std::string_view name) {
   return std::string(m);
 }
 
-// The field a refusal of Policy::make is about: burst, shape or anchor when it names one and the
-// entry has it, else the limit.
+// The field a refusal of Policy::make is about: burst, shape, anchor or budget_slice (or its old
+// spelling) when it names one and the entry has it, else the limit.
 YAML::Node field_of(const YAML::Node& node, std::string_view reason) {
-  for (const char* field : {"burst", "shape", "anchor", "budget_lease"}) {
+  for (const char* field : {"burst", "shape", "anchor", "budget_slice"}) {
     if (reason.find(field) != std::string_view::npos && node[field]) return node[field];
   }
+  if (reason.find("budget_slice") != std::string_view::npos && node["budget_lease"]) return node["budget_lease"];
   return node["limit"];
 }
 
@@ -159,11 +170,11 @@ void parse_overrides(const std::string& source, const YAML::Node& overrides, con
 
 }  // namespace
 
-ServicePolicy parse_policy(const std::string& source, const YAML::Node& node) {
+ServicePolicy parse_policy(const std::string& source, const YAML::Node& node, std::vector<std::string>* warnings) {
   if (!node.IsMap()) fail(source, node, "each policy must be a map with name, strategy and limit");
   check_keys(source, node,
              {"name", "strategy", "limit", "burst", "anchor", "shape", "key", "fail", "shadow",
-              "blocked_cache", "budget_lease", "overrides", "allow"},
+              "blocked_cache", "budget_slice", "budget_lease", "overrides", "allow"},
              "a policy");
   if (!node["name"]) fail(source, node, "a policy needs a name");
   const auto name = scalar<std::string>(source, node["name"], "name");
@@ -173,7 +184,7 @@ ServicePolicy parse_policy(const std::string& source, const YAML::Node& node) {
   auto strategy = parse_strategy(node["strategy"] ? scalar<std::string>(source, node["strategy"], "strategy")
                                                   : std::string("gcra"));
   if (!strategy.ok()) fail(source, node["strategy"], where + ": " + std::string(strategy.status().message()));
-  PolicyOptions o = parse_options(source, node, where);
+  PolicyOptions o = parse_options(source, node, where, warnings);
   const YAML::Node& limit_node = node["limit"];
   auto policy = Policy::make(name, *strategy, scalar<std::string>(source, limit_node, "limit"), o);
   if (!policy.ok()) {

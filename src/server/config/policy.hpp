@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -49,7 +50,9 @@ absl::Status check_policy_name(std::string_view name);
 /// An HTTP field name (RFC 9110 token: 1*tchar).
 bool is_http_token(std::string_view name) noexcept;
 
-/// One entry of `policies:`. Throws yaml::Error naming file:line:column and the field.
-ServicePolicy parse_policy(const std::string& source, const YAML::Node& node);
+/// One entry of `policies:`. Throws yaml::Error naming file:line:column and the field. Appends to
+/// `warnings` (when given) one line per deprecated spelling it accepted.
+ServicePolicy parse_policy(const std::string& source, const YAML::Node& node,
+                           std::vector<std::string>* warnings = nullptr);
 
 }  // namespace floodgate::server

@@ -162,7 +162,7 @@ class Session : public std::enable_shared_from_this<Session> {
       service.finish(*pending_, d, res_, &header_lines_);
       return write();
     }
-    if (service.decide_locally(*pending_, res_, &header_lines_)) return write();  // a budget lease's slice holds it
+    if (service.decide_locally(*pending_, res_, &header_lines_)) return write();  // a budget slice holds it
     batcher_.waiting.push_back(shared_from_this());
     if (batcher_.waiting.size() >= Batcher::kMax) return flush(batcher_);
     if (!batcher_.scheduled) {

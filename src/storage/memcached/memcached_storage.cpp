@@ -74,12 +74,12 @@ std::int64_t wall_seconds() {
 
 }  // namespace
 
-class MemcachedStorage::Lease {
+class MemcachedStorage::Connection {
  public:
-  Lease(memcached_pool_st* pool, memcached_st* m) : pool_(pool), m_(m) {}
-  Lease(Lease&& o) noexcept : pool_(o.pool_), m_(o.m_) { o.m_ = nullptr; }
-  Lease& operator=(Lease&&) = delete;
-  ~Lease() {
+  Connection(memcached_pool_st* pool, memcached_st* m) : pool_(pool), m_(m) {}
+  Connection(Connection&& o) noexcept : pool_(o.pool_), m_(o.m_) { o.m_ = nullptr; }
+  Connection& operator=(Connection&&) = delete;
+  ~Connection() {
     if (m_ != nullptr) memcached_pool_release(pool_, m_);
   }
   [[nodiscard]] memcached_st* get() const noexcept { return m_; }
@@ -141,16 +141,16 @@ absl::StatusOr<std::shared_ptr<MemcachedStorage>> MemcachedStorage::open(Memcach
 }
 
 absl::Status MemcachedStorage::probe() {
-  auto lease = acquire();
-  if (!lease.ok()) return lease.status();
+  auto conn = acquire();
+  if (!conn.ok()) return conn.status();
   // memcached_stat asks every server: each must answer.
   memcached_return_t rc = MEMCACHED_SUCCESS;
-  memcached_stat_st* stat = memcached_stat(lease->get(), nullptr, &rc);
-  if (stat != nullptr) memcached_stat_free(lease->get(), stat);
+  memcached_stat_st* stat = memcached_stat(conn->get(), nullptr, &rc);
+  if (stat != nullptr) memcached_stat_free(conn->get(), stat);
   if (rc == MEMCACHED_SUCCESS) return absl::OkStatus();
   std::string names;
   for (const Server& s : options_.servers) names += (names.empty() ? "" : ",") + s.name();
-  return absl::UnavailableError(fmt::format("memcached {}: no answer ({})", names, error_text(lease->get(), rc)));
+  return absl::UnavailableError(fmt::format("memcached {}: no answer ({})", names, error_text(conn->get(), rc)));
 }
 
 std::vector<Storage::ServerState> MemcachedStorage::servers() const {
@@ -164,7 +164,7 @@ std::vector<Storage::ServerState> MemcachedStorage::servers() const {
   return out;
 }
 
-absl::StatusOr<MemcachedStorage::Lease> MemcachedStorage::acquire() {
+absl::StatusOr<MemcachedStorage::Connection> MemcachedStorage::acquire() {
   const auto ms = options_.timeout.count();
   timespec wait{static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)};
   memcached_return_t rc = MEMCACHED_SUCCESS;
@@ -173,7 +173,7 @@ absl::StatusOr<MemcachedStorage::Lease> MemcachedStorage::acquire() {
     return absl::DeadlineExceededError(fmt::format(
         "memcached: no free client handle within the timeout (pool={})", options_.pool));
   }
-  return Lease(pool_, m);
+  return Connection(pool_, m);
 }
 
 std::uint32_t MemcachedStorage::server_of(memcached_st* m, const std::string& key) const {
@@ -372,9 +372,9 @@ absl::StatusOr<Decision> MemcachedStorage::reserve(const Policy& policy, std::st
   const std::string k = storage_key(options_.prefix, policy, key);
   bool known_id = false;
   {
-    auto lease = acquire();
-    if (!lease.ok()) return lease.status();
-    memcached_st* m = lease->get();
+    auto conn = acquire();
+    if (!conn.ok()) return conn.status();
+    memcached_st* m = conn->get();
     const std::uint32_t server = server_of(m, rk);
     // A lease counts until now + ttl inclusive: its record goes 1 µs after (as the memory store's).
     if (detail::leases(policy)) ttl = detail::lease_ttl(policy) + 1;
@@ -459,9 +459,9 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
   const bool is_lease = detail::leases(policy);
   const std::string rk = reservation_key(options_.prefix, policy, key, id);
   const std::string k = storage_key(options_.prefix, policy, key);
-  auto lease = acquire();
-  if (!lease.ok()) return lease.status();
-  memcached_st* m = lease->get();
+  auto conn = acquire();
+  if (!conn.ok()) return conn.status();
+  memcached_st* m = conn->get();
   const std::uint32_t server = server_of(m, rk);
   const auto apply = [&](Micros at, std::int64_t delta, std::span<const Micros> marks) {
     return detail::with_algorithm(policy, [&](auto a) {
@@ -554,9 +554,9 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
 absl::StatusOr<bool> MemcachedStorage::known(const Policy& policy, std::string_view key, std::string_view id,
                                              Micros now) {
   const std::string rk = reservation_key(options_.prefix, policy, key, id);
-  auto lease = acquire();
-  if (!lease.ok()) return lease.status();
-  memcached_st* m = lease->get();
+  auto conn = acquire();
+  if (!conn.ok()) return conn.status();
+  memcached_st* m = conn->get();
   const std::uint32_t server = server_of(m, rk);
   if (auto s = admit(server); !s.ok()) return s;
   auto read = get(m, server, rk);
@@ -573,11 +573,11 @@ absl::StatusOr<bool> MemcachedStorage::known(const Policy& policy, std::string_v
 absl::StatusOr<Decision> MemcachedStorage::apply(const Policy& policy, std::string_view key,
                                                  std::int64_t cost, Effect effect, Micros now) {
   if (auto s = check_policy(policy, options_.item_size_max); !s.ok()) return s;
-  auto lease = acquire();
-  if (!lease.ok()) return lease.status();
+  auto conn = acquire();
+  if (!conn.ok()) return conn.status();
   const std::string k = storage_key(options_.prefix, policy, key);
   return detail::with_algorithm(policy, [&](auto a) {
-    return decide<decltype(a)>(lease->get(), policy, k, cost, effect, now, nullptr);
+    return decide<decltype(a)>(conn->get(), policy, k, cost, effect, now, nullptr);
   });
 }
 
@@ -587,12 +587,12 @@ void MemcachedStorage::apply_batch(std::span<const BatchItem> items, Micros now,
     Storage::apply_batch(items, now, out);  // one by one, each with its own client
     return;
   }
-  auto lease = acquire();
-  if (!lease.ok()) {
-    for (auto& o : out) o = lease.status();
+  auto conn = acquire();
+  if (!conn.ok()) {
+    for (auto& o : out) o = conn.status();
     return;
   }
-  memcached_st* m = lease->get();
+  memcached_st* m = conn->get();
   std::vector<std::string> keys(items.size());
   std::vector<const char*> key_ptrs;
   std::vector<std::size_t> key_lens;
@@ -645,17 +645,17 @@ void MemcachedStorage::apply_batch(std::span<const BatchItem> items, Micros now,
 }
 
 absl::Status MemcachedStorage::clear(const Policy& policy, std::string_view key) {
-  auto lease = acquire();
-  if (!lease.ok()) return lease.status();
+  auto conn = acquire();
+  if (!conn.ok()) return conn.status();
   const std::string k = storage_key(options_.prefix, policy, key);
-  const std::uint32_t server = server_of(lease->get(), k);
+  const std::uint32_t server = server_of(conn->get(), k);
   if (auto s = admit(server); !s.ok()) return s;
-  const memcached_return_t rc = memcached_delete(lease->get(), k.data(), k.size(), 0);
-  if (auto s = record(lease->get(), server, rc); !s.ok()) return s;
+  const memcached_return_t rc = memcached_delete(conn->get(), k.data(), k.size(), 0);
+  if (auto s = record(conn->get(), server, rc); !s.ok()) return s;
   if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_NOTFOUND) {
     return absl::InternalError(fmt::format("memcached {}: delete: {}",
                                            options_.servers[server].name(),
-                                           error_text(lease->get(), rc)));
+                                           error_text(conn->get(), rc)));
   }
   return absl::OkStatus();
 }

@@ -85,7 +85,7 @@ class MemcachedStorage final : public Storage {
   /// Writes that lost a compare-and-swap (or an `add`) to another client and were retried.
   [[nodiscard]] std::uint64_t cas_conflicts() const noexcept { return conflicts_.load(); }
 
-  class Lease;  // a client handle borrowed from the pool (memcached_storage.cpp)
+  class Connection;  // a client handle borrowed from the pool (memcached_storage.cpp)
   struct Got;   // a value as read, with its CAS
 
  private:
@@ -104,7 +104,7 @@ class MemcachedStorage final : public Storage {
         : breaker(o.breaker_failures, o.breaker_cooldown, o.backoff_min, o.backoff_max, seed) {}
   };
 
-  absl::StatusOr<Lease> acquire();
+  absl::StatusOr<Connection> acquire();
   std::uint32_t server_of(memcached_st* m, const std::string& key) const;
   absl::Status admit(std::uint32_t server);
   absl::Status record(memcached_st* m, std::uint32_t server, int rc);

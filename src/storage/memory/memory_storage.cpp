@@ -86,8 +86,8 @@ struct MemoryStorage::Directory {
   LogPool all_logs;
   LogPool request_logs;
   std::atomic<std::uint64_t> log_refusals{0};
-  LogBudget configured_logs{&all_logs, nullptr, &log_refusals};
-  LogBudget request_made_logs{&all_logs, &request_logs, &log_refusals};
+  LogPools configured_logs{&all_logs, nullptr, &log_refusals};
+  LogPools request_made_logs{&all_logs, &request_logs, &log_refusals};
 
   mutable detail::RareWriterLock lock;  // written on adding and freeing a table only
   absl::flat_hash_map<std::string, std::unique_ptr<Table>, StateIdHash, StateIdEq> tables;

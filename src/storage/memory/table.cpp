@@ -94,7 +94,7 @@ class TableImpl final : public MemoryStorage::Table {
   static_assert(kAlign <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
  public:
-  TableImpl(const Policy& policy, const MemoryStorageOptions& options, LogBudget* logs)
+  TableImpl(const Policy& policy, const MemoryStorageOptions& options, LogPools* logs)
       : logs_(logs),
         k_(policy.limits().size()),
         key_offset_(round_up(k_ * sizeof(S), alignof(RecordKey))),
@@ -409,7 +409,7 @@ class TableImpl final : public MemoryStorage::Table {
   // commit_resize says the commit will do to each buffer (exactly: the tests hold log_bytes() to
   // the buffers' sizes); most hits leave every buffer's size as it is and touch no pool.
   struct LogGuard {
-    LogBudget& logs;
+    LogPools& logs;
     std::size_t k;
     std::int64_t reserved = 0;  // bytes the buffers grow by
     std::int64_t released = 0;  // bytes the buffers shrink by
@@ -661,7 +661,7 @@ class TableImpl final : public MemoryStorage::Table {
     sh.free.push_back(r);
   }
 
-  LogBudget* const logs_;
+  LogPools* const logs_;
   const std::size_t k_;  // limits per record: the same for every policy of the state id
   const std::size_t key_offset_;
   const std::size_t stride_;
@@ -676,7 +676,7 @@ class TableImpl final : public MemoryStorage::Table {
 }  // namespace
 
 std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy, const MemoryStorageOptions& options,
-                                                 LogBudget* logs) {
+                                                 LogPools* logs) {
   return detail::with_algorithm(policy, [&](auto a) -> std::unique_ptr<MemoryStorage::Table> {
     return std::make_unique<TableImpl<decltype(a)>>(policy, options, logs);
   });

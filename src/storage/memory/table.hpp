@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "floodgate/memory_storage.hpp"
-#include "storage/memory/log_budget.hpp"
+#include "storage/memory/log_pool.hpp"
 
 namespace floodgate {
 
@@ -60,6 +60,6 @@ class MemoryStorage::Table {
 /// The table for a policy's strategy (and anchor). A moving window's table keeps its logs within
 /// `logs` (null: unbounded, for a scratch table that commits nothing).
 std::unique_ptr<MemoryStorage::Table> make_table(const Policy& policy, const MemoryStorageOptions& options,
-                                                 LogBudget* logs);
+                                                 LogPools* logs);
 
 }  // namespace floodgate

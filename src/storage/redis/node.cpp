@@ -46,19 +46,19 @@ void Breaker::on_connect_failure(SteadyTime now) noexcept {
 
 void Breaker::on_connect_success() noexcept { backoff_ = std::chrono::milliseconds(0); }
 
-Lease::~Lease() {
+PooledConnection::~PooledConnection() {
   if (node_ != nullptr) node_->release(conn_, broken_);
 }
 
-void Lease::append(int argc, const char** argv, const std::size_t* lens) {
+void PooledConnection::append(int argc, const char** argv, const std::size_t* lens) {
   append_resp(out_, argc, argv, lens);
 }
 
-int Lease::flush() { return detail::flush_commands(conn_.ctx, conn_.ssl, out_); }
+int PooledConnection::flush() { return detail::flush_commands(conn_.ctx, conn_.ssl, out_); }
 
-int Lease::reply(void** out) { return detail::get_reply(conn_.ctx, conn_.ssl, out); }
+int PooledConnection::reply(void** out) { return detail::get_reply(conn_.ctx, conn_.ssl, out); }
 
-redisReply* Lease::command(std::initializer_list<std::string_view> args) {
+redisReply* PooledConnection::command(std::initializer_list<std::string_view> args) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
   for (std::string_view a : args) {
@@ -89,7 +89,7 @@ Node::~Node() {
   for (Conn c : idle_) close_conn(c);
 }
 
-absl::StatusOr<Lease> Node::acquire() {
+absl::StatusOr<PooledConnection> Node::acquire() {
   std::unique_lock<std::mutex> lock(mu_);
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   while (true) {
@@ -101,7 +101,7 @@ absl::StatusOr<Lease> Node::acquire() {
     if (!idle_.empty()) {
       const Conn c = idle_.back();
       idle_.pop_back();
-      return Lease(this, c);
+      return PooledConnection(this, c);
     }
     if (open_ < options_.pool) {
       if (!breaker_.allows_connect(now)) {
@@ -120,7 +120,7 @@ absl::StatusOr<Lease> Node::acquire() {
         return c.status();
       }
       breaker_.on_connect_success();
-      return Lease(this, *c);
+      return PooledConnection(this, *c);
     }
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty()) {
       return absl::DeadlineExceededError(
@@ -188,11 +188,11 @@ absl::StatusOr<Conn> Node::connect() {
   return conn;
 }
 
-// AUTH and SELECT on a new connection, through a lease that is not returned to the pool.
+// AUTH and SELECT on a new connection, through a handle that does not return it to the pool.
 absl::Status Node::handshake_commands(Conn conn) {
-  Lease lease(nullptr, conn);
+  PooledConnection handle(nullptr, conn);
   auto command = [&](std::initializer_list<std::string_view> args) -> absl::Status {
-    auto* r = lease.command(args);
+    auto* r = handle.command(args);
     const std::string_view name = *args.begin();
     if (r == nullptr) return absl::UnavailableError(fmt::format("{} failed: {}", name, conn.ctx->errstr));
     const bool error = r->type == REDIS_REPLY_ERROR;

@@ -69,16 +69,17 @@ struct Conn {
 /// A connection borrowed from a Node; returns itself on destruction (healthy unless `broken()`).
 /// Its I/O goes through `append`/`flush`/`reply` (tls.hpp), the same for plain and TLS.
 class Node;
-class Lease {
+class PooledConnection {
  public:
-  Lease() = default;
-  Lease(Node* node, Conn conn) : node_(node), conn_(conn) {}
-  Lease(Lease&& o) noexcept : node_(o.node_), conn_(o.conn_), broken_(o.broken_), out_(std::move(o.out_)) {
+  PooledConnection() = default;
+  PooledConnection(Node* node, Conn conn) : node_(node), conn_(conn) {}
+  PooledConnection(PooledConnection&& o) noexcept
+      : node_(o.node_), conn_(o.conn_), broken_(o.broken_), out_(std::move(o.out_)) {
     o.node_ = nullptr;
     o.conn_ = {};
   }
-  Lease& operator=(Lease&&) = delete;
-  ~Lease();
+  PooledConnection& operator=(PooledConnection&&) = delete;
+  ~PooledConnection();
   [[nodiscard]] redisContext* get() const noexcept { return conn_.ctx; }
   /// The connection failed (I/O error, timeout): it is closed instead of going back.
   void set_broken() noexcept { broken_ = true; }
@@ -109,7 +110,7 @@ class Node {
   /// Borrows a connection, connecting one if the pool is not full; waits up to the command
   /// timeout for a free one. Errors: Unavailable (breaker open, connection refused, backoff),
   /// DeadlineExceeded (no free connection in time).
-  absl::StatusOr<Lease> acquire();
+  absl::StatusOr<PooledConnection> acquire();
   /// Reports the outcome of a call for the breaker.
   void record(bool ok);
 
@@ -122,7 +123,7 @@ class Node {
   [[nodiscard]] State state();
 
  private:
-  friend class Lease;
+  friend class PooledConnection;
   void release(Conn conn, bool broken);
   absl::StatusOr<Conn> connect();
   absl::Status handshake_commands(Conn conn);

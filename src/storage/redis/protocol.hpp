@@ -122,8 +122,9 @@ std::optional<absl::StatusOr<RedisOptions>> parse_redis_url(const StorageUrl& ur
 
 /// Appends one command to `out` in RESP, as an array of bulk strings ("*argc\r\n", then
 /// "$len\r\n" + the bytes + "\r\n" per argument): the bytes hiredis's redisFormatCommandArgv
-/// makes, written straight into the lease's buffer (a flight's commands in one string) instead of
-/// through hiredis's sds, whose printf-like sdscatfmt was 8 % of a pipelining client's time.
+/// makes, written straight into the pooled connection's buffer (a flight's commands in one
+/// string) instead of through hiredis's sds, whose printf-like sdscatfmt was 8 % of a pipelining
+/// client's time.
 void append_resp(std::string& out, int argc, const char* const* argv, const std::size_t* lens);
 
 /// CRC16 (XMODEM), as Redis Cluster hashes keys.

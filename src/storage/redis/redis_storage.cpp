@@ -91,13 +91,13 @@ absl::Status RedisStorage::probe() {
     return s.ok() || master == nullptr || !check_master(*master).ok() ? s : absl::OkStatus();
   }
   Node& node = *node_for_slot(0);
-  auto lease = node.acquire();
-  if (!lease.ok()) return lease.status();
-  ReplyPtr r(lease->command({"PING"}));
+  auto conn = node.acquire();
+  if (!conn.ok()) return conn.status();
+  ReplyPtr r(conn->command({"PING"}));
   if (r == nullptr) {
-    lease->set_broken();
+    conn->set_broken();
     node.record(false);
-    return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), lease->get()->errstr));
+    return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), conn->get()->errstr));
   }
   if (r->type == REDIS_REPLY_ERROR) {
     return absl::UnavailableError(fmt::format("redis {}: {}", node.endpoint().name(), std::string(r->str, r->len)));
@@ -162,15 +162,15 @@ absl::Status RedisStorage::refresh_topology_locked_out(bool force) {
   }
   absl::Status last = absl::UnavailableError("redis cluster: no node to ask for the slot map");
   for (Node* node : candidates) {
-    auto lease = node->acquire();
-    if (!lease.ok()) {
-      last = lease.status();
+    auto conn = node->acquire();
+    if (!conn.ok()) {
+      last = conn.status();
       continue;
     }
-    ReplyPtr r(lease->command({"CLUSTER", "SLOTS"}));
+    ReplyPtr r(conn->command({"CLUSTER", "SLOTS"}));
     if (r == nullptr) {
-      last = io_error(*node, lease->get(), errno);
-      lease->set_broken();
+      last = io_error(*node, conn->get(), errno);
+      conn->set_broken();
       node->record(false);
       continue;
     }

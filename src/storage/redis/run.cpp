@@ -17,11 +17,11 @@ using detail::io_error;
 using detail::ReplyPtr;
 }  // namespace
 
-// One server's share of an attempt: its calls, written on one leased connection.
+// One server's share of an attempt: its calls, written on one pooled connection.
 struct RedisStorage::Flight {
   Node* node;
   std::vector<Call*> calls;
-  Lease lease;
+  PooledConnection conn;
 };
 
 namespace {
@@ -34,12 +34,12 @@ std::string_view script_word(const Call& c, std::size_t i) {
   return i == 0 ? std::string_view("EVALSHA") : c.script->sha;
 }
 
-void append_library_load(Lease& lease) {
+void append_library_load(PooledConnection& conn) {
   static constexpr std::string_view kWords[] = {"FUNCTION", "LOAD", "REPLACE", scripts::kLibraryText};
   const char* argv[4];
   std::size_t lens[4];
   for (std::size_t i = 0; i < 4; ++i) argv[i] = kWords[i].data(), lens[i] = kWords[i].size();
-  lease.append(4, argv, lens);
+  conn.append(4, argv, lens);
 }
 }  // namespace
 
@@ -54,12 +54,12 @@ std::map<Node*, std::vector<Call*>> RedisStorage::by_node(std::span<Call> calls)
 
 // Writes a server's calls (ASKING first where asked); nullopt when it failed (calls finished).
 std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<Call*> calls) {
-  auto lease = node.acquire();
-  if (!lease.ok()) {
-    finish_all(calls, lease.status());
+  auto conn = node.acquire();
+  if (!conn.ok()) {
+    finish_all(calls, conn.status());
     return std::nullopt;
   }
-  redisContext* ctx = lease->get();
+  redisContext* ctx = conn->get();
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
   const char* asking = "ASKING";
@@ -72,8 +72,8 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
     c->load_library = c->load_library && c->fcall && !loading;
     loading = loading || c->load_library;
     // The library first: ASKING applies to the one command after it.
-    if (c->load_library) append_library_load(*lease);
-    if (c->ask_target != nullptr) lease->append(1, &asking, &asking_len);
+    if (c->load_library) append_library_load(*conn);
+    if (c->ask_target != nullptr) conn->append(1, &asking, &asking_len);
     argv.clear();
     lens.clear();
     for (std::size_t i = 0; i < c->argv.size(); ++i) {
@@ -82,23 +82,23 @@ std::optional<RedisStorage::Flight> RedisStorage::send(Node& node, std::vector<C
       argv.push_back(a.data());
       lens.push_back(a.size());
     }
-    lease->append(static_cast<int>(argv.size()), argv.data(), lens.data());
-    if (++appended % kFlushEvery == 0 && appended < calls.size() && lease->flush() != REDIS_OK) break;
+    conn->append(static_cast<int>(argv.size()), argv.data(), lens.data());
+    if (++appended % kFlushEvery == 0 && appended < calls.size() && conn->flush() != REDIS_OK) break;
   }
-  if (ctx->err != 0 || lease->flush() != REDIS_OK) {
-    lease->set_broken();
+  if (ctx->err != 0 || conn->flush() != REDIS_OK) {
+    conn->set_broken();
     node.record(false);
     finish_all(calls, io_error(node, ctx, errno));
     return std::nullopt;
   }
-  return Flight{&node, std::move(calls), *std::move(lease)};
+  return Flight{&node, std::move(calls), *std::move(conn)};
 }
 
 // Reads a flight's replies in order and acts on each (next_step). Returns whether the cluster's
 // slot map should be read again (MOVED, or a broken connection).
 bool RedisStorage::receive(Flight& flight) {
-  redisContext* ctx = flight.lease.get();
-  Lease& lease = flight.lease;
+  redisContext* ctx = flight.conn.get();
+  PooledConnection& conn = flight.conn;
   absl::Status broken;
   bool refresh = false;
   for (Call* c : flight.calls) {
@@ -107,15 +107,15 @@ bool RedisStorage::receive(Flight& flight) {
       continue;
     }
     void* raw = nullptr;
-    if (c->load_library && lease.reply(&raw) == REDIS_OK && raw != nullptr) library_loaded(*c, raw);
+    if (c->load_library && conn.reply(&raw) == REDIS_OK && raw != nullptr) library_loaded(*c, raw);
     raw = nullptr;
     const bool asked = c->ask_target != nullptr;
     c->ask_target = nullptr;
-    if (asked && lease.reply(&raw) == REDIS_OK) freeReplyObject(raw);  // +OK to ASKING
+    if (asked && conn.reply(&raw) == REDIS_OK) freeReplyObject(raw);  // +OK to ASKING
     raw = nullptr;
-    if (lease.reply(&raw) != REDIS_OK || raw == nullptr) {
+    if (conn.reply(&raw) != REDIS_OK || raw == nullptr) {
       broken = io_error(*flight.node, ctx, errno);
-      flight.lease.set_broken();
+      flight.conn.set_broken();
       finish_all({c}, broken);
       continue;
     }

@@ -57,21 +57,21 @@ std::int64_t steady_micros() {
 absl::StatusOr<ReplyPtr> command(Node& node, std::initializer_list<std::string_view> args,
                                  std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                                  std::chrono::milliseconds restore = {}) {
-  auto lease = node.acquire();
-  if (!lease.ok()) return lease.status();
-  if (timeout && redisSetTimeout(lease->get(), to_timeval(*timeout)) != REDIS_OK) {
-    lease->set_broken();
+  auto conn = node.acquire();
+  if (!conn.ok()) return conn.status();
+  if (timeout && redisSetTimeout(conn->get(), to_timeval(*timeout)) != REDIS_OK) {
+    conn->set_broken();
     return absl::UnavailableError(fmt::format("redis {}: cannot set the timeout", node.endpoint().name()));
   }
-  ReplyPtr r(lease->command(args));
+  ReplyPtr r(conn->command(args));
   if (r == nullptr) {
-    const absl::Status s = io_error(node, lease->get(), errno);
-    lease->set_broken();
+    const absl::Status s = io_error(node, conn->get(), errno);
+    conn->set_broken();
     node.record(false);
     return s;
   }
   node.record(true);
-  if (timeout && redisSetTimeout(lease->get(), to_timeval(restore)) != REDIS_OK) lease->set_broken();
+  if (timeout && redisSetTimeout(conn->get(), to_timeval(restore)) != REDIS_OK) conn->set_broken();
   return r;
 }
 

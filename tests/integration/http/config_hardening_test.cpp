@@ -60,6 +60,49 @@ TEST(ConfigReload, ARefusedReloadIsCountedAndAGoodOneInstalled) {
   EXPECT_NE(metrics.find("floodgate_config_last_reload_ok 1"), std::string::npos) << metrics;
 }
 
+// budget_lease, the old spelling of budget_slice, is served as it for one release, with a warning
+// naming its file and line logged at start and at each reload (not per request), and by
+// --check-config; budget_slice logs nothing.
+TEST(ConfigWarnings, TheOldBudgetLeaseSpellingIsLoggedAtEachLoad) {
+  const std::string old_yaml = "policies:\n  - {name: a, limit: 1000/second, budget_lease: {max_slice: 10}}\n";
+  const std::string new_yaml = "policies:\n  - {name: a, limit: 1000/second, budget_slice: {max_slice: 10}}\n";
+  const std::string warning = "budget_lease is deprecated, write budget_slice";
+  auto count = [&](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  ServerProcess server(old_yaml);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(server.request(http::verb::post, "/v1/hit", R"({"policy": "a", "key": "k"})").result_int(), 200);
+  }
+  EXPECT_EQ(count(server.log_text(), warning), 1u) << server.log_text();
+  EXPECT_NE(server.log_text().find("floodgate.yaml:2:"), std::string::npos) << server.log_text();
+  kill(server.pid(), SIGHUP);
+  ASSERT_TRUE(eventually([&] { return count(server.log_text(), "reloaded the configuration") == 1; }))
+      << server.log_text();
+  EXPECT_EQ(count(server.log_text(), warning), 2u) << server.log_text();
+  server.write_config(new_yaml);
+  kill(server.pid(), SIGHUP);
+  ASSERT_TRUE(eventually([&] { return count(server.log_text(), "reloaded the configuration") >= 2; }))
+      << server.log_text();
+  EXPECT_EQ(count(server.log_text(), warning), 2u) << server.log_text();
+
+  const auto dir = std::filesystem::temp_directory_path() / ("fg-warn-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cfg = (dir / "cfg.yaml").string();
+  std::ofstream(cfg) << old_yaml;
+  int status = 0;
+  std::string out = run(std::string(FLOODGATE_BINARY) + " serve --check-config " + cfg + " 2>&1", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(count(out, warning), 1u) << out;
+  std::ofstream(cfg) << new_yaml;
+  out = run(std::string(FLOODGATE_BINARY) + " serve --check-config " + cfg + " 2>&1", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(count(out, warning), 0u) << out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CheckConfig, RefusesWhatServeWouldRefuse) {
   const auto dir = std::filesystem::temp_directory_path() / ("fg-check-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);

@@ -1,13 +1,13 @@
-// A fleet of instances sharing one hot key through budget leases, on a simulated clock.
+// A fleet of instances sharing one hot key through budget slices, on a simulated clock.
 //
-// Each instance is a real Limiter (the lease code of src/budget/) on one MemoryStorage seen through
+// Each instance is a real Limiter (the slice code of src/budget/) on one MemoryStorage seen through
 // a wrapper that counts its calls; a ManualClock is the fleet's clock. Time advances in ticks of
 // 1 ms; each instance gets Poisson arrivals at its share of a demand that changes over the run
-// (below, at and above the limit). A store call that takes or renews a lease keeps the instance
-// busy for the store's latency (its requests wait, as its threads wait for the lease's lock);
+// (below, at and above the limit). A store call that takes or renews a slice keeps the instance
+// busy for the store's latency (its requests wait, as its threads wait for the slice's lock);
 // an exact-path call does not (a service has many requests in flight).
 //
-//   lease_fleet [--instances 500] [--seconds 6] [--limit 200000] [--max-slice 100]
+//   slice_fleet [--instances 500] [--seconds 6] [--limit 200000] [--max-slice 100]
 //               [--interval-ms 100] [--latency-us 500] [--strategy fixed-window]
 //               [--csv out.csv] [--svg out.svg] [--seed 1]
 //
@@ -53,7 +53,7 @@ class CountingStorage final : public Storage {
   absl::StatusOr<Decision> reserve(const Policy& p, std::string_view key, std::int64_t cost, std::string_view id,
                                    Micros ttl, Effect e, Micros now) override {
     ++calls;
-    ++lease_calls;
+    ++slice_calls;
     return inner_->reserve(p, key, cost, id, ttl, e, now);
   }
   absl::StatusOr<Decision> settle(const Policy& p, std::string_view key, std::string_view id, std::int64_t actual,
@@ -63,11 +63,11 @@ class CountingStorage final : public Storage {
   }
   void apply_batch(std::span<const BatchItem> items, Micros now, std::span<absl::StatusOr<Decision>> out) override {
     ++calls;
-    for (const BatchItem& i : items) lease_calls += i.effect == Effect::kReserve ? 1 : 0;
+    for (const BatchItem& i : items) slice_calls += i.effect == Effect::kReserve ? 1 : 0;
     inner_->apply_batch(items, now, out);
   }
   std::uint64_t calls = 0;
-  std::uint64_t lease_calls = 0;  // calls that took a lease (the instance waits for them)
+  std::uint64_t slice_calls = 0;  // calls that took a slice (the instance waits for them)
 
  private:
   std::shared_ptr<Storage> inner_;
@@ -110,7 +110,7 @@ std::string svg_chart(const std::vector<Sample>& samples, const Args& a, std::in
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} "
       "{1:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-      "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">Budget leases: {2} instances, {3} {4}/s, "
+      "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">Budget slices: {2} instances, {3} {4}/s, "
       "max slice {5}, store latency {6} µs</text>\n",
       kWidth, height, a.instances, a.strategy, a.limit, a.max_slice, a.latency_us);
   const auto x = [&](double t) { return kLeft + t / span * plot; };
@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
     for (int i : order) {
       auto& l = *fleet[i];
       while (pending[i] > 0 && busy_until[i] <= t) {
-        const std::uint64_t before = wrappers[i]->lease_calls;
+        const std::uint64_t before = wrappers[i]->slice_calls;
         const auto d = l.hit(*policy, "hot");
         --pending[i];
         ++decisions;
@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
         } else {
           denied = true;
         }
-        if (wrappers[i]->lease_calls != before) busy_until[i] = t + a.latency_us;  // waits for its lease
+        if (wrappers[i]->slice_calls != before) busy_until[i] = t + a.latency_us;  // waits for its slice
       }
     }
     if (bucket) {  // admitted up to the end of this tick against capacity + rate·(t + tick)

@@ -20,16 +20,17 @@ struct LogPool {
   const std::int64_t max;
   std::atomic<std::int64_t> used{0};
 };
-struct LogBudget {
+/// The pools a table's logs count in: the store's, and a request-made table's own.
+struct LogPools {
   LogPool* all = nullptr;
   LogPool* request = nullptr;  // a request-made table's, within `all`; else null
   std::atomic<std::uint64_t>* refused = nullptr;
-  /// Reserves `bytes` in every pool of the budget; if one would pass its bound, none, and returns
+  /// Reserves `bytes` in each of these pools; if one would pass its bound, none, and returns
   /// that pool.
   const LogPool* reserve(std::int64_t bytes) noexcept;
-  /// Gives back `bytes` to every pool of the budget: a buffer that shrank, or went with its key.
+  /// Gives back `bytes` to each of these pools: a buffer that shrank, or went with its key.
   void release(std::int64_t bytes) noexcept;
-  /// Counts `bytes` in every pool whatever its bound (a settle's growth, which is never refused).
+  /// Counts `bytes` in each of these pools whatever its bound (a settle's growth, which is never refused).
   void charge(std::int64_t bytes) noexcept;
 };
 

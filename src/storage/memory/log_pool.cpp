@@ -1,8 +1,8 @@
-#include "storage/memory/log_budget.hpp"
+#include "storage/memory/log_pool.hpp"
 
 namespace floodgate {
 
-const LogPool* LogBudget::reserve(std::int64_t bytes) noexcept {
+const LogPool* LogPools::reserve(std::int64_t bytes) noexcept {
   // Compare and swap, never an add and a take-back: a pool never shows more than its bound, and a
   // reservation that does not fit makes no other one fail.
   const auto take = [bytes](LogPool& pool) {
@@ -20,12 +20,12 @@ const LogPool* LogBudget::reserve(std::int64_t bytes) noexcept {
   return nullptr;
 }
 
-void LogBudget::release(std::int64_t bytes) noexcept {
+void LogPools::release(std::int64_t bytes) noexcept {
   all->used.fetch_sub(bytes, std::memory_order_relaxed);
   if (request != nullptr) request->used.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-void LogBudget::charge(std::int64_t bytes) noexcept {
+void LogPools::charge(std::int64_t bytes) noexcept {
   all->used.fetch_add(bytes, std::memory_order_relaxed);
   if (request != nullptr) request->used.fetch_add(bytes, std::memory_order_relaxed);
 }

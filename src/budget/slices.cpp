@@ -1,4 +1,4 @@
-#include "budget/leases.hpp"
+#include "budget/slices.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -10,14 +10,14 @@
 namespace floodgate::budget {
 
 namespace {
-// A settle is sent only this long after the lease ended; the reservation lives a second longer
+// A settle is sent only this long after the slice ended; the reservation lives a second longer
 // than that, so that a settle never reaches a storage that forgot the id (it would charge the
 // units used a second time) even with a storage clock up to a second ahead of this one.
 constexpr Micros kSettleGrace = kMicrosPerSecond;
 
 std::string lease_id() {
   thread_local std::mt19937_64 gen{std::random_device{}()};
-  return absl::StrCat("lease-", absl::Hex(gen(), absl::kZeroPad16), absl::Hex(gen(), absl::kZeroPad16));
+  return absl::StrCat("slice-", absl::Hex(gen(), absl::kZeroPad16), absl::Hex(gen(), absl::kZeroPad16));
 }
 
 bool windowed(Strategy s) noexcept {
@@ -25,9 +25,9 @@ bool windowed(Strategy s) noexcept {
 }
 }  // namespace
 
-struct Leases::Entry {
+struct Slices::Entry {
   std::mutex mu;
-  // The open lease (id empty: none): `slice` units reserved at `taken`, `used` of them admitted.
+  // The open slice (id empty: none): `slice` units reserved at `taken`, `used` of them admitted.
   std::string id;
   std::int64_t slice = 0;
   std::int64_t used = 0;
@@ -43,19 +43,19 @@ struct Leases::Entry {
   Micros last_use = 0;
 };
 
-struct Leases::PolicyLeases {
-  explicit PolicyLeases(Policy p) : policy(std::move(p)) {}
+struct Slices::PolicySlices {
+  explicit PolicySlices(Policy p) : policy(std::move(p)) {}
   const Policy policy;  // a copy, for the settles of sweeps
   std::shared_mutex mu;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> keys;  // guarded by mu
 };
 
-Leases::Leases(Storage& storage, std::size_t max_keys, std::size_t max_policies)
+Slices::Slices(Storage& storage, std::size_t max_keys, std::size_t max_policies)
     : storage_(storage), max_keys_(max_keys), max_policies_(max_policies) {}
 
-Leases::~Leases() = default;
+Slices::~Slices() = default;
 
-Leases::PolicyLeases* Leases::policy_leases(const Policy& policy) {
+Slices::PolicySlices* Slices::policy_slices(const Policy& policy) {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     if (const auto it = policies_.find(policy.fingerprint()); it != policies_.end()) return it->second.get();
@@ -64,11 +64,11 @@ Leases::PolicyLeases* Leases::policy_leases(const Policy& policy) {
   if (const auto it = policies_.find(policy.fingerprint()); it != policies_.end()) return it->second.get();
   if (policies_.size() >= max_policies_) return nullptr;
   auto& slot = policies_[policy.fingerprint()];
-  slot = std::make_unique<PolicyLeases>(policy);
+  slot = std::make_unique<PolicySlices>(policy);
   return slot.get();
 }
 
-std::shared_ptr<Leases::Entry> Leases::entry(PolicyLeases& p, std::string_view key) {
+std::shared_ptr<Slices::Entry> Slices::entry(PolicySlices& p, std::string_view key) {
   const absl::string_view k(key.data(), key.size());
   {
     std::shared_lock<std::shared_mutex> lock(p.mu);
@@ -98,14 +98,14 @@ Decision local_decision(const E& e, Micros now) {
   return d;
 }
 
-// When a lease taken at `now` ends: after its interval, and at the end of its window (the slice
+// When a slice taken at `now` ends: after its interval, and at the end of its window (the slice
 // was charged to the window of `now`; a unit admitted after it would count in no window).
 Micros lease_end(const Policy& policy, Micros now, const Decision& d) {
   Micros end = now + policy.options().budget.interval;
   if (!windowed(policy.strategy())) return end;
   for (const Limit& l : policy.limits()) end = std::min(end, l.window_at(now).end);
   // The storage's own clock may run ahead of ours (Redis TIME): its reset of a one-limit window
-  // ends the lease no later than its window.
+  // ends the slice no later than its window.
   if (policy.strategy() == Strategy::kFixedWindow && policy.limits().size() == 1 && d.reset_after > 0) {
     end = std::min(end, now + d.reset_after);
   }
@@ -125,7 +125,7 @@ Micros refund_end(const Policy& policy, Micros now, Micros settle_until) {
 }
 }  // namespace
 
-bool Leases::end_lease(Entry& e, Micros now, Storage::BatchItem& settle, const Policy& policy,
+bool Slices::end_slice(Entry& e, Micros now, Storage::BatchItem& settle, const Policy& policy,
                        std::string_view key) {
   if (e.id.empty()) return false;
   held_.fetch_sub(e.slice - e.used, std::memory_order_relaxed);
@@ -140,7 +140,7 @@ bool Leases::end_lease(Entry& e, Micros now, Storage::BatchItem& settle, const P
   return give_back;
 }
 
-void Leases::count_demand(Entry& e, const BudgetOptions& o, Micros now, std::int64_t cost) {
+void Slices::count_demand(Entry& e, const BudgetOptions& o, Micros now, std::int64_t cost) {
   e.last_use = now;
   if (now - e.demand_start >= o.interval || now < e.demand_start) {
     e.demand_last = now >= e.demand_start && now - e.demand_start < 2 * o.interval ? e.demand_now : 0;
@@ -150,8 +150,8 @@ void Leases::count_demand(Entry& e, const BudgetOptions& o, Micros now, std::int
   e.demand_now = std::min(kMaxAmount, e.demand_now + cost);
 }
 
-std::optional<Decision> Leases::try_local(const Storage::BatchItem& r, Micros now) {
-  PolicyLeases* p = nullptr;
+std::optional<Decision> Slices::try_local(const Storage::BatchItem& r, Micros now) {
+  PolicySlices* p = nullptr;
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     const auto it = policies_.find(r.policy->fingerprint());
@@ -177,12 +177,12 @@ std::optional<Decision> Leases::try_local(const Storage::BatchItem& r, Micros no
   return local_decision(e, now);
 }
 
-absl::StatusOr<Decision> Leases::hit(const Storage::BatchItem& r, Micros now, Exact exact) {
+absl::StatusOr<Decision> Slices::hit(const Storage::BatchItem& r, Micros now, Exact exact) {
   const Policy& policy = *r.policy;
   const BudgetOptions& o = policy.options().budget;
-  PolicyLeases* p = policy_leases(policy);
+  PolicySlices* p = policy_slices(policy);
   std::shared_ptr<Entry> held_entry = p != nullptr ? entry(*p, r.key) : nullptr;
-  if (!held_entry) return exact(r);  // bounded: beyond max_keys or max_policies, no lease
+  if (!held_entry) return exact(r);  // bounded: beyond max_keys or max_policies, no slice
   Entry& e = *held_entry;
   std::lock_guard<std::mutex> lock(e.mu);
   count_demand(e, o, now, r.cost);
@@ -193,16 +193,16 @@ absl::StatusOr<Decision> Leases::hit(const Storage::BatchItem& r, Micros now, Ex
     return local_decision(e, now);
   }
 
-  // The lease is spent or over (or there is none): settle it and take the next in one call.
+  // The slice is spent or over (or there is none): settle it and take the next in one call.
   Storage::BatchItem items[2];
-  const std::size_t n = end_lease(e, now, items[0], policy, r.key) ? 1 : 0;
+  const std::size_t n = end_slice(e, now, items[0], policy, r.key) ? 1 : 0;
   const std::string old_id = std::move(e.id);  // items[0] refers to it until the call is made
   e.id.clear();
   if (n == 1) items[0].reservation = old_id;
   const std::int64_t slice =
       std::min({o.max_slice, std::max(e.demand_last, e.demand_now), e.remaining / o.share});
   absl::StatusOr<Decision> results[2];
-  if (slice < 2 * r.cost) {  // a lease would not serve another request: the exact path
+  if (slice < 2 * r.cost) {  // a slice would not serve another request: the exact path
     if (n == 1) {
       storage_.apply_batch(std::span<const Storage::BatchItem>(items, 1), now, std::span(results, 1));
       store_calls_.fetch_add(1, std::memory_order_relaxed);
@@ -229,7 +229,7 @@ absl::StatusOr<Decision> Leases::hit(const Storage::BatchItem& r, Micros now, Ex
     e.base = *d;
     e.remaining = d->remaining;
     held_.fetch_add(slice - r.cost, std::memory_order_relaxed);
-    leases_.fetch_add(1, std::memory_order_relaxed);
+    slices_.fetch_add(1, std::memory_order_relaxed);
     return local_decision(e, now);
   }
   if (d.ok() && !d->degraded) e.remaining = d->remaining;  // fewer units left than a slice
@@ -238,14 +238,14 @@ absl::StatusOr<Decision> Leases::hit(const Storage::BatchItem& r, Micros now, Ex
   return x;
 }
 
-std::size_t Leases::sweep(Micros now, bool all) {
-  std::vector<PolicyLeases*> policies;
+std::size_t Slices::sweep(Micros now, bool all) {
+  std::vector<PolicySlices*> policies;
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     for (auto& [fp, p] : policies_) policies.push_back(p.get());
   }
   std::size_t ended = 0;
-  for (PolicyLeases* p : policies) {
+  for (PolicySlices* p : policies) {
     std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
     {
       std::shared_lock<std::shared_mutex> lock(p->mu);
@@ -261,7 +261,7 @@ std::size_t Leases::sweep(Micros now, bool all) {
       if (!lock.owns_lock() || e->id.empty() || (!all && now < e->ends)) continue;
       ++ended;
       Storage::BatchItem s;
-      if (end_lease(*e, now, s, p->policy, key)) {
+      if (end_slice(*e, now, s, p->policy, key)) {
         ids.push_back(std::move(e->id));
         e->id.clear();
         settles.push_back(s);
@@ -294,15 +294,15 @@ std::size_t Leases::sweep(Micros now, bool all) {
   return ended;
 }
 
-void Leases::maybe_sweep(Micros now, Micros every) {
+void Slices::maybe_sweep(Micros now, Micros every) {
   Micros next = next_sweep_.load(std::memory_order_relaxed);
   if (now < next) return;
   if (!next_sweep_.compare_exchange_strong(next, now + every, std::memory_order_relaxed)) return;
   sweep(now, false);
 }
 
-void Leases::forget(const Policy& policy, std::string_view key) {
-  PolicyLeases* p = nullptr;
+void Slices::forget(const Policy& policy, std::string_view key) {
+  PolicySlices* p = nullptr;
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     const auto it = policies_.find(policy.fingerprint());
@@ -323,9 +323,9 @@ void Leases::forget(const Policy& policy, std::string_view key) {
   e->remaining = kMaxAmount;
 }
 
-BudgetStats Leases::stats() const noexcept {
+BudgetStats Slices::stats() const noexcept {
   return BudgetStats{local_.load(std::memory_order_relaxed), store_calls_.load(std::memory_order_relaxed),
-                    leases_.load(std::memory_order_relaxed), held_.load(std::memory_order_relaxed)};
+                    slices_.load(std::memory_order_relaxed), held_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace floodgate::budget
