@@ -57,145 +57,169 @@ absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy, std::st
   return make(std::move(name), strategy, *std::move(parsed), options);
 }
 
-absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
-                                    std::vector<Limit> limits, PolicyOptions options) {
-  if (name.empty()) return absl::InvalidArgumentError("a policy needs a name");
-  if (limits.empty()) {
-    return absl::InvalidArgumentError(fmt::format("policy \"{}\" has no limits", name));
-  }
+namespace {
+
+absl::Status invalid(std::string_view name, std::string_view what) {
+  return absl::InvalidArgumentError(fmt::format("policy \"{}\": {}", name, what));
+}
+
+/// Each limit valid, a calendar limit only in the clock-aligned fixed window.
+absl::Status check_limits(std::string_view name, Strategy strategy, const std::vector<Limit>& limits,
+                          const PolicyOptions& options) {
+  if (limits.empty()) return absl::InvalidArgumentError(fmt::format("policy \"{}\" has no limits", name));
   if (limits.size() > kMaxLimitsPerPolicy) {
     return absl::InvalidArgumentError(fmt::format("policy \"{}\" has {} limits: at most {} are allowed",
                                                   name, limits.size(), kMaxLimitsPerPolicy));
   }
   for (const Limit& l : limits) {
     auto valid = Limit::make(l.amount, l.period, l.burst);
-    if (!valid.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("policy \"{}\": {}", name, std::string(valid.status().message())));
-    }
+    if (!valid.ok()) return invalid(name, valid.status().message());
     if (!l.calendar) continue;
     if (l.period != l.calendar.nominal_period()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": limit \"{}\": the period of a calendar limit is its nominal length, {} µs, not {} µs "
+      return invalid(name, fmt::format(
+          "limit \"{}\": the period of a calendar limit is its nominal length, {} µs, not {} µs "
           "(build it with Limit::make(amount, calendar))",
-          name, to_string(l), l.calendar.nominal_period(), l.period));
+          to_string(l), l.calendar.nominal_period(), l.period));
     }
     if (strategy != Strategy::kFixedWindow || options.anchor != Anchor::kClock) {
-      return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": limit \"{}\": calendar periods apply to the fixed window aligned to the clock only "
+      return invalid(name, fmt::format(
+          "limit \"{}\": calendar periods apply to the fixed window aligned to the clock only "
           "(strategy fixed-window, anchor clock), not {}{}",
-          name, to_string(l), to_string(strategy),
-          strategy == Strategy::kFixedWindow ? " anchored at the first hit" : ""));
+          to_string(l), to_string(strategy), strategy == Strategy::kFixedWindow ? " anchored at the first hit" : ""));
     }
   }
-  if (strategy == Strategy::kConcurrency) {
-    if (limits.size() != 1 || !limits[0].concurrent) {
-      return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": the concurrency strategy takes one concurrency limit, e.g. \"20 concurrent for 5 "
-          "minutes\", not \"{}\"",
-          name, to_string(limits)));
-    }
-    if (auto valid = Limit::concurrency(limits[0].amount, limits[0].period); !valid.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("policy \"{}\": {}", name, std::string(valid.status().message())));
-    }
-    if (options.blocked_cache > 0) {
-      return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": blocked_cache does not apply to the concurrency strategy (a release frees a slot "
-          "before the time a denial names)",
-          name));
-    }
-  } else {
+  return absl::OkStatus();
+}
+
+/// A concurrency limit in the concurrency strategy and nowhere else.
+absl::Status check_concurrency(std::string_view name, Strategy strategy, const std::vector<Limit>& limits,
+                               const PolicyOptions& options) {
+  if (strategy != Strategy::kConcurrency) {
     for (const Limit& l : limits) {
       if (!l.concurrent) continue;
-      return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": \"{}\" is a concurrency limit: it takes the concurrency strategy, not {}", name,
-          to_string(l), to_string(strategy)));
+      return invalid(name, fmt::format("\"{}\" is a concurrency limit: it takes the concurrency strategy, not {}",
+                                       to_string(l), to_string(strategy)));
     }
+    return absl::OkStatus();
   }
+  if (limits.size() != 1 || !limits[0].concurrent) {
+    return invalid(name, fmt::format(
+        "the concurrency strategy takes one concurrency limit, e.g. \"20 concurrent for 5 minutes\", not \"{}\"",
+        to_string(limits)));
+  }
+  if (auto valid = Limit::concurrency(limits[0].amount, limits[0].period); !valid.ok()) {
+    return invalid(name, valid.status().message());
+  }
+  if (options.blocked_cache > 0) {
+    return invalid(name,
+                   "blocked_cache does not apply to the concurrency strategy (a release frees a slot before the "
+                   "time a denial names)");
+  }
+  return absl::OkStatus();
+}
+
+/// burst, shape and anchor only where the strategy uses them.
+absl::Status check_strategy_options(std::string_view name, Strategy strategy, const std::vector<Limit>& limits,
+                                    const PolicyOptions& options) {
   if (options.burst < 0 || options.burst > kMaxAmount) {
-    return absl::InvalidArgumentError(fmt::format(
-        "policy \"{}\": burst {} is out of range: expected 1 to 2^53", name, options.burst));
+    return invalid(name, fmt::format("burst {} is out of range: expected 1 to 2^53", options.burst));
   }
   const bool has_burst =
-      options.burst > 0 ||
-      std::any_of(limits.begin(), limits.end(), [](const Limit& l) { return l.burst > 0; });
+      options.burst > 0 || std::any_of(limits.begin(), limits.end(), [](const Limit& l) { return l.burst > 0; });
   if (has_burst && !uses_burst(strategy)) {
-    return absl::InvalidArgumentError(
-        fmt::format("policy \"{}\": burst applies to token-bucket, leaky-bucket and gcra, not {}", name, to_string(strategy)));
+    return invalid(name, fmt::format("burst applies to token-bucket, leaky-bucket and gcra, not {}", to_string(strategy)));
   }
   if (options.shape && strategy != Strategy::kLeakyBucket) {
-    return absl::InvalidArgumentError(fmt::format(
-        "policy \"{}\": shape applies to leaky-bucket only, not {}", name, to_string(strategy)));
+    return invalid(name, fmt::format("shape applies to leaky-bucket only, not {}", to_string(strategy)));
   }
   if (options.anchor == Anchor::kFirstHit && strategy != Strategy::kFixedWindow) {
-    return absl::InvalidArgumentError(
-        fmt::format("policy \"{}\": anchor first-hit applies to fixed-window only, not {}", name, to_string(strategy)));
+    return invalid(name, fmt::format("anchor first-hit applies to fixed-window only, not {}", to_string(strategy)));
   }
-  if (const BudgetOptions& l = options.budget; l.max_slice != 0) {
-    if (l.max_slice < 0 || l.max_slice > kMaxAmount) {
-      return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": budget_slice max_slice {} is out of range: expected 1 to 2^53 (0 = no slices)", name, l.max_slice));
-    }
-    if (l.interval < 1000 || l.interval > Micros{3600} * kMicrosPerSecond) {
-      return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": budget_slice interval of {} µs is out of range: expected 1 ms to 1 hour", name, l.interval));
-    }
-    if (l.share < 1 || l.share > 1000) {
-      return absl::InvalidArgumentError(
-          fmt::format("policy \"{}\": budget_slice share {} is out of range: expected 1 to 1000", name, l.share));
-    }
-    const bool sliceable = (strategy == Strategy::kFixedWindow && options.anchor == Anchor::kClock) ||
-                          strategy == Strategy::kSlidingWindowCounter || strategy == Strategy::kTokenBucket ||
-                          strategy == Strategy::kGcra;
-    if (!sliceable) {
-      return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": budget slices (budget_slice) apply to fixed-window (anchor clock), sliding-window-counter, token-bucket and "
-          "gcra, not {}{} ({})",
-          name, to_string(strategy), strategy == Strategy::kFixedWindow ? " anchored at the first hit" : "",
-          strategy == Strategy::kMovingWindow  ? "it logs each request's own time, which a slice cannot keep"
-          : strategy == Strategy::kLeakyBucket ? "its decisions carry each request's place in the queue"
-          : strategy == Strategy::kConcurrency ? "a slot is held until its lease ends, which a slice cannot see"
-                                               : "its window opens at a hit the instance cannot see"));
-    }
+  return absl::OkStatus();
+}
+
+/// Budget slices' bounds, and only for the strategies a slice can keep exact.
+absl::Status check_budget(std::string_view name, Strategy strategy, const PolicyOptions& options) {
+  const BudgetOptions& b = options.budget;
+  if (b.max_slice == 0) return absl::OkStatus();
+  if (b.max_slice < 0 || b.max_slice > kMaxAmount) {
+    return invalid(name, fmt::format("budget_slice max_slice {} is out of range: expected 1 to 2^53 (0 = no slices)",
+                                     b.max_slice));
   }
-  if (options.burst > 0) {
-    // A burst for the whole policy fills the limits without one of their own. Filling more than
-    // one is nearly always a mistake ("10/second; 1000/hour" with burst 20 makes the hour a bucket
-    // of 20 that refills one every 3.6 s): the burst is written beside the limit it belongs to.
-    std::vector<std::string> bare;
+  if (b.interval < kMinBudgetInterval || b.interval > kMaxBudgetInterval) {
+    return invalid(name, fmt::format("budget_slice interval of {} µs is out of range: expected 1 ms to 1 hour", b.interval));
+  }
+  if (b.share < 1 || b.share > kMaxBudgetShare) {
+    return invalid(name, fmt::format("budget_slice share {} is out of range: expected 1 to {}", b.share, kMaxBudgetShare));
+  }
+  const bool sliceable = (strategy == Strategy::kFixedWindow && options.anchor == Anchor::kClock) ||
+                         strategy == Strategy::kSlidingWindowCounter || strategy == Strategy::kTokenBucket ||
+                         strategy == Strategy::kGcra;
+  if (sliceable) return absl::OkStatus();
+  return invalid(name, fmt::format(
+      "budget slices (budget_slice) apply to fixed-window (anchor clock), sliding-window-counter, token-bucket and "
+      "gcra, not {}{} ({})",
+      to_string(strategy), strategy == Strategy::kFixedWindow ? " anchored at the first hit" : "",
+      strategy == Strategy::kMovingWindow  ? "it logs each request's own time, which a slice cannot keep"
+      : strategy == Strategy::kLeakyBucket ? "its decisions carry each request's place in the queue"
+      : strategy == Strategy::kConcurrency ? "a slot is held until its lease ends, which a slice cannot see"
+                                           : "its window opens at a hit the instance cannot see"));
+}
+
+/// A burst for the whole policy fills the limits without one of their own. Filling more than one
+/// is nearly always a mistake ("10/second; 1000/hour" with burst 20 makes the hour a bucket of 20
+/// that refills one every 3.6 s): the burst is written beside the limit it belongs to.
+absl::Status fold_burst(std::string_view name, std::int64_t burst, std::vector<Limit>& limits) {
+  if (burst == 0) return absl::OkStatus();
+  std::vector<std::string> bare;
+  for (const Limit& l : limits) {
+    if (l.burst == 0) bare.push_back(to_string(l));
+  }
+  if (bare.size() > 1) {
+    std::string example;
+    bool placed = false;
     for (const Limit& l : limits) {
-      if (l.burst == 0) bare.push_back(to_string(l));
+      if (!example.empty()) example += "; ";
+      example += to_string(l);
+      if (l.burst == 0 && !placed) example += fmt::format(" burst {}", burst);
+      placed = placed || l.burst == 0;
     }
-    if (bare.size() > 1) {
-      std::string example;
-      bool placed = false;
-      for (const Limit& l : limits) {
-        if (!example.empty()) example += "; ";
-        example += to_string(l);
-        if (l.burst == 0 && !placed) example += fmt::format(" burst {}", options.burst);
-        placed = placed || l.burst == 0;
-      }
-      return absl::InvalidArgumentError(fmt::format(
-          "policy \"{}\": burst {} would be the capacity of each of the limits {}; write it beside the "
-          "limit it belongs to, e.g. \"{}\"",
-          name, options.burst, fmt::join(bare, ", "), example));
-    }
-    for (Limit& l : limits) {
-      if (l.burst == 0) l.burst = options.burst;
-    }
+    return invalid(name, fmt::format(
+        "burst {} would be the capacity of each of the limits {}; write it beside the limit it belongs to, e.g. \"{}\"",
+        burst, fmt::join(bare, ", "), example));
   }
-  if (uses_burst(strategy)) {
-    for (const Limit& l : limits) {
-      const int128 drain = static_cast<int128>(l.capacity()) * l.period / l.amount;
-      if (drain > kMaxBucketDrain) {
-        return absl::InvalidArgumentError(fmt::format(
-            "policy \"{}\": limit \"{}\": a {} of this capacity takes {} µs to drain (capacity × period / "
-            "amount): at most 2^52 µs (about 142 years) is allowed",
-            name, to_string(l), to_string(strategy), static_cast<std::int64_t>(std::min<int128>(drain, INT64_MAX))));
-      }
-    }
+  for (Limit& l : limits) {
+    if (l.burst == 0) l.burst = burst;
   }
+  return absl::OkStatus();
+}
+
+/// A bucket drains in at most kMaxBucketDrain (capacity × period / amount).
+absl::Status check_drain(std::string_view name, Strategy strategy, const std::vector<Limit>& limits) {
+  if (!uses_burst(strategy)) return absl::OkStatus();
+  for (const Limit& l : limits) {
+    const int128 drain = static_cast<int128>(l.capacity()) * l.period / l.amount;
+    if (drain <= kMaxBucketDrain) continue;
+    return invalid(name, fmt::format(
+        "limit \"{}\": a {} of this capacity takes {} µs to drain (capacity × period / amount): at most 2^52 µs "
+        "(about 142 years) is allowed",
+        to_string(l), to_string(strategy), static_cast<std::int64_t>(std::min<int128>(drain, INT64_MAX))));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Policy> Policy::make(std::string name, Strategy strategy,
+                                    std::vector<Limit> limits, PolicyOptions options) {
+  if (name.empty()) return absl::InvalidArgumentError("a policy needs a name");
+  // In this order, each on what the ones before have checked (check_drain divides by the amounts).
+  if (absl::Status st = check_limits(name, strategy, limits, options); !st.ok()) return st;
+  if (absl::Status st = check_concurrency(name, strategy, limits, options); !st.ok()) return st;
+  if (absl::Status st = check_strategy_options(name, strategy, limits, options); !st.ok()) return st;
+  if (absl::Status st = check_budget(name, strategy, options); !st.ok()) return st;
+  if (absl::Status st = fold_burst(name, options.burst, limits); !st.ok()) return st;
+  if (absl::Status st = check_drain(name, strategy, limits); !st.ok()) return st;
   Policy p;
   p.name_ = std::move(name);
   p.strategy_ = strategy;

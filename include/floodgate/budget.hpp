@@ -18,6 +18,11 @@ namespace floodgate {
 /// is left); when that is under two requests' cost no slice is taken: the request takes the exact
 /// path (one storage call, as without slices). Fixed window (clock-aligned, calendar periods too),
 /// sliding window counter, token bucket and GCRA only; Policy::make refuses the others.
+/// The bounds of BudgetOptions (Policy::make and the configuration's budget_slice check them).
+inline constexpr Micros kMinBudgetInterval = 1000;                       ///< 1 ms
+inline constexpr Micros kMaxBudgetInterval = 3600 * kMicrosPerSecond;  ///< 1 hour
+inline constexpr std::int64_t kMaxBudgetShare = 1000;
+
 struct BudgetOptions {
   /// The most units one slice may hold (1 to 2^53; 0 = slices off). Bounds what slices hold back
   /// from other instances: at most instances × max_slice units.

@@ -98,9 +98,10 @@ PolicyOptions parse_options(const std::string& source, const YAML::Node& node, c
     if (!slice["max_slice"]) fail(source, slice, what + " needs max_slice (units, 1 to 2^53)");
     o.budget.max_slice = yaml::integer(source, slice["max_slice"], what + " max_slice", 1, kMaxAmount, "units");
     if (slice["interval_ms"]) {
-      o.budget.interval = yaml::integer(source, slice["interval_ms"], what + " interval_ms", 1, 3'600'000, "milliseconds") * 1000;
+      o.budget.interval = yaml::integer(source, slice["interval_ms"], what + " interval_ms", kMinBudgetInterval / 1000,
+                                        kMaxBudgetInterval / 1000, "milliseconds") * 1000;
     }
-    if (slice["share"]) o.budget.share = yaml::integer(source, slice["share"], what + " share", 1, 1000);
+    if (slice["share"]) o.budget.share = yaml::integer(source, slice["share"], what + " share", 1, kMaxBudgetShare);
   }
   return o;
 }
