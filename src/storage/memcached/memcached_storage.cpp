@@ -37,18 +37,6 @@ bool is_connection_failure(memcached_return_t rc) {
   }
 }
 
-// libmemcached's name of `rc` in lower case, with the system's reason for a connection failure
-// ("connection failure: Connection refused"; another error's errno may be an older one's). Its
-// last-error message carries a pointer and a source location, which no user needs.
-std::string error_text(const memcached_st* m, memcached_return_t rc) {
-  std::string t = memcached_strerror(m, rc);
-  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (const int e = memcached_last_error_errno(m); e != 0 && is_connection_failure(rc)) {
-    t += fmt::format(": {}", std::strerror(e));
-  }
-  return t;
-}
-
 bool is_server_failure(memcached_return_t rc) {
   switch (rc) {
     case MEMCACHED_TIMEOUT:
@@ -66,35 +54,26 @@ bool is_server_failure(memcached_return_t rc) {
   }
 }
 
+}  // namespace
+
+// libmemcached's name of `rc` in lower case, with the system's reason for a connection failure
+// ("connection failure: Connection refused"; another error's errno may be an older one's). Its
+// last-error message carries a pointer and a source location, which no user needs.
+std::string error_text(const memcached_st* m, memcached_return_t rc) {
+  std::string t = memcached_strerror(m, rc);
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (const int e = memcached_last_error_errno(m); e != 0 && is_connection_failure(rc)) {
+    t += fmt::format(": {}", std::strerror(e));
+  }
+  return t;
+}
+
 std::int64_t wall_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
-}  // namespace
-
-class MemcachedStorage::Connection {
- public:
-  Connection(memcached_pool_st* pool, memcached_st* m) : pool_(pool), m_(m) {}
-  Connection(Connection&& o) noexcept : pool_(o.pool_), m_(o.m_) { o.m_ = nullptr; }
-  Connection& operator=(Connection&&) = delete;
-  ~Connection() {
-    if (m_ != nullptr) memcached_pool_release(pool_, m_);
-  }
-  [[nodiscard]] memcached_st* get() const noexcept { return m_; }
-
- private:
-  memcached_pool_st* pool_;
-  memcached_st* m_;
-};
-
-struct MemcachedStorage::Got {
-  bool found = false;
-  std::string value;
-  std::uint64_t cas = 0;
-  std::uint32_t flags = 0;
-};
 
 MemcachedStorage::MemcachedStorage(MemcachedOptions options) : options_(std::move(options)) {
   master_ = memcached_create(nullptr);
@@ -247,59 +226,6 @@ absl::StatusOr<MemcachedStorage::Got> MemcachedStorage::get(memcached_st* m, std
   return g;
 }
 
-template <class A, class F>
-absl::StatusOr<Decision> MemcachedStorage::update(memcached_st* m, const Policy& policy, const std::string& key,
-                                                  Micros now, Got* prefetched, F&& f) {
-  using S = typename A::State;
-  const std::vector<Limit>& limits = policy.limits();
-  const std::size_t k = limits.size();
-  const std::uint32_t server = server_of(m, key);
-  std::string value;
-  for (int attempt = 0; attempt < options_.cas_retries; ++attempt) {
-    if (auto s = admit(server); !s.ok()) return s;
-    Got got;
-    if (prefetched != nullptr && attempt == 0) {
-      got = std::move(*prefetched);
-    } else {
-      auto read = get(m, server, key);
-      if (!read.ok()) return read.status();
-      got = *std::move(read);
-    }
-    std::array<S, kMaxLimitsPerPolicy> st;  // value-initialised: absent
-    if (got.found && (got.flags != kValueFlags || !memcached::decode(got.value, st.data(), k))) {
-      return absl::InternalError(fmt::format(
-          "memcached {}: the value of {} is not a floodgate state of policy \"{}\"",
-          options_.servers[server].name(), key, policy.name()));
-    }
-    const auto [d, write] = f(st.data());
-    if (!write) return d;  // nothing to write
-    Micros absent_from = 0;
-    for (std::size_t i = 0; i < k; ++i) {
-      absent_from = std::max(absent_from, A::expires_at(st[i], limits[i]));
-    }
-    const auto exp = static_cast<time_t>(
-        expiration(time_to_live(absent_from, now, options_.ttl_slack), wall_seconds()));
-    memcached::encode(st.data(), k, value);
-    const memcached_return_t rc =
-        got.found ? memcached_cas(m, key.data(), key.size(), value.data(), value.size(), exp,
-                                  kValueFlags, got.cas)
-                  : memcached_add(m, key.data(), key.size(), value.data(), value.size(), exp,
-                                  kValueFlags);
-    if (auto s = record(m, server, rc); !s.ok()) return s;
-    if (rc == MEMCACHED_SUCCESS) return d;
-    if (rc != MEMCACHED_DATA_EXISTS && rc != MEMCACHED_NOTSTORED && rc != MEMCACHED_NOTFOUND) {
-      return absl::InternalError(fmt::format("memcached {}: {}: {}",
-                                             options_.servers[server].name(),
-                                             got.found ? "cas" : "add",
-                                             error_text(m, rc)));
-    }
-    conflicts_.fetch_add(1, std::memory_order_relaxed);  // another client wrote: again
-  }
-  return absl::AbortedError(fmt::format(
-      "memcached {}: {} lost the compare-and-swap {} times in a row (cas_retries)",
-      options_.servers[server].name(), key, options_.cas_retries));
-}
-
 template <class A>
 absl::StatusOr<Decision> MemcachedStorage::decide(memcached_st* m, const Policy& policy,
                                                   const std::string& key, std::int64_t cost,
@@ -308,266 +234,6 @@ absl::StatusOr<Decision> MemcachedStorage::decide(memcached_st* m, const Policy&
     const Decision d = detail::decide<A>(st, policy.limits(), policy.shape(), cost, effect, now);
     return std::pair<Decision, bool>{d, effect == Effect::kHit && d.allowed && cost > 0};
   });
-}
-
-// ---- reservations: a record item beside the key's value ------------------------------------------
-// "R <at> <estimate> <expires> <mark>…" while outstanding ("P …" without marks while the hit is on
-// its way), "S <expires>" once settled. `expires` is in µs on the decision's clock (`now`): from
-// then on the record is absent, exactly as the memory store's entry; the item's own expiry, on
-// memcached's clock, is only its garbage collection (time_to_live: the slack and a second more).
-// Claimed with add (a new id) or cas (over an expired record) by a reservation, and with cas by a
-// settle, so that of two clients with one id only one reserves, and only one settles. A record
-// written before records kept the decision's clock ("r", "p", "s" in lower case, with an expiry
-// in Unix seconds) lives while its item does, as it was written to.
-namespace {
-struct Record {
-  char kind = 0;       // 'r', 'p', 's'
-  bool dated = false;  // written in upper case: `expires` is on the decision's clock
-  Micros at = 0;
-  std::int64_t estimate = 0;
-  std::int64_t expires = 0;  // µs on the decision's clock when dated, else Unix seconds
-  std::vector<Micros> marks;
-  [[nodiscard]] bool live(Micros now) const { return !dated || expires > now; }
-};
-std::optional<Record> parse_record(std::string_view v) {
-  Record r;
-  std::vector<std::int64_t> n;
-  if (v.empty()) return std::nullopt;
-  r.kind = v.front();
-  if (r.kind == 'R' || r.kind == 'P' || r.kind == 'S') {
-    r.dated = true;
-    r.kind = static_cast<char>(r.kind - 'A' + 'a');
-  }
-  std::size_t i = 1;
-  while (i < v.size()) {
-    if (v[i] != ' ') return std::nullopt;
-    ++i;
-    std::int64_t x = 0;
-    const auto [end, ec] = std::from_chars(v.data() + i, v.data() + v.size(), x);
-    if (ec != std::errc()) return std::nullopt;
-    n.push_back(x);
-    i = static_cast<std::size_t>(end - v.data());
-  }
-  if (r.kind == 's' && n.size() == 1) {
-    r.expires = n[0];
-    return r;
-  }
-  if ((r.kind != 'r' && r.kind != 'p') || n.size() < 3) return std::nullopt;
-  r.at = n[0];
-  r.estimate = n[1];
-  r.expires = n[2];
-  r.marks.assign(n.begin() + 3, n.end());
-  return r;
-}
-}  // namespace
-
-time_t MemcachedStorage::record_expiration(Micros expires, Micros now) const {
-  return static_cast<time_t>(expiration(time_to_live(expires, now, options_.ttl_slack), wall_seconds()));
-}
-
-absl::StatusOr<Decision> MemcachedStorage::reserve(const Policy& policy, std::string_view key, std::int64_t cost,
-                                                   std::string_view id, Micros ttl, Effect effect, Micros now) {
-  if (auto s = check_policy(policy, options_.item_size_max); !s.ok()) return s;
-  const std::string rk = reservation_key(options_.prefix, policy, key, id);
-  const std::string k = storage_key(options_.prefix, policy, key);
-  bool known_id = false;
-  {
-    auto conn = acquire();
-    if (!conn.ok()) return conn.status();
-    memcached_st* m = conn->get();
-    const std::uint32_t server = server_of(m, rk);
-    // A lease counts until now + ttl inclusive: its record goes 1 µs after (as the memory store's).
-    if (detail::leases(policy)) ttl = detail::lease_ttl(policy) + 1;
-    const Micros expires = now + ttl;
-    const std::string pending = fmt::format("P {} {} {}", now, cost, expires);
-    const time_t exp = record_expiration(expires, now);
-    std::optional<std::uint64_t> over;  // the cas of an expired record to claim; none: add
-    for (int attempt = 0;; ++attempt) {
-      if (attempt == options_.cas_retries) {
-        return absl::AbortedError(fmt::format("memcached {}: the reservation {} changed under {} reservations in a row",
-                                              options_.servers[server].name(), rk, options_.cas_retries));
-      }
-      if (auto s = admit(server); !s.ok()) return s;
-      const memcached_return_t rc =
-          over ? memcached_cas(m, rk.data(), rk.size(), pending.data(), pending.size(), exp, kValueFlags, *over)
-               : memcached_add(m, rk.data(), rk.size(), pending.data(), pending.size(), exp, kValueFlags);
-      if (auto s = record(m, server, rc); !s.ok()) return s;
-      if (rc == MEMCACHED_SUCCESS) break;
-      if (rc != MEMCACHED_NOTSTORED && rc != MEMCACHED_DATA_EXISTS && rc != MEMCACHED_NOTFOUND) {
-        return absl::InternalError(fmt::format("memcached {}: {}: {}", options_.servers[server].name(),
-                                               over ? "cas" : "add", error_text(m, rc)));
-      }
-      // The id has a record (or had, for a cas): live, the id is known; expired, it is claimed.
-      auto read = get(m, server, rk);
-      if (!read.ok()) return read.status();
-      over.reset();
-      if (!read->found) continue;
-      const std::optional<Record> r = parse_record(read->value);
-      if (!r) {
-        return absl::InternalError(fmt::format("memcached {}: the value of {} is not a floodgate reservation",
-                                               options_.servers[server].name(), rk));
-      }
-      if (r->live(now)) {
-        known_id = true;
-        break;
-      }
-      over = read->cas;
-    }
-    if (!known_id) {
-    std::array<Micros, kMaxLimitsPerPolicy> marks{};
-    absl::StatusOr<Decision> d = detail::with_algorithm(policy, [&](auto a) {
-      using A = decltype(a);
-      return update<A>(m, policy, k, now, nullptr, [&](typename A::State* st) {
-        const Decision dd = detail::decide<A>(st, policy.limits(), policy.shape(), cost, Effect::kHit, now);
-        if (dd.allowed) detail::marks_of<A>(st, policy.limits(), marks);
-        return std::pair<Decision, bool>{dd, dd.allowed && cost > 0};
-      });
-    });
-    if (!d.ok() || !d->allowed) {
-      memcached_delete(m, rk.data(), rk.size(), 0);  // reserves nothing (a failed delete expires)
-      return d;
-    }
-    std::string v = fmt::format("R {} {} {}", now, cost, expires);
-    for (std::size_t i = 0; i < policy.limits().size(); ++i) fmt::format_to(std::back_inserter(v), " {}", marks[i]);
-    memcached_set(m, rk.data(), rk.size(), v.data(), v.size(), exp, kValueFlags);  // else "P": no marks
-    return d;
-    }
-  }
-  // The id is known (the client is given back first: settle borrows one of its own).
-  if (effect == Effect::kReserveOrSettle) return settle_record(policy, key, id, cost, now, false, false);
-  return absl::AlreadyExistsError(fmt::format(
-      "reservation \"{}\" of this key is known (outstanding or settled): an id names one request until its time "
-      "to live ends",
-      id));
-}
-
-absl::StatusOr<Decision> MemcachedStorage::settle(const Policy& policy, std::string_view key, std::string_view id,
-                                                  std::int64_t actual, Micros now) {
-  return settle_record(policy, key, id, actual, now, true, false);
-}
-
-absl::StatusOr<Decision> MemcachedStorage::renew(const Policy& policy, std::string_view key, std::string_view id,
-                                                 Micros now) {
-  if (!detail::leases(policy)) return detail::renew_needs_leases(policy);
-  return settle_record(policy, key, id, 0, now, true, true);
-}
-
-absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, std::string_view key,
-                                                         std::string_view id, std::int64_t actual, Micros now,
-                                                         bool strict, bool renewal) {
-  if (auto s = check_policy(policy, options_.item_size_max); !s.ok()) return s;
-  const bool is_lease = detail::leases(policy);
-  const std::string rk = reservation_key(options_.prefix, policy, key, id);
-  const std::string k = storage_key(options_.prefix, policy, key);
-  auto conn = acquire();
-  if (!conn.ok()) return conn.status();
-  memcached_st* m = conn->get();
-  const std::uint32_t server = server_of(m, rk);
-  const auto apply = [&](Micros at, std::int64_t delta, std::span<const Micros> marks) {
-    return detail::with_algorithm(policy, [&](auto a) {
-      using A = decltype(a);
-      return update<A>(m, policy, k, now, nullptr, [&](typename A::State* st) {
-        return std::pair<Decision, bool>{detail::settle_all<A>(st, policy.limits(), now, at, marks, delta), delta != 0};
-      });
-    });
-  };
-  for (int attempt = 0; attempt < options_.cas_retries; ++attempt) {
-    if (auto s = admit(server); !s.ok()) return s;
-    auto read = get(m, server, rk);
-    if (!read.ok()) return read.status();
-    std::optional<Record> r;  // the live record: none when absent or expired on the decision's clock
-    if (read->found) {
-      r = parse_record(read->value);
-      if (!r) {
-        return absl::InternalError(fmt::format("memcached {}: the value of {} is not a floodgate reservation",
-                                               options_.servers[server].name(), rk));
-      }
-      if (!r->live(now)) r.reset();
-    }
-    if (is_lease && (!r || r->kind == 's')) {
-      // A lease not outstanding: nothing freed, nothing charged.
-      if (strict) return detail::lease_not_outstanding(id);
-      return apply(now, 0, {});
-    }
-    if (!r) {
-      // Unknown or expired: a settled record first (add, or cas over the expired one: one of two
-      // clients wins), then `actual` charged now. Never charged unless remembered.
-      const Micros expires = now + kDefaultReservationTtl;
-      const std::string tomb = fmt::format("S {}", expires);
-      const time_t exp = record_expiration(expires, now);
-      const memcached_return_t rc =
-          read->found ? memcached_cas(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags, read->cas)
-                      : memcached_add(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags);
-      if (auto s = record(m, server, rc); !s.ok()) return s;
-      if (rc != MEMCACHED_SUCCESS) continue;  // another client changed it: read again
-      return apply(now, actual, {});
-    }
-    if (r->kind == 's') return apply(now, 0, {});  // settled: the state as it is
-    if (is_lease && !detail::lease_alive(policy, r->at, r->marks.empty() ? 0 : r->marks[0], now)) {  // expired, its record not yet gone
-      if (strict) return detail::lease_not_outstanding(id);
-      return apply(now, 0, {});
-    }
-    if (renewal) {
-      // The record is claimed first ("P": on its way, as a reservation's), then the lease's units
-      // move to now, then the record takes their new entry's time as its mark.
-      const Micros expires = now + detail::lease_ttl(policy) + 1;
-      const std::string pending = fmt::format("P {} {} {}", now, r->estimate, expires);
-      const time_t exp = record_expiration(expires, now);
-      const memcached_return_t rc =
-          memcached_cas(m, rk.data(), rk.size(), pending.data(), pending.size(), exp, kValueFlags, read->cas);
-      if (auto s = record(m, server, rc); !s.ok()) return s;
-      if (rc != MEMCACHED_SUCCESS) continue;
-      std::array<Micros, kMaxLimitsPerPolicy> marks{};
-      absl::StatusOr<Decision> d = detail::with_algorithm(policy, [&](auto a) {
-        using A = decltype(a);
-        return update<A>(m, policy, k, now, nullptr, [&](typename A::State* st) {
-          const auto limits = policy.limits();
-          detail::settle_all<A>(st, limits, now, r->at, r->marks, -r->estimate);
-          for (std::size_t i = 0; i < limits.size(); ++i) A::commit(st[i], limits[i], now, r->estimate);
-          detail::marks_of<A>(st, limits, marks);
-          Decision dd = detail::as_is<A>(st, limits, now);
-          dd.allowed = true;
-          return std::pair<Decision, bool>{dd, r->estimate != 0};
-        });
-      });
-      if (!d.ok()) return d;
-      std::string v = fmt::format("R {} {} {}", now, r->estimate, expires);
-      for (std::size_t i = 0; i < policy.limits().size(); ++i) fmt::format_to(std::back_inserter(v), " {}", marks[i]);
-      memcached_set(m, rk.data(), rk.size(), v.data(), v.size(), exp, kValueFlags);  // else "P": at, no mark
-      return d;
-    }
-    if (is_lease) actual = 0;  // a release gives the lease's units back in full
-    // Settled until the record's own expiry (a record without the decision's clock: its item's).
-    const std::string tomb = fmt::format("{} {}", r->dated ? 'S' : 's', r->expires);
-    const time_t exp = r->dated ? record_expiration(r->expires, now)
-                                : static_cast<time_t>(std::max<std::int64_t>(1, r->expires));  // absolute Unix time
-    const memcached_return_t rc =
-        memcached_cas(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags, read->cas);
-    if (auto s = record(m, server, rc); !s.ok()) return s;
-    if (rc != MEMCACHED_SUCCESS) continue;  // another client changed it: read again
-    return apply(r->at, actual - r->estimate, r->marks);
-  }
-  return absl::AbortedError(fmt::format("memcached {}: the reservation {} changed under {} settles in a row",
-                                        options_.servers[server].name(), rk, options_.cas_retries));
-}
-
-absl::StatusOr<bool> MemcachedStorage::known(const Policy& policy, std::string_view key, std::string_view id,
-                                             Micros now) {
-  const std::string rk = reservation_key(options_.prefix, policy, key, id);
-  auto conn = acquire();
-  if (!conn.ok()) return conn.status();
-  memcached_st* m = conn->get();
-  const std::uint32_t server = server_of(m, rk);
-  if (auto s = admit(server); !s.ok()) return s;
-  auto read = get(m, server, rk);
-  if (!read.ok()) return read.status();
-  if (!read->found) return false;
-  const std::optional<Record> r = parse_record(read->value);
-  if (!r) {
-    return absl::InternalError(fmt::format("memcached {}: the value of {} is not a floodgate reservation",
-                                           options_.servers[server].name(), rk));
-  }
-  return r->live(now);
 }
 
 absl::StatusOr<Decision> MemcachedStorage::apply(const Policy& policy, std::string_view key,
@@ -580,6 +246,32 @@ absl::StatusOr<Decision> MemcachedStorage::apply(const Policy& policy, std::stri
     return decide<decltype(a)>(conn->get(), policy, k, cost, effect, now, nullptr);
   });
 }
+
+namespace {
+
+// One multi-get of `keys` into `read` (whose entries they are). Any failure (some server did not
+// answer) answers false and leaves `read` unused: a key missing from the replies would look
+// absent, so every item then reads its own value.
+bool multi_get(memcached_st* m, const std::vector<const char*>& keys, const std::vector<std::size_t>& lens,
+               absl::flat_hash_map<std::string, MemcachedStorage::Got>& read) {
+  memcached_return_t rc = memcached_mget(m, keys.data(), lens.data(), keys.size());
+  if (rc != MEMCACHED_SUCCESS) return false;
+  memcached_result_st result;
+  memcached_result_create(m, &result);
+  while (memcached_fetch_result(m, &result, &rc) != nullptr) {
+    const absl::string_view k(memcached_result_key_value(&result), memcached_result_key_length(&result));
+    if (auto it = read.find(k); it != read.end()) {
+      it->second.found = true;
+      it->second.value.assign(memcached_result_value(&result), memcached_result_length(&result));
+      it->second.cas = memcached_result_cas(&result);
+      it->second.flags = memcached_result_flags(&result);
+    }
+  }
+  memcached_result_free(&result);
+  return rc == MEMCACHED_END || rc == MEMCACHED_NOTFOUND || rc == MEMCACHED_SUCCESS;
+}
+
+}  // namespace
 
 void MemcachedStorage::apply_batch(std::span<const BatchItem> items, Micros now,
                                    std::span<absl::StatusOr<Decision>> out) {
@@ -609,28 +301,7 @@ void MemcachedStorage::apply_batch(std::span<const BatchItem> items, Micros now,
       key_lens.push_back(keys[i].size());
     }
   }
-  // One multi-get. Any failure (some server did not answer) leaves `read` unused: a key missing
-  // from the replies would look absent, so every item then reads its own value.
-  bool prefetched = false;
-  if (!key_ptrs.empty()) {
-    memcached_return_t rc = memcached_mget(m, key_ptrs.data(), key_lens.data(), key_ptrs.size());
-    if (rc == MEMCACHED_SUCCESS) {
-      memcached_result_st result;
-      memcached_result_create(m, &result);
-      while (memcached_fetch_result(m, &result, &rc) != nullptr) {
-        const absl::string_view k(memcached_result_key_value(&result),
-                                 memcached_result_key_length(&result));
-        if (auto it = read.find(k); it != read.end()) {
-          it->second.found = true;
-          it->second.value.assign(memcached_result_value(&result), memcached_result_length(&result));
-          it->second.cas = memcached_result_cas(&result);
-          it->second.flags = memcached_result_flags(&result);
-        }
-      }
-      memcached_result_free(&result);
-      prefetched = rc == MEMCACHED_END || rc == MEMCACHED_NOTFOUND || rc == MEMCACHED_SUCCESS;
-    }
-  }
+  const bool prefetched = !key_ptrs.empty() && multi_get(m, key_ptrs, key_lens, read);
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (keys[i].empty()) continue;  // refused above
     Got* got = nullptr;

@@ -22,19 +22,25 @@
 // Thread-safety: every method may be called concurrently.
 #pragma once
 
+#include <libmemcached/memcached.h>
+#include <libmemcachedutil-1.0/pool.h>
+
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "floodgate/storage.hpp"
 #include "storage/memcached/protocol.hpp"
 #include "storage/redis/node.hpp"  // redis::Breaker: the same breaker and backoff
-
-struct memcached_st;
-struct memcached_pool_st;
 
 namespace floodgate::memcached {
 
@@ -85,7 +91,7 @@ class MemcachedStorage final : public Storage {
   /// Writes that lost a compare-and-swap (or an `add`) to another client and were retried.
   [[nodiscard]] std::uint64_t cas_conflicts() const noexcept { return conflicts_.load(); }
 
-  class Connection;  // a client handle borrowed from the pool (memcached_storage.cpp)
+  class Connection;  // a client handle borrowed from the pool (cas_update.hpp)
   struct Got;   // a value as read, with its CAS
 
  private:
@@ -96,6 +102,30 @@ class MemcachedStorage final : public Storage {
   // memcached's expiration of a reservation record that expires at `expires` on the decision's
   // clock, written at `now`: long enough (ttl_slack and a second more) never to go before it.
   [[nodiscard]] time_t record_expiration(Micros expires, Micros now) const;
+  struct Record;  // a reservation's record as read (reservations.cpp)
+  // Writes a record `v` with add (no `cas`) or cas: true when stored, false when another client
+  // changed the item first (read it again), an error when the server failed.
+  absl::StatusOr<bool> write_record(memcached_st* m, std::uint32_t server, const std::string& rk, const std::string& v,
+                                    time_t exp, std::optional<std::uint64_t> cas);
+  // The record of `rk` as read, if any; an error for a value that is not a reservation record.
+  absl::StatusOr<std::optional<Record>> read_record(memcached_st* m, std::uint32_t server, const std::string& rk,
+                                                    std::uint64_t* cas);
+  // A new reservation's record claimed ("P …", with add, or with cas over an expired one): false,
+  // or true when the id has a live record (known).
+  absl::StatusOr<bool> claim_record(memcached_st* m, std::uint32_t server, const std::string& rk,
+                                    const std::string& pending, time_t exp, Micros now);
+  // The reservation's estimate charged on key `k`, then its record written with the marks.
+  absl::StatusOr<Decision> charge_reserved(memcached_st* m, const Policy& policy, const std::string& k,
+                                           const std::string& rk, std::int64_t cost, Micros now, Micros expires,
+                                           time_t exp);
+  // settle_all on key `k`'s state: `delta` at `at` (a record's marks, or none).
+  absl::StatusOr<Decision> settle_state(memcached_st* m, const Policy& policy, const std::string& k, Micros now,
+                                        Micros at, std::int64_t delta, std::span<const Micros> marks);
+  // A lease's renewal of its live record `r` (read with `cas`): none when another client changed
+  // the record first.
+  std::optional<absl::StatusOr<Decision>> renew_record(memcached_st* m, std::uint32_t server, const Policy& policy,
+                                                       const std::string& k, const std::string& rk, const Record& r,
+                                                       std::uint64_t cas, Micros now);
   struct Health {
     std::mutex mu;
     redis::Breaker breaker;
@@ -122,5 +152,89 @@ class MemcachedStorage final : public Storage {
   std::vector<std::unique_ptr<Health>> health_;  // one per server, in options_.servers order
   std::atomic<std::uint64_t> conflicts_{0};
 };
+
+// ---- what the storage's sources (memcached_storage.cpp, reservations.cpp) share: the client
+// borrowed from the pool, a value as read, and a key's state read, changed and written back with
+// compare-and-swap (update).
+/// libmemcached's name of `rc` in lower case, with the system's reason for a connection failure.
+std::string error_text(const memcached_st* m, memcached_return_t rc);
+
+/// The wall clock in Unix seconds (memcached's expirations past 30 days are absolute times).
+std::int64_t wall_seconds();
+
+class MemcachedStorage::Connection {
+ public:
+  Connection(memcached_pool_st* pool, memcached_st* m) : pool_(pool), m_(m) {}
+  Connection(Connection&& o) noexcept : pool_(o.pool_), m_(o.m_) { o.m_ = nullptr; }
+  Connection& operator=(Connection&&) = delete;
+  ~Connection() {
+    if (m_ != nullptr) memcached_pool_release(pool_, m_);
+  }
+  [[nodiscard]] memcached_st* get() const noexcept { return m_; }
+
+ private:
+  memcached_pool_st* pool_;
+  memcached_st* m_;
+};
+
+struct MemcachedStorage::Got {
+  bool found = false;
+  std::string value;
+  std::uint64_t cas = 0;
+  std::uint32_t flags = 0;
+};
+
+template <class A, class F>
+absl::StatusOr<Decision> MemcachedStorage::update(memcached_st* m, const Policy& policy, const std::string& key,
+                                                  Micros now, Got* prefetched, F&& f) {
+  using S = typename A::State;
+  const std::vector<Limit>& limits = policy.limits();
+  const std::size_t k = limits.size();
+  const std::uint32_t server = server_of(m, key);
+  std::string value;
+  for (int attempt = 0; attempt < options_.cas_retries; ++attempt) {
+    if (auto s = admit(server); !s.ok()) return s;
+    Got got;
+    if (prefetched != nullptr && attempt == 0) {
+      got = std::move(*prefetched);
+    } else {
+      auto read = get(m, server, key);
+      if (!read.ok()) return read.status();
+      got = *std::move(read);
+    }
+    std::array<S, kMaxLimitsPerPolicy> st;  // value-initialised: absent
+    if (got.found && (got.flags != kValueFlags || !memcached::decode(got.value, st.data(), k))) {
+      return absl::InternalError(fmt::format(
+          "memcached {}: the value of {} is not a floodgate state of policy \"{}\"",
+          options_.servers[server].name(), key, policy.name()));
+    }
+    const auto [d, write] = f(st.data());
+    if (!write) return d;  // nothing to write
+    Micros absent_from = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      absent_from = std::max(absent_from, A::expires_at(st[i], limits[i]));
+    }
+    const auto exp = static_cast<time_t>(
+        expiration(time_to_live(absent_from, now, options_.ttl_slack), wall_seconds()));
+    memcached::encode(st.data(), k, value);
+    const memcached_return_t rc =
+        got.found ? memcached_cas(m, key.data(), key.size(), value.data(), value.size(), exp,
+                                  kValueFlags, got.cas)
+                  : memcached_add(m, key.data(), key.size(), value.data(), value.size(), exp,
+                                  kValueFlags);
+    if (auto s = record(m, server, rc); !s.ok()) return s;
+    if (rc == MEMCACHED_SUCCESS) return d;
+    if (rc != MEMCACHED_DATA_EXISTS && rc != MEMCACHED_NOTSTORED && rc != MEMCACHED_NOTFOUND) {
+      return absl::InternalError(fmt::format("memcached {}: {}: {}",
+                                             options_.servers[server].name(),
+                                             got.found ? "cas" : "add",
+                                             error_text(m, rc)));
+    }
+    conflicts_.fetch_add(1, std::memory_order_relaxed);  // another client wrote: again
+  }
+  return absl::AbortedError(fmt::format(
+      "memcached {}: {} lost the compare-and-swap {} times in a row (cas_retries)",
+      options_.servers[server].name(), key, options_.cas_retries));
+}
 
 }  // namespace floodgate::memcached
