@@ -544,7 +544,7 @@ TEST(Saturation, MovingWindowTotalStopsAt2To53) {
 // 2^116) and on "100/minute" leave the key denied for 142 years, then fresh.
 TEST(Saturation, BucketDebtStopsAt2To52Microseconds) {
   using namespace saturation;
-  const Micros century = 100 * 365 * 86'400 * kSec;
+  const Micros century = Micros{100} * 365 * 86'400 * kSec;
   for (const Limit& l : {limit(1, century), limit(100, 60 * kSec), limit(9'007'199'254'740'992, 60 * kSec, 5)}) {
     SCOPED_TRACE(to_string(l));
     bucket::State s;
