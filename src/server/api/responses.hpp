@@ -29,6 +29,20 @@ void respond_error(Response& res, http::status status, std::string_view message)
 /// The same with an error's message.
 void respond_error(Response& res, http::status status, const absl::Status& error);
 
+/// For the route functions: the error answered, so false (no decision is needed).
+inline bool fail(Response& res, http::status status, std::string_view message) {
+  respond_error(res, status, message);
+  return false;
+}
+inline bool fail(Response& res, http::status status, const absl::Status& error) {
+  respond_error(res, status, error);
+  return false;
+}
+
+/// Between Beast's and abseil's string views and the standard's.
+inline std::string_view sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
+inline absl::string_view av(std::string_view s) { return {s.data(), s.size()}; }
+
 /// `t` (seconds since the epoch) as an HTTP-date, IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT".
 std::string format_http_date(std::int64_t t);
 /// The Date field's value for an answer sent now (RFC 9110 §6.6.1: an origin server with a clock
