@@ -26,7 +26,7 @@ bool rls_caller_gone(grpc::ServerContextBase& context);
 /// that hand the poller role and the transport's work to each other on every few calls (futex
 /// waits and context switches, plus its executor threads): on the 2-core machine this thread
 /// alone spends about 30% less CPU per decision and answers more calls per second
-/// (docs/benchmarks.md). A call is never waited on here: with a networked storage the service uses
+/// (measured with bench/grpc/cpu_per_decision.sh). A call is never waited on here: with a networked storage the service uses
 /// the callback API and its storage threads instead (grpc/server.cpp).
 ///
 /// Thread-safety: `attach` before the server is built, `start` after, `stop` after the server's

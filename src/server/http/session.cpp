@@ -280,8 +280,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // always finds the next request ready (the clients' next ones arrive while it answers) would
   // otherwise run until the scheduler's tick takes it off, and the answers it sent wait that long
   // for their clients to run: on two cores shared with the load generator, a tenth of the answers
-  // took 4-8 ms and the p99 was 7.9 ms; with this, about 1 ms (docs/benchmarks.md, "GET /v1/auth's
-  // latency beside nginx"). The cost is the switches, a few percent of the rate there; with nothing
+  // took 4-8 ms and the p99 was 7.9 ms; with this, about 1 ms (measured with
+  // bench/http/compare_nginx.sh). The cost is the switches, a few percent of the rate there; with nothing
   // else waiting for the CPU the call returns at once.
   static constexpr std::chrono::microseconds kGiveWayEvery{250};
   void give_way() {
