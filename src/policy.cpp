@@ -73,7 +73,7 @@ absl::Status check_limits(std::string_view name, Strategy strategy, const std::v
   }
   for (const Limit& l : limits) {
     auto valid = Limit::make(l.amount, l.period, l.burst);
-    if (!valid.ok()) return invalid(name, valid.status().message());
+    if (!valid.ok()) return invalid(name, std::string(valid.status().message()));
     if (!l.calendar) continue;
     if (l.period != l.calendar.nominal_period()) {
       return invalid(name, fmt::format(
@@ -108,7 +108,7 @@ absl::Status check_concurrency(std::string_view name, Strategy strategy, const s
         to_string(limits)));
   }
   if (auto valid = Limit::concurrency(limits[0].amount, limits[0].period); !valid.ok()) {
-    return invalid(name, valid.status().message());
+    return invalid(name, std::string(valid.status().message()));
   }
   if (options.blocked_cache > 0) {
     return invalid(name,

@@ -93,6 +93,7 @@ class MemcachedStorage final : public Storage {
 
   class Connection;  // a client handle borrowed from the pool (cas_update.hpp)
   struct Got;   // a value as read, with its CAS
+  struct Record;  // a reservation's record as read (reservations.cpp)
 
  private:
   // settle, or (`renewal`) renew; `strict`: a lease not outstanding answers NotFound (an explicit
@@ -102,7 +103,6 @@ class MemcachedStorage final : public Storage {
   // memcached's expiration of a reservation record that expires at `expires` on the decision's
   // clock, written at `now`: long enough (ttl_slack and a second more) never to go before it.
   [[nodiscard]] time_t record_expiration(Micros expires, Micros now) const;
-  struct Record;  // a reservation's record as read (reservations.cpp)
   // Writes a record `v` with add (no `cas`) or cas: true when stored, false when another client
   // changed the item first (read it again), an error when the server failed.
   absl::StatusOr<bool> write_record(memcached_st* m, std::uint32_t server, const std::string& rk, const std::string& v,
