@@ -190,6 +190,14 @@ class Threads(unittest.TestCase):
             p = floodgate.Policy("1000/hour", strategy)
             self.assertEqual(self.hammer(lambda: lim.hit(p, "one key").allowed), 1000, strategy)
 
+    def test_sixteen_threads_through_floodgate_limits(self):
+        import floodgate.limits as limits
+
+        clock = floodgate.ManualClock(1000.0)
+        window = limits.MovingWindowRateLimiter(limits.storage_from_string("memory://"), clock=clock)
+        item = limits.parse("1000/hour")
+        self.assertEqual(self.hammer(lambda: window.hit(item, "one", "key")), 1000)
+
 
 class Errors(unittest.TestCase):
     def test_codes_map_to_exceptions(self):
