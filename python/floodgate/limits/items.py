@@ -33,13 +33,14 @@ class RateLimitItem:
     `limits` builds it, so keys mean the same in both. Immutable, hashable, safe to share.
     """
 
-    __slots__ = ("namespace", "amount", "multiples")
+    __slots__ = ("namespace", "amount", "multiples", "_suffix")
     GRANULARITY: Granularity
 
     def __init__(self, amount: int, multiples: int | None = 1, namespace: str = "LIMITER"):
         self.namespace = namespace
         self.amount = _positive(amount, "amount")
         self.multiples = _positive(multiples or 1, "multiples")
+        self._suffix = f"{self.amount}/{self.multiples}/{self.GRANULARITY.name}"
 
     @classmethod
     def check_granularity_string(cls, granularity_string: str) -> bool:
@@ -53,9 +54,11 @@ class RateLimitItem:
 
     def key_for(self, *identifiers: bytes | str | int | float) -> str:
         """The storage key of this limit for `identifiers` (bytes decoded, others with str())."""
-        parts = [i.decode() if isinstance(i, bytes) else str(i) for i in identifiers]
-        parts += [str(self.amount), str(self.multiples), self.GRANULARITY.name]
-        return self.namespace + "/" + "/".join(parts)
+        try:  # identifiers that are all str (the usual case): one join
+            return "/".join((self.namespace, *identifiers, self._suffix))
+        except TypeError:
+            parts = [i.decode() if isinstance(i, bytes) else str(i) for i in identifiers]
+            return "/".join((self.namespace, *parts, self._suffix))
 
     def __eq__(self, other: object) -> bool:
         return (
