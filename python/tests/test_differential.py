@@ -68,6 +68,7 @@ class Differential(unittest.TestCase):
         clocks = Clocks()
         with mock.patch("time.time", clocks.peer_time):
             peer_storage = peer_storage_from_string(self.PEER_URL)
+            own_the_expiry(peer_storage)
             theirs = peer_cls(peer_storage)
             ours = ours_cls(fl.storage_from_string(self.OUR_URL), clock=clocks.manual)
             space = f"S{seed}-{time.time_ns()}"  # fresh keys in a shared server
@@ -150,9 +151,19 @@ def take_back(storage, key, cost, before):
         storage.storage[key] -= cost
 
 
+def own_the_expiry(storage):
+    """Stops `limits`' memory storage from expiring on its own timer thread (every 10 ms, which
+    would race with expire_peer_events), so that expiry happens only at the harness's steps."""
+    if hasattr(storage, "timer"):
+        storage.timer.cancel()
+        storage.timer.join()  # had it fired already, its one run is over
+        storage._MemoryStorage__schedule_expiry = lambda: None
+
+
 def expire_peer_events(storage):
-    """What `limits`' own expiry timer does every 10 ms, done now: its memory moving window then
-    reads the same log whether or not the timer ran (it drops units a period old or more)."""
+    """What `limits`' own expiry timer does every 10 ms, done at each step instead (own_the_expiry):
+    its memory moving window then reads the same log in `hit` and `get_window_stats` (it drops
+    units a period old or more)."""
     if hasattr(storage, "_MemoryStorage__expire_events"):
         storage._MemoryStorage__expire_events()
 
