@@ -64,7 +64,11 @@ install(FILES ${_fg_pkg}/systemd/floodgate.service DESTINATION /lib/systemd/syst
   COMPONENT runtime EXCLUDE_FROM_ALL)
 install(FILES ${_fg_man_outputs} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
   COMPONENT runtime EXCLUDE_FROM_ALL)
-foreach(_fg_package_component floodgate:runtime floodgate-dev:dev)
+set(_fg_package_components floodgate:runtime floodgate-dev:dev)
+if(TARGET floodgate_python)
+  list(APPEND _fg_package_components python3-floodgate:python)
+endif()
+foreach(_fg_package_component ${_fg_package_components})
   string(REPLACE ":" ";" _fg_pc ${_fg_package_component})
   list(GET _fg_pc 0 _fg_package)
   list(GET _fg_pc 1 _fg_component)
@@ -89,6 +93,9 @@ set(CPACK_INSTALL_PREFIX /usr)  # with CPACK_SET_DESTDIR, the prefix the install
 set(CPACK_SET_DESTDIR ON)  # /etc/floodgate and /lib/systemd go into the package, not the host
 set(CPACK_STRIP_FILES ON)
 set(CPACK_COMPONENTS_ALL runtime dev)
+if(TARGET floodgate_python)
+  list(APPEND CPACK_COMPONENTS_ALL python)  # python3-floodgate (below)
+endif()
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # floodgate_<version>-<revision>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_VERSION ${FLOODGATE_DEBIAN_VERSION})
@@ -130,6 +137,23 @@ limiter, a waiting throttle and the RateLimit headers.
 .
 This package holds the static library, its headers and the CMake package:
 find_package(floodgate CONFIG) and target floodgate::floodgate.")
+
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-floodgate)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SHLIBDEPS ON)  # the shared libraries the extension links
+set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA  # py3compile on install, py3clean on removal
+  ${_fg_pkg}/debian/python3-floodgate/postinst ${_fg_pkg}/debian/python3-floodgate/prerm)
+# The extension is built for one Python version (its file name says which).
+math(EXPR _fg_python_next "${Python_VERSION_MINOR} + 1")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+  "python3 (>= ${Python_VERSION_MAJOR}.${Python_VERSION_MINOR}), python3 (<< ${Python_VERSION_MAJOR}.${_fg_python_next})")
+set(CPACK_DEBIAN_PYTHON_DESCRIPTION "rate-limiting library for Python (floodgate's C++ engine)
+The module floodgate runs floodgate's exact algorithms (fixed window, moving
+window, sliding window counter, token bucket, leaky bucket, GCRA, concurrency)
+in the Python process, on an in-memory store, Redis, Redis Cluster, Sentinel or
+memcached, with the GIL released around every storage call. floodgate.limits
+offers the API of the limits package on that engine, and
+floodgate.limits.flask a one-line switch for Flask-Limiter.")
 
 # `cpack` first builds the "preinstall" target, which would build "all" (every test and benchmark,
 # many minutes): the packages need only what scripts/package.sh builds before it.

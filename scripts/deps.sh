@@ -7,7 +7,8 @@
 #   scripts/deps.sh --test   also what the test suite needs (clang + libFuzzer runtime, servers,
 #                            chromium and Node.js for the dashboard's browser test, xmllint,
 #                            promtool from Debian's prometheus for /metrics, memcached;
-#                            pymemcache for bench/memcached's Python `limits` peer), and what
+#                            pymemcache for bench/memcached's Python `limits` peer, Flask and
+#                            Flask-Limiter for the Python module's tests), and what
 #                            scripts/package.sh and its check need (lintian, systemd-analyze,
 #                            man-db for the unit's man: links, PyYAML for the manifests' test)
 set -euo pipefail
@@ -17,6 +18,7 @@ packages=(g++ cmake make ninja-build ccache pkg-config
           libspdlog-dev libyaml-cpp-dev libhiredis-dev libmemcached-dev libssl-dev libgnutls28-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+          pybind11-dev python3-dev  # the Python module (python/)
           tzdata)  # the IANA zones of calendar limits (/usr/share/zoneinfo, read by abseil)
 if [[ "${1:-}" == "--test" || "${1:-}" == "--package" ]]; then
   packages+=(help2man dpkg-dev buildah ca-certificates python3)
@@ -24,7 +26,8 @@ fi
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(lintian systemd man-db python3-yaml python3-grpcio
             clang libclang-rt-14-dev redis-server redis-sentinel redis-tools memcached python3-pymemcache nginx wrk curl nodejs
-            chromium fonts-dejavu-core libxml2-utils prometheus openssl)
+            chromium fonts-dejavu-core libxml2-utils prometheus openssl
+            python3-flask python3-flask-limiter python3-redis)  # the Python module's tests: Flask-Limiter (python3-limits 2.8 with it), limits 5.8 on Redis
   # npm installs the gRPC end-to-end test's Node client, playwright-core (tests/integration/browser)
   # and structured-headers (tests/integration/headers);
   # it is bundled with some nodejs builds.

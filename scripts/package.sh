@@ -3,6 +3,7 @@
 # scripts), from the release build directory (build/release, the one scripts/test.sh uses):
 #   floodgate_<version>_<arch>.deb        the program, manual pages, /etc/floodgate, systemd unit
 #   floodgate-dev_<version>_<arch>.deb    the static library, headers, CMake package
+#   python3-floodgate_<version>_<arch>.deb  the Python module (floodgate, floodgate.limits)
 #   floodgate-<version>-oci.tar           the container image, an OCI archive (no registry needed)
 #   *.spdx.json                           the bills of materials (SPDX 2.3): the Debian packages,
 #                                         with versions, of the libraries each one links or holds
@@ -15,7 +16,10 @@ scripts/deps.sh --package
 jobs="$(nproc)"
 
 cmake --preset release >/dev/null
-cmake --build --preset release -j"$jobs" --target floodgate_cli floodgate floodgate_package_files
+targets=(floodgate_cli floodgate floodgate_package_files)
+# The Python module when the build has it (pybind11-dev and python3-dev: scripts/deps.sh).
+if grep -q '^pybind11_DIR:PATH=/' build/release/CMakeCache.txt; then targets+=(floodgate_python_package); fi
+cmake --build --preset release -j"$jobs" --target "${targets[@]}"
 # shellcheck source=/dev/null
 source build/release/packaging/version.env
 rm -rf dist build/release/packages

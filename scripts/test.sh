@@ -6,7 +6,8 @@
 #   3. the libFuzzer targets (clang), FLOODGATE_FUZZ_SECONDS each (default 20): the rate parser,
 #      the algorithms, the traffic specs, access-log lines, the service's configuration loader, the
 #      rule loader, and HTTP requests through the API in process;
-#   4. a release build of the binary, the benchmark (a short smoke run) and the library's tests,
+#   4. a release build of the binary, the benchmark (a short smoke run), the library's tests and
+#      the Python module (its tests: the API, the differential test against `limits`, Flask-Limiter),
 #      `cmake --install`, the example in examples/ built against the installed package with
 #      find_package(floodgate CONFIG), then the library's tests and nginx against the release binary;
 #   5. the packages from that release build (scripts/package.sh: the Debian packages, the OCI image,
@@ -43,7 +44,8 @@ step "Release: benchmarks (smoke), install, example against the installed packag
 cmake --preset release >/dev/null
 # The shipped binary, the benchmark and the library's tests: every test executable was already
 # built and run under both sanitizers, so release does not compile them a third time.
-cmake --build --preset release -j"$jobs" --target floodgate_cli floodgate_benchmark floodgate_tests
+cmake --build --preset release -j"$jobs" --target floodgate_cli floodgate_benchmark floodgate_tests \
+  floodgate_python_package
 build/release/bench/floodgate_benchmark --benchmark_filter='BM_Decision/6/10000/real_time/threads:1' \
   --benchmark_min_time=0.05
 prefix="$(mktemp -d)"
@@ -57,8 +59,10 @@ grep -q "request 4: denied, retry after 4 s" "$prefix/example.out"
   < examples/traces/burst.jsonl | cmp - examples/traces/burst.expected.jsonl
 echo "installed example and binary: ok"
 
-step "Release: the library's tests (unit, conformance) and nginx in front of the release binary"
-ctest --preset release -j"$jobs" -L 'unit|nginx' --output-on-failure
+step "Release: the library's tests (unit, conformance), nginx in front of the release binary, the Python module"
+# The Python module is built and tested here only: an ASan-instrumented extension cannot be
+# loaded into a stock python3.
+ctest --preset release -j"$jobs" -L 'unit|nginx|python' --output-on-failure
 
 step "Packages: Debian packages, OCI image and SBOMs from the release build; lintian, systemd-analyze, install, run, purge; the image; the Kubernetes manifests"
 packages_start=$SECONDS

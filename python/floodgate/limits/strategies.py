@@ -1,0 +1,130 @@
+"""The strategies of `limits` (hit, test, get_window_stats, clear) on floodgate's engine."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .. import _floodgate
+from .storage import Storage
+
+
+class WindowStats(NamedTuple):
+    """When the limit resets (seconds since the epoch) and how many units remain."""
+
+    reset_time: float
+    remaining: int
+
+
+class RateLimiter:
+    """A strategy of `limits` over a floodgate storage.
+
+    `storage`: a Storage from storage_from_string (or a floodgate.Storage). `clock`: a
+    floodgate.ManualClock for tests (the system clock by default), the one keyword `limits` lacks.
+    Items are this package's RateLimitItems or `limits`' own (anything with amount, get_expiry()
+    and key_for()). Thread-safe; the GIL is released while the storage works.
+    """
+
+    STRATEGY = ""
+    ANCHOR = "clock"
+
+    def __init__(self, storage: Storage | _floodgate.Storage, clock: _floodgate.Clock | None = None):
+        self.storage = storage
+        engine = storage.storage if isinstance(storage, Storage) else storage
+        self._limiter = _floodgate.Limiter(engine, clock)
+        self._clock = self._limiter.clock
+        self._policies: dict[tuple[int, int], _floodgate.Policy] = {}
+
+    def _policy(self, item) -> _floodgate.Policy:
+        shape = (item.amount, item.get_expiry())
+        policy = self._policies.get(shape)
+        if policy is None:
+            policy = _floodgate.Policy(
+                f"{shape[0]} per {shape[1]} seconds", self.STRATEGY, name="limits", anchor=self.ANCHOR
+            )
+            self._policies[shape] = policy
+        return policy
+
+    def hit(self, item, *identifiers, cost: int = 1) -> bool:
+        """Consumes `cost` if the limit allows it; True when it did. A refused hit consumes nothing."""
+        return self._limiter.hit(self._policy(item), item.key_for(*identifiers), cost).allowed
+
+    def test(self, item, *identifiers, cost: int = 1) -> bool:
+        """Whether a hit of `cost` would be allowed now, consuming nothing."""
+        return self._limiter.test(self._policy(item), item.key_for(*identifiers), cost).allowed
+
+    def get_window_stats(self, item, *identifiers) -> WindowStats:
+        """(reset_time, remaining): when the key is back to full capacity, how many units fit."""
+        d = self._limiter.stats(self._policy(item), item.key_for(*identifiers))
+        return WindowStats(self._clock.now() + d.reset_after, d.remaining)
+
+    def clear(self, item, *identifiers) -> None:
+        """Forgets the key's state."""
+        self._limiter.clear(self._policy(item), item.key_for(*identifiers))
+
+
+class FixedWindowRateLimiter(RateLimiter):
+    """A counter per window; as in `limits`, a key's window opens at its first hit."""
+
+    STRATEGY = "fixed-window"
+    ANCHOR = "first-hit"
+
+
+class MovingWindowRateLimiter(RateLimiter):
+    """The exact log of the last period. get_window_stats' reset_time is, as in `limits`, when the
+    oldest unit in the window leaves it."""
+
+    STRATEGY = "moving-window"
+
+    def get_window_stats(self, item, *identifiers) -> WindowStats:
+        policy, key = self._policy(item), item.key_for(*identifiers)
+        d = self._limiter.stats(policy, key)
+        now = self._clock.now()
+        if d.remaining >= item.amount:
+            return WindowStats(now + item.get_expiry(), d.remaining)
+        # One unit more than fits waits for the oldest unit to leave: 1 µs after it is a period old.
+        later = self._limiter.test(policy, key, d.remaining + 1)
+        return WindowStats(now + later.retry_after - 1e-6, d.remaining)
+
+
+class SlidingWindowCounterRateLimiter(RateLimiter):
+    """The weighted count of two clock-aligned buckets. get_window_stats' reset_time is when the
+    next unit frees (`limits` estimates it from its bucket counters)."""
+
+    STRATEGY = "sliding-window-counter"
+
+    def get_window_stats(self, item, *identifiers) -> WindowStats:
+        policy, key = self._policy(item), item.key_for(*identifiers)
+        d = self._limiter.stats(policy, key)
+        now = self._clock.now()
+        if d.remaining >= item.amount or d.reset_after == 0:
+            return WindowStats(now, d.remaining)
+        later = self._limiter.test(policy, key, d.remaining + 1)
+        return WindowStats(now + min(later.retry_after, d.reset_after), d.remaining)
+
+
+class TokenBucketRateLimiter(RateLimiter):
+    """A bucket of `amount` tokens refilled at amount per period (not in `limits`)."""
+
+    STRATEGY = "token-bucket"
+
+
+class GCRARateLimiter(RateLimiter):
+    """The generic cell rate algorithm: amount per period, a burst of `amount` (not in `limits`)."""
+
+    STRATEGY = "gcra"
+
+
+class LeakyBucketRateLimiter(RateLimiter):
+    """A leaky bucket that refuses on overflow (not in `limits`)."""
+
+    STRATEGY = "leaky-bucket"
+
+
+STRATEGIES: dict[str, type[RateLimiter]] = {
+    "fixed-window": FixedWindowRateLimiter,
+    "moving-window": MovingWindowRateLimiter,
+    "sliding-window-counter": SlidingWindowCounterRateLimiter,
+    "token-bucket": TokenBucketRateLimiter,
+    "gcra": GCRARateLimiter,
+    "leaky-bucket": LeakyBucketRateLimiter,
+}
