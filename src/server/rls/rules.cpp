@@ -266,6 +266,28 @@ struct Parser {
     return v;
   }
 
+  // The rule of descriptor `d` (its rate_limit `rl` and the flags beside it) into `node`.
+  void descriptor_rule(const YAML::Node& d, const YAML::Node& rl, const std::string& path,
+                       const std::vector<std::string>& id, bool walks, std::shared_ptr<const RlsMeta> metadata,
+                       RlsNode& node) {
+    node.rule = rule(rl, path, id);
+    node.rule->shadow_mode = flag(d, "shadow_mode");
+    node.rule->quota_mode = flag(d, "quota_mode");
+    node.rule->detailed_metric = flag(d, "detailed_metric");
+    node.rule->walk = walks;
+    node.rule->metadata = std::move(metadata);
+    if (const YAML::Node& res = d["reservation"]) reservation(res, path, *node.rule);
+    if (node.rule->strategy == Strategy::kConcurrency && node.rule->reservation_id_key.empty()) {
+      fail(source, rl,
+           fmt::format("\"{}\" limits requests in progress (algorithm concurrency): it needs a reservation "
+                       "{{id_key, …}} naming the descriptor entry with the request's id, so that the call at "
+                       "the stream's end releases the lease",
+                       path));
+    }
+    config.rules.push_back(node.rule.get());
+    config.rule_domains.push_back(domain);
+  }
+
   void descriptors(const YAML::Node& list, RlsNode& parent, const std::string& prefix,
                    const std::vector<std::string>& parent_id, bool walk) {
     if (list.IsNull()) return;
@@ -307,24 +329,7 @@ struct Parser {
         if (!m.IsMap()) fail(source, m, "metadata must be a map");
         metadata = std::make_shared<const RlsMeta>(meta(m));
       }
-      if (const YAML::Node& rl = d["rate_limit"]) {
-        node->rule = rule(rl, path, id);
-        node->rule->shadow_mode = flag(d, "shadow_mode");
-        node->rule->quota_mode = flag(d, "quota_mode");
-        node->rule->detailed_metric = flag(d, "detailed_metric");
-        node->rule->walk = walks;
-        node->rule->metadata = std::move(metadata);
-        if (const YAML::Node& res = d["reservation"]) reservation(res, path, *node->rule);
-        if (node->rule->strategy == Strategy::kConcurrency && node->rule->reservation_id_key.empty()) {
-          fail(source, rl,
-               fmt::format("\"{}\" limits requests in progress (algorithm concurrency): it needs a reservation "
-                           "{{id_key, …}} naming the descriptor entry with the request's id, so that the call at "
-                           "the stream's end releases the lease",
-                           path));
-        }
-        config.rules.push_back(node->rule.get());
-        config.rule_domains.push_back(domain);
-      }
+      if (const YAML::Node& rl = d["rate_limit"]) descriptor_rule(d, rl, path, id, walks, std::move(metadata), *node);
       if (d["reservation"] && !d["rate_limit"]) {
         fail(source, d["reservation"], fmt::format("the reservation of \"{}\" needs a rate_limit beside it", path));
       }

@@ -216,41 +216,56 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   return overrides_.add(id, std::move(shared));
 }
 
+namespace {
+
+using Descriptor = ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+
+// A rule with a reservation: its id entry is taken out before matching, and never counted in
+// the key; if the rule matched without it does not name that entry, the descriptor is matched
+// as it came. The descriptor to match: `descriptor`, or `without_id` (and `it` has the
+// reservation's id and time to live).
+const Descriptor& without_reservation_id(const Descriptor& descriptor, const RlsDomain& domain, Descriptor& without_id,
+                                         RlsItem& it) {
+  if (domain.reservation_id_keys.empty()) return descriptor;
+  for (int e = 0; e < descriptor.entries_size(); ++e) {
+    const auto& entry = descriptor.entries(e);
+    if (std::find(domain.reservation_id_keys.begin(), domain.reservation_id_keys.end(), entry.key()) ==
+        domain.reservation_id_keys.end()) {
+      continue;
+    }
+    without_id = descriptor;
+    without_id.mutable_entries()->DeleteSubrange(e, 1);
+    const RlsRule* rule = domain.match(without_id.entries());
+    if (rule != nullptr && rule->reservation_id_key == entry.key() && !entry.value().empty()) {
+      it.reservation = entry.value();
+      it.reservation_ttl = rule->reservation_ttl;
+      return without_id;
+    }
+    break;
+  }
+  return descriptor;
+}
+
+// The descriptor's hits: its own hits_addend, else the request's (0 means 1 in both).
+std::int64_t hits_of(const rlsv3::RateLimitRequest& request, const Descriptor& d) {
+  const std::int64_t request_hits = request.hits_addend() == 0 ? 1 : static_cast<std::int64_t>(request.hits_addend());
+  return !d.has_hits_addend() ? request_hits
+         : d.hits_addend().value() == 0 ? 1
+                                        : static_cast<std::int64_t>(d.hits_addend().value());
+}
+
+}  // namespace
+
 // One descriptor: its rule, hits, limit (or override) and storage key.
 grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, const RlsDomain& domain,
                                  const RlsInstalled& in, RlsItem& it) {
-  const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor* descriptor = &request.descriptors(i);
-  // A rule with a reservation: its id entry is taken out before matching, and never counted in
-  // the key; if the rule matched without it does not name that entry, the descriptor is matched
-  // as it came.
-  ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor without_id;
-  if (!domain.reservation_id_keys.empty()) {
-    for (int e = 0; e < descriptor->entries_size(); ++e) {
-      const auto& entry = descriptor->entries(e);
-      if (std::find(domain.reservation_id_keys.begin(), domain.reservation_id_keys.end(), entry.key()) ==
-          domain.reservation_id_keys.end()) {
-        continue;
-      }
-      without_id = *descriptor;
-      without_id.mutable_entries()->DeleteSubrange(e, 1);
-      const RlsRule* rule = domain.match(without_id.entries());
-      if (rule != nullptr && rule->reservation_id_key == entry.key() && !entry.value().empty()) {
-        it.reservation = entry.value();
-        it.reservation_ttl = rule->reservation_ttl;
-        descriptor = &without_id;
-      }
-      break;
-    }
-  }
-  const auto& d = *descriptor;
+  Descriptor without_id;
+  const auto& d = without_reservation_id(request.descriptors(i), domain, without_id, it);
   it.rule = domain.match(d.entries());
   std::vector<RlsStep> steps;  // how each entry matched, for rules whose key or label need it
   if (it.rule != nullptr && it.rule->walk) it.rule = domain.walk(d.entries(), steps);
   const std::vector<RlsStep>* walked = steps.empty() ? nullptr : &steps;
-  const std::int64_t request_hits = request.hits_addend() == 0 ? 1 : static_cast<std::int64_t>(request.hits_addend());
-  it.hits = !d.has_hits_addend() ? request_hits
-            : d.hits_addend().value() == 0 ? 1
-                                           : static_cast<std::int64_t>(d.hits_addend().value());
+  it.hits = hits_of(request, d);
   if (it.rule != nullptr) {
     it.shadow = it.rule->shadow_mode;
     it.requests_per_unit = it.rule->requests_per_unit;
