@@ -154,6 +154,78 @@ absl::Status feed_log(const SimulateArgs& a, StreamingSimulation& sim, std::vect
   return absl::OkStatus();
 }
 
+// Requests logged out of order: a note in the report, and on stderr.
+void note_reordered(const LogStats& st, std::vector<std::string>& notes) {
+  if (st.reordered == 0) return;
+  notes.push_back(fmt::format("{} requests were logged before earlier ones; each is taken at the latest time seen",
+                              st.reordered));
+  std::cerr << "floodgate simulate: " << notes.back() << "\n";
+}
+
+// --charge's table on stdout, and its chart (.svg) or page in --out.
+int report_charge(const SimulateArgs& a, const ChargeResult& result, const Estimate& estimate,
+                  const std::vector<std::string>& notes) {
+  const std::string table = format_charge_table(result, a.traffic, estimate);
+  std::cout << table;
+  if (a.out.empty()) return 0;
+  std::string limits;
+  for (const std::string& l : a.limits) limits += (limits.empty() ? "" : " | ") + l;
+  const std::string title = fmt::format("floodgate simulate --charge: {} — {}", limits, a.traffic);
+  const std::string page = a.out.ends_with(".svg")
+                               ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_charge_svg(result, title)
+                               : render_charge_html(result, title, table, notes);
+  return write_page(a.out, page);
+}
+
+// --concurrency's table on stdout, and its lane (.svg) or page in --out.
+int report_concurrency(const SimulateArgs& a, const ConcurrencyLane& lane, const std::vector<TraceEvent>& trace,
+                       const std::vector<std::string>& notes) {
+  const std::string table = format_concurrency_table(lane, a.traffic);
+  std::cout << table;
+  if (a.out.empty()) return 0;
+  const std::string title = fmt::format("floodgate simulate --concurrency {}: {}", a.concurrency, a.traffic);
+  const std::string page = a.out.ends_with(".svg")
+                               ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_concurrency_svg(lane, trace, title)
+                               : render_concurrency_html(lane, trace, title, table, notes);
+  return write_page(a.out, page);
+}
+
+// --concurrency on a log: each request's start, key and duration (-1: the log has none, so
+// co.default_duration) into `trace` and `durations`; what was read into `notes`.
+absl::Status read_concurrency_log(const SimulateArgs& a, const ConcurrencyOptions& co, std::vector<TraceEvent>& trace,
+                                  std::vector<Micros>& durations, std::vector<std::string>& notes) {
+  if (absl::Status s = check_traffic(a.traffic); !s.ok()) return s;
+  auto o = reader_options(a);
+  if (!o.ok()) return o.status();
+  auto unit = duration_unit(a.duration_unit);
+  if (!unit.ok()) return unit.status();
+  o->duration_field = a.duration_field == "auto" ? "auto" : canonical_field(a.duration_field);
+  o->duration_unit = *unit;
+  o->require_duration = co.default_duration < 0;
+  o->strict = true;
+  auto reader = LogReader::open(a.traffic, *o);
+  if (!reader.ok()) return reader.status();
+  while (auto r = (*reader)->next()) {
+    if (trace.size() == co.max_events) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: more than {} requests: --concurrency draws each one", a.traffic, co.max_events));
+    }
+    trace.push_back({r->time, r->key, 1});
+    durations.push_back(r->duration ? *r->duration : -1);
+  }
+  if (!(*reader)->status().ok()) return (*reader)->status();
+  const LogStats& st = (*reader)->stats();
+  if (st.records == 0) return absl::InvalidArgumentError(fmt::format("{}: no request in the log", a.traffic));
+  notes.push_back(fmt::format("{}: {} log, key {}, {}; {} requests", a.traffic, format_name((*reader)->format()),
+                              a.key,
+                              co.default_duration >= 0
+                                  ? fmt::format("duration {} where the log has none", a.duration)
+                                  : fmt::format("duration {}", a.duration_field),
+                              st.records));
+  note_reordered(st, notes);
+  return absl::OkStatus();
+}
+
 // --charge: the log's requests (start, duration, actual cost) charged after the response and
 // reserved+settled; the table on stdout, the chart or page in --out.
 int run_charge(const SimulateArgs& a) {
@@ -205,23 +277,10 @@ int run_charge(const SimulateArgs& a) {
                                              fallback ? fmt::format("duration {} where the log has none", a.duration)
                                                       : fmt::format("duration {}", a.duration_field),
                                              st.records)};
-  if (st.reordered > 0) {
-    notes.push_back(fmt::format("{} requests were logged before earlier ones; each is taken at the latest time seen",
-                                st.reordered));
-    std::cerr << "floodgate simulate: " << notes.back() << "\n";
-  }
+  note_reordered(st, notes);
   auto result = (*sim)->finish();
   if (!result.ok()) return fail(std::string(result.status().message()));
-  const std::string table = format_charge_table(*result, a.traffic, *estimate);
-  std::cout << table;
-  if (a.out.empty()) return 0;
-  std::string limits;
-  for (const std::string& l : a.limits) limits += (limits.empty() ? "" : " | ") + l;
-  const std::string title = fmt::format("floodgate simulate --charge: {} — {}", limits, a.traffic);
-  const std::string page = a.out.ends_with(".svg")
-                               ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_charge_svg(*result, title)
-                               : render_charge_html(*result, title, table, notes);
-  return write_page(a.out, page);
+  return report_charge(a, *result, *estimate, notes);
 }
 
 // --concurrency N: the traffic's requests, each holding a lease from its start to its end (the
@@ -254,50 +313,12 @@ int run_concurrency(const SimulateArgs& a) {
     if (!t.ok()) return fail(std::string(t.status().message()));
     trace = *std::move(t);
     notes.push_back(fmt::format("{}: every request lasts {}", a.traffic, a.duration));
-  } else {
-    if (absl::Status s = check_traffic(a.traffic); !s.ok()) return fail(std::string(s.message()));
-    auto o = reader_options(a);
-    if (!o.ok()) return fail(std::string(o.status().message()));
-    auto unit = duration_unit(a.duration_unit);
-    if (!unit.ok()) return fail(std::string(unit.status().message()));
-    o->duration_field = a.duration_field == "auto" ? "auto" : canonical_field(a.duration_field);
-    o->duration_unit = *unit;
-    o->require_duration = co.default_duration < 0;
-    o->strict = true;
-    auto reader = LogReader::open(a.traffic, *o);
-    if (!reader.ok()) return fail(std::string(reader.status().message()));
-    while (auto r = (*reader)->next()) {
-      if (trace.size() == co.max_events) {
-        return fail(fmt::format("{}: more than {} requests: --concurrency draws each one", a.traffic, co.max_events));
-      }
-      trace.push_back({r->time, r->key, 1});
-      durations.push_back(r->duration ? *r->duration : -1);
-    }
-    if (!(*reader)->status().ok()) return fail(std::string((*reader)->status().message()));
-    const LogStats& st = (*reader)->stats();
-    if (st.records == 0) return fail(fmt::format("{}: no request in the log", a.traffic));
-    notes.push_back(fmt::format("{}: {} log, key {}, {}; {} requests", a.traffic, format_name((*reader)->format()),
-                                a.key,
-                                co.default_duration >= 0
-                                    ? fmt::format("duration {} where the log has none", a.duration)
-                                    : fmt::format("duration {}", a.duration_field),
-                                st.records));
-    if (st.reordered > 0) {
-      notes.push_back(fmt::format(
-          "{} requests were logged before earlier ones; each is taken at the latest time seen", st.reordered));
-      std::cerr << "floodgate simulate: " << notes.back() << "\n";
-    }
+  } else if (absl::Status s = read_concurrency_log(a, co, trace, durations, notes); !s.ok()) {
+    return fail(std::string(s.message()));
   }
   auto lane = simulate_concurrency(co, trace, durations);
   if (!lane.ok()) return fail(fmt::format("{}: {}", a.traffic, std::string(lane.status().message())));
-  const std::string table = format_concurrency_table(*lane, a.traffic);
-  std::cout << table;
-  if (a.out.empty()) return 0;
-  const std::string title = fmt::format("floodgate simulate --concurrency {}: {}", a.concurrency, a.traffic);
-  const std::string page = a.out.ends_with(".svg")
-                               ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_concurrency_svg(*lane, trace, title)
-                               : render_concurrency_html(*lane, trace, title, table, notes);
-  return write_page(a.out, page);
+  return report_concurrency(a, *lane, trace, notes);
 }
 
 void print_table(const StreamResult& r, std::string_view traffic) {
