@@ -246,14 +246,14 @@ class TableImpl final : public MemoryStorage::Table {
     return detail::decide<A>(st, limits, shape, cost, effect, now);
   }
 
+  using Reading = detail::Reading<S>;
+
   // apply for kOptimistic tables (and keys of up to kMaxSize). A decision that writes nothing
   // reads the record without its lock (a snapshot: RecordLock's reader protocol) and writes
   // nothing; one that writes commits what it evaluated on the snapshot if it takes the lock before
   // any other holder did, else decides again under the lock. Every path returns detail::decide's
   // result as a prvalue (or one named result), so that the decision is built where apply returns
   // it: a copy of a decision just written costs a store-forwarding stall, or a `rep movs`.
-  using Reading = detail::Reading<S>;
-
   Decision decide_any(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect, Micros now) {
     Remembered& memo = t_records[number_ % kRememberedRecords];
     if (memo.may_hold(number_, key)) {
