@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_split.h"
 
+#include "floodgate/storage.hpp"
 #include "server/config/yaml_errors.hpp"
 
 namespace floodgate::server {
