@@ -241,6 +241,34 @@ bool starts_with_word(std::string_view rest, std::string_view w) {
   return rest.size() == w.size() || !text::is_alpha(rest[w.size()]);
 }
 
+// The optional count of units before the unit ("5 per 2 seconds"): 1 when there is none;
+// `count_word` is set to its text, for the error of a count before "calendar".
+absl::StatusOr<std::int64_t> parse_count(Scanner& s, std::string_view& count_word) {
+  s.skip_space();
+  if (!s.at_digit()) return 1;
+  count_word = s.rest();
+  auto n = s.number("the number of periods");
+  if (!n.ok()) return n.status();
+  count_word = count_word.substr(0, count_word.size() - s.rest().size());
+  return *n;
+}
+
+// What may follow the unit: nothing (a burst of 0: the default) or "burst N".
+absl::StatusOr<std::int64_t> parse_burst(Scanner& s) {
+  s.skip_space();
+  if (s.done()) return 0;
+  const std::string_view kw = s.word();
+  if (text::lower(kw) != "burst") {
+    return s.error("unexpected text after the unit (only \"burst N\" may follow)",
+                   kw.empty() ? s.rest() : kw);
+  }
+  auto b = s.number("the burst");
+  if (!b.ok()) return b.status();
+  s.skip_space();
+  if (!s.done()) return s.error("unexpected text after the burst", s.rest());
+  return *b;
+}
+
 absl::StatusOr<Limit> parse_one(std::string_view item) {
   Scanner s(item);
   auto amount = s.number("the amount");
@@ -258,16 +286,10 @@ absl::StatusOr<Limit> parse_one(std::string_view item) {
   }
 
   // Optional count of units: "5 per 2 seconds".
-  std::int64_t count = 1;
   std::string_view count_word;
-  s.skip_space();
-  if (s.at_digit()) {
-    count_word = s.rest();
-    auto n = s.number("the number of periods");
-    if (!n.ok()) return n.status();
-    count = *n;
-    count_word = count_word.substr(0, count_word.size() - s.rest().size());
-  }
+  auto count_or = parse_count(s, count_word);
+  if (!count_or.ok()) return count_or.status();
+  const std::int64_t count = *count_or;
 
   const std::string_view unit_word = s.word();
   if (text::lower(unit_word) == "calendar") {
@@ -288,21 +310,9 @@ absl::StatusOr<Limit> parse_one(std::string_view item) {
   }
   const Micros period = count * unit->micros;
 
-  std::int64_t burst = 0;
-  s.skip_space();
-  if (!s.done()) {
-    const std::string_view kw = s.word();
-    if (text::lower(kw) != "burst") {
-      return s.error("unexpected text after the unit (only \"burst N\" may follow)",
-                     kw.empty() ? s.rest() : kw);
-    }
-    auto b = s.number("the burst");
-    if (!b.ok()) return b.status();
-    burst = *b;
-    s.skip_space();
-    if (!s.done()) return s.error("unexpected text after the burst", s.rest());
-  }
-  return Limit::make(*amount, period, burst);
+  auto burst = parse_burst(s);
+  if (!burst.ok()) return burst.status();
+  return Limit::make(*amount, period, *burst);
 }
 
 }  // namespace

@@ -9,45 +9,15 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
-#include "floodgate/sim/access_log.hpp"
+#include "cli/simulate_command.hpp"
 #include "floodgate/replay.hpp"
-#include "floodgate/sim/charge.hpp"
-#include "floodgate/sim/concurrency.hpp"
 #include "floodgate/sim/stream.hpp"
 #include "floodgate/sim/simulate.hpp"
 
 namespace floodgate::cli {
+namespace simulate_cmd {
 
-namespace {
-
-struct SimulateArgs {
-  std::vector<std::string> limits;
-  std::int64_t burst = 0;
-  std::string strategies = "all";
-  std::string traffic;
-  std::string format = "auto";
-  std::string key = "auto";
-  std::string layout;
-  std::string time_field;
-  std::string focus;
-  std::size_t columns = 600;
-  std::uint64_t seed = 1;
-  std::string out;
-  // --charge: costs known after the response, charged after it vs reserved and settled
-  bool charge = false;
-  std::string cost_field = "cost";
-  std::string duration_field = "auto";
-  std::string duration_unit;
-  std::string duration;
-  std::string estimate;
-  std::int64_t check_cost = 1;
-  // --concurrency N: requests in progress (a lease from start to end) under "N concurrent for T"
-  std::int64_t concurrency = 0;
-  bool concurrency_given = false;
-  std::string lease_ttl;
-};
-
-int fail(std::string_view message, int code = 2) {
+int fail(std::string_view message, int code) {
   std::cerr << "floodgate simulate: " << message << "\n";
   return code;
 }
@@ -101,6 +71,8 @@ absl::StatusOr<Micros> duration_unit(std::string_view unit) {
   return absl::InvalidArgumentError(fmt::format("--duration-unit \"{}\": give s, ms or us", unit));
 }
 
+namespace {
+
 absl::Status feed_generated(const SimulateArgs& a, StreamingSimulation& sim) {
   auto trace = make_traffic(a.traffic, a.seed);
   if (!trace.ok()) return trace.status();
@@ -152,152 +124,6 @@ absl::Status feed_log(const SimulateArgs& a, StreamingSimulation& sim, std::vect
                                 a.key, st.key_missing, st.records, known));
   }
   return absl::OkStatus();
-}
-
-// --charge: the log's requests (start, duration, actual cost) charged after the response and
-// reserved+settled; the table on stdout, the chart or page in --out.
-int run_charge(const SimulateArgs& a) {
-  if (generated(a.traffic)) {
-    return fail("--charge needs a log with a cost per request (and durations): generated traffic costs 1 per request");
-  }
-  if (a.estimate.empty()) return fail("--charge needs --estimate N (units reserved per request) or mean:N");
-  auto estimate = Estimate::parse(a.estimate);
-  if (!estimate.ok()) return fail(std::string(estimate.status().message()));
-  auto lanes = parse_lanes(a.strategies);
-  if (!lanes.ok()) return fail(std::string(lanes.status().message()));
-  auto o = reader_options(a);
-  if (!o.ok()) return fail(std::string(o.status().message()));
-  auto unit = duration_unit(a.duration_unit);
-  if (!unit.ok()) return fail(std::string(unit.status().message()));
-  std::optional<Micros> fallback;
-  if (!a.duration.empty()) {
-    fallback = parse_log_duration(a.duration, kMicrosPerSecond);
-    if (!fallback) return fail(fmt::format("--duration \"{}\": give e.g. 30s, 500ms (at most 23 hours)", a.duration));
-  }
-  o->cost_field = canonical_field(a.cost_field);
-  o->require_cost = true;
-  o->duration_field = a.duration_field == "auto" ? "auto" : canonical_field(a.duration_field);
-  o->duration_unit = *unit;
-  o->require_duration = !fallback.has_value();
-  o->strict = true;
-  ChargeOptions co;
-  co.limits = a.limits;
-  co.burst = a.burst;
-  co.lanes = *lanes;
-  co.estimate = *estimate;
-  co.check_cost = a.check_cost;
-  auto sim = ChargeSimulation::make(co);
-  if (!sim.ok()) return fail(std::string(sim.status().message()));
-  if (absl::Status s = check_traffic(a.traffic); !s.ok()) return fail(std::string(s.message()));
-  auto reader = LogReader::open(a.traffic, *o);
-  if (!reader.ok()) return fail(std::string(reader.status().message()));
-  while (auto r = (*reader)->next()) {
-    const Micros d = r->duration ? *r->duration : *fallback;
-    if (absl::Status s = (*sim)->add(r->time, d, r->key, r->cost); !s.ok()) {
-      return fail(fmt::format("{}: {}", a.traffic, std::string(s.message())));
-    }
-  }
-  if (!(*reader)->status().ok()) return fail(std::string((*reader)->status().message()));
-  const LogStats& st = (*reader)->stats();
-  if (st.records == 0) return fail(fmt::format("{}: no request in the log", a.traffic));
-  std::vector<std::string> notes{fmt::format("{}: {} log, key {}, cost {}, {}; {} requests", a.traffic,
-                                             format_name((*reader)->format()), a.key, o->cost_field,
-                                             fallback ? fmt::format("duration {} where the log has none", a.duration)
-                                                      : fmt::format("duration {}", a.duration_field),
-                                             st.records)};
-  if (st.reordered > 0) {
-    notes.push_back(fmt::format("{} requests were logged before earlier ones; each is taken at the latest time seen",
-                                st.reordered));
-    std::cerr << "floodgate simulate: " << notes.back() << "\n";
-  }
-  auto result = (*sim)->finish();
-  if (!result.ok()) return fail(std::string(result.status().message()));
-  const std::string table = format_charge_table(*result, a.traffic, *estimate);
-  std::cout << table;
-  if (a.out.empty()) return 0;
-  std::string limits;
-  for (const std::string& l : a.limits) limits += (limits.empty() ? "" : " | ") + l;
-  const std::string title = fmt::format("floodgate simulate --charge: {} — {}", limits, a.traffic);
-  const std::string page = a.out.ends_with(".svg")
-                               ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_charge_svg(*result, title)
-                               : render_charge_html(*result, title, table, notes);
-  return write_page(a.out, page);
-}
-
-// --concurrency N: the traffic's requests, each holding a lease from its start to its end (the
-// log's duration field, or --duration), through "N concurrent for T"; the table on stdout, the
-// lane in --out.
-int run_concurrency(const SimulateArgs& a) {
-  if (!a.limits.empty()) {
-    return fail("--concurrency draws one lane, N concurrent for --lease-ttl: --limit does not apply to it");
-  }
-  ConcurrencyOptions co;
-  co.limit = a.concurrency;
-  if (!a.lease_ttl.empty()) {
-    const auto ttl = parse_log_duration(a.lease_ttl, kMicrosPerSecond);
-    if (!ttl || *ttl < 1) return fail(fmt::format("--lease-ttl \"{}\": give e.g. 30s, 5m (more than 0)", a.lease_ttl));
-    co.lease_ttl = *ttl;
-  }
-  if (!a.duration.empty()) {
-    const auto d = parse_log_duration(a.duration, kMicrosPerSecond);
-    if (!d) return fail(fmt::format("--duration \"{}\": give e.g. 30s, 500ms (at most 23 hours)", a.duration));
-    co.default_duration = *d;
-  }
-  // Checks N and T before reading anything.
-  if (auto empty = simulate_concurrency(co, {}); !empty.ok()) return fail(std::string(empty.status().message()));
-  std::vector<TraceEvent> trace;
-  std::vector<Micros> durations;
-  std::vector<std::string> notes;
-  if (generated(a.traffic)) {
-    if (co.default_duration < 0) return fail("--concurrency with generated traffic needs --duration (e.g. 2s)");
-    auto t = make_traffic(a.traffic, a.seed);
-    if (!t.ok()) return fail(std::string(t.status().message()));
-    trace = *std::move(t);
-    notes.push_back(fmt::format("{}: every request lasts {}", a.traffic, a.duration));
-  } else {
-    if (absl::Status s = check_traffic(a.traffic); !s.ok()) return fail(std::string(s.message()));
-    auto o = reader_options(a);
-    if (!o.ok()) return fail(std::string(o.status().message()));
-    auto unit = duration_unit(a.duration_unit);
-    if (!unit.ok()) return fail(std::string(unit.status().message()));
-    o->duration_field = a.duration_field == "auto" ? "auto" : canonical_field(a.duration_field);
-    o->duration_unit = *unit;
-    o->require_duration = co.default_duration < 0;
-    o->strict = true;
-    auto reader = LogReader::open(a.traffic, *o);
-    if (!reader.ok()) return fail(std::string(reader.status().message()));
-    while (auto r = (*reader)->next()) {
-      if (trace.size() == co.max_events) {
-        return fail(fmt::format("{}: more than {} requests: --concurrency draws each one", a.traffic, co.max_events));
-      }
-      trace.push_back({r->time, r->key, 1});
-      durations.push_back(r->duration ? *r->duration : -1);
-    }
-    if (!(*reader)->status().ok()) return fail(std::string((*reader)->status().message()));
-    const LogStats& st = (*reader)->stats();
-    if (st.records == 0) return fail(fmt::format("{}: no request in the log", a.traffic));
-    notes.push_back(fmt::format("{}: {} log, key {}, {}; {} requests", a.traffic, format_name((*reader)->format()),
-                                a.key,
-                                co.default_duration >= 0
-                                    ? fmt::format("duration {} where the log has none", a.duration)
-                                    : fmt::format("duration {}", a.duration_field),
-                                st.records));
-    if (st.reordered > 0) {
-      notes.push_back(fmt::format(
-          "{} requests were logged before earlier ones; each is taken at the latest time seen", st.reordered));
-      std::cerr << "floodgate simulate: " << notes.back() << "\n";
-    }
-  }
-  auto lane = simulate_concurrency(co, trace, durations);
-  if (!lane.ok()) return fail(fmt::format("{}: {}", a.traffic, std::string(lane.status().message())));
-  const std::string table = format_concurrency_table(*lane, a.traffic);
-  std::cout << table;
-  if (a.out.empty()) return 0;
-  const std::string title = fmt::format("floodgate simulate --concurrency {}: {}", a.concurrency, a.traffic);
-  const std::string page = a.out.ends_with(".svg")
-                               ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_concurrency_svg(*lane, trace, title)
-                               : render_concurrency_html(*lane, trace, title, table, notes);
-  return write_page(a.out, page);
 }
 
 void print_table(const StreamResult& r, std::string_view traffic) {
@@ -371,9 +197,11 @@ int run(const SimulateArgs& a) {
 }
 
 }  // namespace
+}  // namespace simulate_cmd
+
 
 std::function<int()> add_simulate(CLI::App& app) {
-  auto args = std::make_shared<SimulateArgs>();
+  auto args = std::make_shared<simulate_cmd::SimulateArgs>();
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Run traffic or an access log through several strategies and limits side by side: "
                   "a summary table, and a chart or an HTML report.");
@@ -426,7 +254,7 @@ std::function<int()> add_simulate(CLI::App& app) {
                   "ended (default 1 day: every lease is released at its request's end)");
   return [args, concurrency] {
     args->concurrency_given = concurrency->count() > 0;
-    return run(*args);
+    return simulate_cmd::run(*args);
   };
 }
 

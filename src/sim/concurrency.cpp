@@ -48,10 +48,9 @@ std::string busiest_key(std::span<const TraceEvent> trace, std::int64_t& keys) {
   return std::string(best);
 }
 
-}  // namespace
-
-absl::StatusOr<ConcurrencyLane> simulate_concurrency(const ConcurrencyOptions& o, std::span<const TraceEvent> trace,
-                                                     std::span<const Micros> durations) {
+// The options and the trace, checked before anything is simulated.
+absl::Status check_options(const ConcurrencyOptions& o, std::span<const TraceEvent> trace,
+                           std::span<const Micros> durations) {
   if (o.limit < 1 || o.limit > kMaxAmount) {
     return absl::InvalidArgumentError(fmt::format(
         "--concurrency {}: give the most requests of one key in progress at once, a whole number from 1 to 2^53",
@@ -72,6 +71,94 @@ absl::StatusOr<ConcurrencyLane> simulate_concurrency(const ConcurrencyOptions& o
     return absl::InvalidArgumentError(
         fmt::format("{} requests: at most {} in one concurrency lane", trace.size(), o.max_events));
   }
+  return absl::OkStatus();
+}
+
+// Request `i`'s duration: its own, else the default; an error when neither is given.
+absl::StatusOr<Micros> duration_of(const ConcurrencyOptions& o, std::span<const Micros> durations, std::size_t i) {
+  const Micros d = durations.empty() || durations[i] < 0 ? o.default_duration : durations[i];
+  if (d < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("event {}: no duration: give the request's duration, or --duration for every request without one", i));
+  }
+  if (d > kMaxRequestDuration) {
+    return absl::InvalidArgumentError(fmt::format("event {}: the duration must be from 0 to 23 hours", i));
+  }
+  return d;
+}
+
+// One lane's run: the trace's requests take leases through a Limiter on a manual clock, and the
+// leases end (released, or at their time to live) in time order; the figures go into `out`.
+class LeaseRun {
+ public:
+  LeaseRun(const ConcurrencyOptions& o, const Policy& policy, std::span<const TraceEvent> trace, ConcurrencyLane& out)
+      : o_(o), policy_(policy), trace_(trace), out_(out) {}
+
+  // Request `i` starts (after every lease that ended by its start) and holds a lease for `d`.
+  absl::Status start(std::size_t i, Micros d) {
+    const TraceEvent& e = trace_[i];
+    if (absl::Status s = end_until(e.t); !s.ok()) return s;
+    clock_->set(e.t);
+    auto lease = limiter_.acquire(policy_, e.key, 1, fmt::format("r{}", i));
+    if (!lease.ok()) return lease.status();
+    out_.lane.steps.push_back(sim::step_of(policy_, lease->decision()));
+    out_.last = std::max(out_.last, e.t);
+    if (!lease->held()) {
+      ++out_.lane.blocked;
+      out_.spans.push_back({e.t, false});
+      return absl::OkStatus();
+    }
+    ++out_.lane.allowed;
+    const std::int64_t now_held = ++held_[e.key];
+    out_.max_held = std::max(out_.max_held, now_held);
+    if (e.key == out_.key) out_.held.push_back({e.t, now_held});
+    // A request that lasts its lease's time to live or longer outlives the lease.
+    const bool expires = d >= o_.lease_ttl;
+    ends_.push({e.t + (expires ? o_.lease_ttl : d), i, expires});
+    out_.spans.push_back({e.t + (expires ? o_.lease_ttl : d), expires});
+    leases_.emplace(i, *std::move(lease));
+    return absl::OkStatus();
+  }
+
+  // Ends every lease due by `t`, in time order.
+  absl::Status end_until(Micros t) {
+    while (!ends_.empty() && ends_.top().at <= t) {
+      const LeaseEnd e = ends_.top();
+      ends_.pop();
+      clock_->set(e.at);
+      auto it = leases_.find(e.seq);
+      if (e.expires) {
+        ++out_.expired;  // the storage let it go at its time to live: nothing to release
+        (void)it->second.release();
+      } else if (auto d = it->second.release(); !d.ok()) {
+        return d.status();
+      }
+      leases_.erase(it);
+      const std::string_view key = trace_[e.seq].key;
+      const std::int64_t now_held = --held_[key];
+      if (key == out_.key) out_.held.push_back({e.at, now_held});
+      out_.last = std::max(out_.last, e.at);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const ConcurrencyOptions& o_;
+  const Policy& policy_;
+  std::span<const TraceEvent> trace_;
+  ConcurrencyLane& out_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(0);
+  Limiter limiter_{std::make_shared<MemoryStorage>(), clock_};
+  std::priority_queue<LeaseEnd, std::vector<LeaseEnd>, EndsLater> ends_;
+  absl::flat_hash_map<std::size_t, Lease> leases_;  // by request index
+  absl::flat_hash_map<std::string_view, std::int64_t> held_;
+};
+
+}  // namespace
+
+absl::StatusOr<ConcurrencyLane> simulate_concurrency(const ConcurrencyOptions& o, std::span<const TraceEvent> trace,
+                                                     std::span<const Micros> durations) {
+  if (absl::Status s = check_options(o, trace, durations); !s.ok()) return s;
   auto limit = Limit::concurrency(o.limit, o.lease_ttl);
   if (!limit.ok()) return limit.status();
   auto policy = Policy::make("concurrency", Strategy::kConcurrency, to_string(*limit));
@@ -86,66 +173,15 @@ absl::StatusOr<ConcurrencyLane> simulate_concurrency(const ConcurrencyOptions& o
   out.lane.steps.reserve(trace.size());
   out.spans.reserve(trace.size());
 
-  auto clock = std::make_shared<ManualClock>(0);
-  Limiter limiter(std::make_shared<MemoryStorage>(), clock);
-  std::priority_queue<LeaseEnd, std::vector<LeaseEnd>, EndsLater> ends;
-  absl::flat_hash_map<std::size_t, Lease> leases;  // by request index
-  absl::flat_hash_map<std::string_view, std::int64_t> held;
-
-  const auto end_until = [&](Micros t) -> absl::Status {
-    while (!ends.empty() && ends.top().at <= t) {
-      const LeaseEnd e = ends.top();
-      ends.pop();
-      clock->set(e.at);
-      auto it = leases.find(e.seq);
-      if (e.expires) {
-        ++out.expired;  // the storage let it go at its time to live: nothing to release
-        (void)it->second.release();
-      } else if (auto d = it->second.release(); !d.ok()) {
-        return d.status();
-      }
-      leases.erase(it);
-      const std::string_view key = trace[e.seq].key;
-      const std::int64_t now_held = --held[key];
-      if (key == out.key) out.held.push_back({e.at, now_held});
-      out.last = std::max(out.last, e.at);
-    }
-    return absl::OkStatus();
-  };
-
+  LeaseRun run(o, *policy, trace, out);
   for (std::size_t i = 0; i < trace.size(); ++i) {
     const TraceEvent& e = trace[i];
     if (absl::Status s = sim::check_event(i, e.t, i > 0 ? trace[i - 1].t : 0, 0, e.cost, e.key); !s.ok()) return s;
-    Micros d = durations.empty() || durations[i] < 0 ? o.default_duration : durations[i];
-    if (d < 0) {
-      return absl::InvalidArgumentError(
-          fmt::format("event {}: no duration: give the request's duration, or --duration for every request without one", i));
-    }
-    if (d > kMaxRequestDuration) {
-      return absl::InvalidArgumentError(fmt::format("event {}: the duration must be from 0 to 23 hours", i));
-    }
-    if (absl::Status s = end_until(e.t); !s.ok()) return s;
-    clock->set(e.t);
-    auto lease = limiter.acquire(*policy, e.key, 1, fmt::format("r{}", i));
-    if (!lease.ok()) return lease.status();
-    out.lane.steps.push_back(sim::step_of(*policy, lease->decision()));
-    out.last = std::max(out.last, e.t);
-    if (!lease->held()) {
-      ++out.lane.blocked;
-      out.spans.push_back({e.t, false});
-      continue;
-    }
-    ++out.lane.allowed;
-    const std::int64_t now_held = ++held[e.key];
-    out.max_held = std::max(out.max_held, now_held);
-    if (e.key == out.key) out.held.push_back({e.t, now_held});
-    // A request that lasts its lease's time to live or longer outlives the lease.
-    const bool expires = d >= o.lease_ttl;
-    ends.push({e.t + (expires ? o.lease_ttl : d), i, expires});
-    out.spans.push_back({e.t + (expires ? o.lease_ttl : d), expires});
-    leases.emplace(i, *std::move(lease));
+    auto d = duration_of(o, durations, i);
+    if (!d.ok()) return d.status();
+    if (absl::Status s = run.start(i, *d); !s.ok()) return s;
   }
-  if (absl::Status s = end_until(kNever); !s.ok()) return s;
+  if (absl::Status s = run.end_until(kNever); !s.ok()) return s;
   return out;
 }
 

@@ -197,19 +197,9 @@ absl::StatusOr<std::chrono::milliseconds> millis(const Environment& env, std::st
   return std::chrono::milliseconds(*ms);
 }
 
-// CONFIG_TYPE=GRPC_XDS_SOTW and the CONFIG_GRPC_XDS_* / XDS_CLIENT_* variables → rls.xds, with
-// envoyproxy's defaults. `warnings` gets what is read but cannot be used.
-Status xds_env(const Environment& env, Config& c, std::vector<std::string>& warnings) {
-  const std::string type = get(env, "CONFIG_TYPE", "FILE");
-  if (type == "FILE") return absl::OkStatus();
-  if (type != "GRPC_XDS_SOTW") return bad("CONFIG_TYPE", type, "expected FILE or GRPC_XDS_SOTW");
-  XdsSettings& x = c.rls.xds;
-  c.rls.config_dir.clear();
-  x.server = get(env, "CONFIG_GRPC_XDS_SERVER_URL", "localhost:18000");
-  if (x.server.empty()) return bad("CONFIG_GRPC_XDS_SERVER_URL", x.server, "empty");
-  x.node_id = get(env, "CONFIG_GRPC_XDS_NODE_ID", "default");
-  // "key=value,key=value": envoyproxy skips an entry without '=', so it is not an error here either.
-  const std::string metadata = get(env, "CONFIG_GRPC_XDS_NODE_METADATA", "");
+// CONFIG_GRPC_XDS_NODE_METADATA, "key=value,key=value": envoyproxy skips an entry without '=',
+// so it is not an error here either.
+void xds_node_metadata(const std::string& metadata, XdsSettings& x, std::vector<std::string>& warnings) {
   for (const absl::string_view part : absl::StrSplit(metadata, ',')) {
     const std::string_view entry(part.data(), part.size());
     if (entry.empty()) continue;
@@ -220,8 +210,11 @@ Status xds_env(const Environment& env, Config& c, std::vector<std::string>& warn
     }
     x.node_metadata.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
   }
-  // envconfig's map: "name:value,name:value"; a pair without ':' is refused, as there.
-  const std::string headers = get(env, "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "");
+}
+
+// CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS, envconfig's map "name:value,name:value"; a pair
+// without ':' is refused, as there.
+Status xds_headers(const std::string& headers, XdsSettings& x) {
   for (const absl::string_view part : absl::StrSplit(headers, ',')) {
     const std::string_view entry(part.data(), part.size());
     if (entry.empty()) continue;
@@ -231,6 +224,11 @@ Status xds_env(const Environment& env, Config& c, std::vector<std::string>& warn
     }
     x.headers.emplace_back(lower(std::string(entry.substr(0, colon))), std::string(entry.substr(colon + 1)));
   }
+  return absl::OkStatus();
+}
+
+// CONFIG_GRPC_XDS_SERVER_USE_TLS and its files; without TLS, the files are warned as unused.
+Status xds_tls(const Environment& env, XdsSettings& x, std::vector<std::string>& warnings) {
   auto tls = flag(env, "CONFIG_GRPC_XDS_SERVER_USE_TLS", false);
   if (!tls.ok()) return tls.status();
   x.tls = *tls;
@@ -248,6 +246,11 @@ Status xds_env(const Environment& env, Config& c, std::vector<std::string>& warn
       if (env.contains(n)) warnings.push_back(fmt::format("{} is not used: CONFIG_GRPC_XDS_SERVER_USE_TLS is not true", n));
     }
   }
+  return absl::OkStatus();
+}
+
+// The xDS client's reconnection: the retry interval and the backoff.
+Status xds_backoff(const Environment& env, XdsSettings& x) {
   auto retry = millis(env, "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s");
   auto initial = millis(env, "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "10s");
   auto max = millis(env, "XDS_CLIENT_BACKOFF_MAX_INTERVAL", "60s");
@@ -263,6 +266,24 @@ Status xds_env(const Environment& env, Config& c, std::vector<std::string>& warn
   x.backoff_initial = *initial;
   x.backoff_max = std::max(*max, *initial);
   x.backoff_jitter = *jitter ? *random : 0;
+  return absl::OkStatus();
+}
+
+// CONFIG_TYPE=GRPC_XDS_SOTW and the CONFIG_GRPC_XDS_* / XDS_CLIENT_* variables → rls.xds, with
+// envoyproxy's defaults. `warnings` gets what is read but cannot be used.
+Status xds_env(const Environment& env, Config& c, std::vector<std::string>& warnings) {
+  const std::string type = get(env, "CONFIG_TYPE", "FILE");
+  if (type == "FILE") return absl::OkStatus();
+  if (type != "GRPC_XDS_SOTW") return bad("CONFIG_TYPE", type, "expected FILE or GRPC_XDS_SOTW");
+  XdsSettings& x = c.rls.xds;
+  c.rls.config_dir.clear();
+  x.server = get(env, "CONFIG_GRPC_XDS_SERVER_URL", "localhost:18000");
+  if (x.server.empty()) return bad("CONFIG_GRPC_XDS_SERVER_URL", x.server, "empty");
+  x.node_id = get(env, "CONFIG_GRPC_XDS_NODE_ID", "default");
+  xds_node_metadata(get(env, "CONFIG_GRPC_XDS_NODE_METADATA", ""), x, warnings);
+  if (auto st = xds_headers(get(env, "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", ""), x); !st.ok()) return st;
+  if (auto st = xds_tls(env, x, warnings); !st.ok()) return st;
+  if (auto st = xds_backoff(env, x); !st.ok()) return st;
   const std::string size = get(env, "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "");
   if (!size.empty()) {
     std::int64_t v = 0;
@@ -275,6 +296,27 @@ Status xds_env(const Environment& env, Config& c, std::vector<std::string>& warn
   auto force = flag(env, "FORCE_START_WITHOUT_INITIAL_CONFIG", false);
   if (!force.ok()) return force.status();
   x.start_without_rules = *force;
+  return absl::OkStatus();
+}
+
+// USE_PROMETHEUS: a listener of its own at PROMETHEUS_ADDR (":9090": every address) and PATH.
+Status prometheus_env(const Environment& env, Config& c, std::vector<std::string>& warnings) {
+  auto prometheus = flag(env, "USE_PROMETHEUS", false);
+  if (!prometheus.ok()) return prometheus.status();
+  if (*prometheus) {
+    std::string addr = get(env, "PROMETHEUS_ADDR", ":9090");
+    if (addr.starts_with(':')) addr = "0.0.0.0" + addr;
+    if (auto s = parse_listen(addr, c.metrics.listen_host, c.metrics.listen_port); !s.ok()) {
+      return bad("PROMETHEUS_ADDR", get(env, "PROMETHEUS_ADDR", ":9090"), std::string(s.message()));
+    }
+    c.metrics.path = get(env, "PROMETHEUS_PATH", "/metrics");
+    if (!c.metrics.path.starts_with('/')) return bad("PROMETHEUS_PATH", c.metrics.path, "a path starts with /");
+    // PORT's own port: /metrics of the main listener serves it (a PATH other than /metrics is warned).
+    c.metrics.enabled = c.metrics.listen_port != c.listen_port;
+    if (!c.metrics.enabled && c.metrics.path != "/metrics") {
+      warnings.push_back(fmt::format("PROMETHEUS_PATH={} is not honoured on PORT: the path there is /metrics", c.metrics.path));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -298,23 +340,7 @@ absl::StatusOr<std::vector<std::string>> apply_erl_env(const Environment& env, C
   }
   c.rls.config_dir = dir;
   if (auto s = xds_env(env, c, warnings); !s.ok()) return s;
-  // USE_PROMETHEUS: a listener of its own at PROMETHEUS_ADDR (":9090": every address) and PATH.
-  auto prometheus = flag(env, "USE_PROMETHEUS", false);
-  if (!prometheus.ok()) return prometheus.status();
-  if (*prometheus) {
-    std::string addr = get(env, "PROMETHEUS_ADDR", ":9090");
-    if (addr.starts_with(':')) addr = "0.0.0.0" + addr;
-    if (auto s = parse_listen(addr, c.metrics.listen_host, c.metrics.listen_port); !s.ok()) {
-      return bad("PROMETHEUS_ADDR", get(env, "PROMETHEUS_ADDR", ":9090"), std::string(s.message()));
-    }
-    c.metrics.path = get(env, "PROMETHEUS_PATH", "/metrics");
-    if (!c.metrics.path.starts_with('/')) return bad("PROMETHEUS_PATH", c.metrics.path, "a path starts with /");
-    // PORT's own port: /metrics of the main listener serves it (a PATH other than /metrics is warned).
-    c.metrics.enabled = c.metrics.listen_port != c.listen_port;
-    if (!c.metrics.enabled && c.metrics.path != "/metrics") {
-      warnings.push_back(fmt::format("PROMETHEUS_PATH={} is not honoured on PORT: the path there is /metrics", c.metrics.path));
-    }
-  }
+  if (auto s = prometheus_env(env, c, warnings); !s.ok()) return s;
   auto healthy = flag(env, "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false);
   if (!healthy.ok()) return healthy.status();
   c.rls.healthcheck_needs_rules = *healthy;

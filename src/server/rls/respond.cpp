@@ -2,6 +2,7 @@
 // per-rule counters and the optional rate-limit headers of the most constraining descriptor.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -88,16 +89,43 @@ void counted_verdict(RlsItem& it, bool charged) {
   d.retry_after = d.allowed ? 0 : d.reset_after;
   d.delay = 0;
 }
-}  // namespace
 
-grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response) {
+// The error for a request that the storage refused (never a storage failure: Limiter), if any.
+std::optional<grpc::Status> refusal(const RlsCall& p) {
   for (std::size_t i = 0; i < p.batch.size(); ++i) {
-    if (!p.results[i].ok()) {  // a request the storage refuses (never a storage failure: Limiter)
+    if (!p.results[i].ok()) {
       const bool bound = p.results[i].status().code() == absl::StatusCode::kResourceExhausted;
       return grpc::Status(bound ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::INVALID_ARGUMENT,
                           std::string(p.results[i].status().message()));
     }
   }
+  return std::nullopt;
+}
+
+// The rate-limit headers of the response: of a descriptor that never fits (when no retryable
+// block is at hand), else of the constraining descriptor.
+void add_rate_limit_headers(const RlsCall& p, const RlsItem* constraining, bool overall_over,
+                            rlsv3::RateLimitResponse& response) {
+  const bool retryable_block = constraining != nullptr && blocks(constraining->shadow, constraining->decision) &&
+                               constraining->decision.can_retry();
+  const auto never = std::find_if(p.items.begin(), p.items.end(), never_fits);
+  if (!retryable_block && never != p.items.end()) {
+    for (const auto& [name, value] : never_fits_headers(p.domain, *never, p.now)) add_header(response, name, value);
+  } else if (constraining != nullptr) {
+    Decision d = constraining->decision;
+    // A shadow-mode rule, or a quota over its limit in a request that passes: the headers say
+    // what is left (0), with no Retry-After for a request that was not refused.
+    if (constraining->shadow || (constraining->quota && !overall_over)) d.allowed = true;
+    for_each_rate_limit_header(*constraining->policy, d, [&](std::string_view name, std::string_view value) {
+      add_header(response, name, value);
+    });
+  }
+}
+
+}  // namespace
+
+grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response) {
+  if (std::optional<grpc::Status> refused = refusal(p)) return *refused;
   const RlsItem* constraining = nullptr;
   bool overall_over = false;
   int quotas = 0;
@@ -144,20 +172,7 @@ grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response)
   overall_over = (overall_over || (quotas > 0 && quotas_over == quotas)) && !settings_.shadow_mode;
   if (settings_.dynamic_metadata) rls_dynamic_metadata(*p.request, passed, *response.mutable_dynamic_metadata());
   response.set_overall_code(overall_over ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
-  const bool retryable_block = constraining != nullptr && blocks(constraining->shadow, constraining->decision) &&
-                               constraining->decision.can_retry();
-  const auto never = std::find_if(p.items.begin(), p.items.end(), never_fits);
-  if (settings_.response_headers && !retryable_block && never != p.items.end()) {
-    for (const auto& [name, value] : never_fits_headers(p.domain, *never, p.now)) add_header(response, name, value);
-  } else if (settings_.response_headers && constraining != nullptr) {
-    Decision d = constraining->decision;
-    // A shadow-mode rule, or a quota over its limit in a request that passes: the headers say
-    // what is left (0), with no Retry-After for a request that was not refused.
-    if (constraining->shadow || (constraining->quota && !overall_over)) d.allowed = true;
-    for_each_rate_limit_header(*constraining->policy, d, [&](std::string_view name, std::string_view value) {
-      add_header(response, name, value);
-    });
-  }
+  if (settings_.response_headers) add_rate_limit_headers(p, constraining, overall_over, response);
   return grpc::Status::OK;
 }
 

@@ -11,80 +11,10 @@
 #include "floodgate/headers.hpp"
 #include "floodgate/limiter.hpp"
 #include "server/rls/call.hpp"
+#include "server/rls/descriptor_keys.hpp"
 #include "storage/envoyproxy_layout.hpp"
 
 namespace floodgate::server {
-
-namespace {
-
-
-// The storage key of a descriptor: its domain and entries, length-prefixed so that no two
-// different descriptors share a key whatever bytes they hold. An entry that matched a
-// share_threshold wildcard (steps given) contributes the pattern, marked '*', instead of its value:
-// every value of the pattern counts in one state.
-std::string storage_key(std::string_view domain,
-                        const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor& d,
-                        const std::vector<RlsStep>* steps) {
-  std::string k = fmt::format("{}:{}", domain.size(), domain);
-  for (int i = 0; i < d.entries_size(); ++i) {
-    const auto& e = d.entries(i);
-    const RlsStep* step = steps != nullptr ? &(*steps)[static_cast<std::size_t>(i)] : nullptr;
-    if (step != nullptr && step->shares_wildcard()) {
-      fmt::format_to(std::back_inserter(k), "|{}:{}*{}:{}", e.key().size(), e.key(), step->node->config_value.size(),
-                     step->node->config_value);
-    } else {
-      fmt::format_to(std::back_inserter(k), "|{}:{}={}:{}", e.key().size(), e.key(), e.value().size(), e.value());
-    }
-  }
-  return k;
-}
-
-// The same descriptor in envoyproxy/ratelimit's key layout (storage/envoyproxy_layout.hpp), for a
-// storage that keeps the rule there: domain "_", then per entry key "_" value "_", a
-// share_threshold entry giving its configured pattern; the storage adds the prefix and the window.
-std::string envoyproxy_key(std::string_view domain,
-                           const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor& d,
-                           const std::vector<RlsStep>* steps) {
-  std::string k(domain);
-  k.push_back('_');
-  for (int i = 0; i < d.entries_size(); ++i) {
-    const auto& e = d.entries(i);
-    const RlsStep* step = steps != nullptr ? &(*steps)[static_cast<std::size_t>(i)] : nullptr;
-    const bool shared = step != nullptr && step->shares_wildcard();
-    k.append(e.key()).append("_").append(shared ? step->node->config_value : e.value()).append("_");
-  }
-  return k;
-}
-
-// The metric label of a matched descriptor, as envoyproxy names its stats: per entry "key_value",
-// where the value is the request's (detailed_metric, an exact match, value_to_metric) or the
-// configured pattern (a wildcard, always when share_threshold), and nothing for a key-only
-// node without value_to_metric. Without steps: detailed_metric's "key_value" of every entry.
-std::string metric_label(const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor& d,
-                         const std::vector<RlsStep>* steps, bool detailed) {
-  std::string label;
-  for (int i = 0; i < d.entries_size(); ++i) {
-    const auto& e = d.entries(i);
-    if (!label.empty()) label.push_back('.');
-    label.append(e.key());
-    if (steps == nullptr) {
-      label.append("_").append(e.value());
-      continue;
-    }
-    const RlsStep& step = (*steps)[static_cast<std::size_t>(i)];
-    const bool shared = step.shares_wildcard();
-    std::string_view value = e.value();
-    if (shared || (!detailed && step.how == RlsHow::kWildcard && !step.node->value_to_metric)) {
-      value = step.node->config_value;
-    } else if (!detailed && step.how == RlsHow::kDefault && !step.node->value_to_metric) {
-      value = {};
-    }
-    if (!value.empty() || (detailed && !shared)) label.append("_").append(value);
-  }
-  return label;
-}
-
-}  // namespace
 
 // ---- the service --------------------------------------------------------------------------------
 
@@ -216,41 +146,56 @@ std::shared_ptr<const Policy> RlsService::override_policy(const RlsDomain& domai
   return overrides_.add(id, std::move(shared));
 }
 
+namespace {
+
+using Descriptor = ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+
+// A rule with a reservation: its id entry is taken out before matching, and never counted in
+// the key; if the rule matched without it does not name that entry, the descriptor is matched
+// as it came. The descriptor to match: `descriptor`, or `without_id` (and `it` has the
+// reservation's id and time to live).
+const Descriptor& without_reservation_id(const Descriptor& descriptor, const RlsDomain& domain, Descriptor& without_id,
+                                         RlsItem& it) {
+  if (domain.reservation_id_keys.empty()) return descriptor;
+  for (int e = 0; e < descriptor.entries_size(); ++e) {
+    const auto& entry = descriptor.entries(e);
+    if (std::find(domain.reservation_id_keys.begin(), domain.reservation_id_keys.end(), entry.key()) ==
+        domain.reservation_id_keys.end()) {
+      continue;
+    }
+    without_id = descriptor;
+    without_id.mutable_entries()->DeleteSubrange(e, 1);
+    const RlsRule* rule = domain.match(without_id.entries());
+    if (rule != nullptr && rule->reservation_id_key == entry.key() && !entry.value().empty()) {
+      it.reservation = entry.value();
+      it.reservation_ttl = rule->reservation_ttl;
+      return without_id;
+    }
+    break;
+  }
+  return descriptor;
+}
+
+// The descriptor's hits: its own hits_addend, else the request's (0 means 1 in both).
+std::int64_t hits_of(const rlsv3::RateLimitRequest& request, const Descriptor& d) {
+  const std::int64_t request_hits = request.hits_addend() == 0 ? 1 : static_cast<std::int64_t>(request.hits_addend());
+  return !d.has_hits_addend() ? request_hits
+         : d.hits_addend().value() == 0 ? 1
+                                        : static_cast<std::int64_t>(d.hits_addend().value());
+}
+
+}  // namespace
+
 // One descriptor: its rule, hits, limit (or override) and storage key.
 grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, const RlsDomain& domain,
                                  const RlsInstalled& in, RlsItem& it) {
-  const ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor* descriptor = &request.descriptors(i);
-  // A rule with a reservation: its id entry is taken out before matching, and never counted in
-  // the key; if the rule matched without it does not name that entry, the descriptor is matched
-  // as it came.
-  ::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor without_id;
-  if (!domain.reservation_id_keys.empty()) {
-    for (int e = 0; e < descriptor->entries_size(); ++e) {
-      const auto& entry = descriptor->entries(e);
-      if (std::find(domain.reservation_id_keys.begin(), domain.reservation_id_keys.end(), entry.key()) ==
-          domain.reservation_id_keys.end()) {
-        continue;
-      }
-      without_id = *descriptor;
-      without_id.mutable_entries()->DeleteSubrange(e, 1);
-      const RlsRule* rule = domain.match(without_id.entries());
-      if (rule != nullptr && rule->reservation_id_key == entry.key() && !entry.value().empty()) {
-        it.reservation = entry.value();
-        it.reservation_ttl = rule->reservation_ttl;
-        descriptor = &without_id;
-      }
-      break;
-    }
-  }
-  const auto& d = *descriptor;
+  Descriptor without_id;
+  const auto& d = without_reservation_id(request.descriptors(i), domain, without_id, it);
   it.rule = domain.match(d.entries());
   std::vector<RlsStep> steps;  // how each entry matched, for rules whose key or label need it
   if (it.rule != nullptr && it.rule->walk) it.rule = domain.walk(d.entries(), steps);
   const std::vector<RlsStep>* walked = steps.empty() ? nullptr : &steps;
-  const std::int64_t request_hits = request.hits_addend() == 0 ? 1 : static_cast<std::int64_t>(request.hits_addend());
-  it.hits = !d.has_hits_addend() ? request_hits
-            : d.hits_addend().value() == 0 ? 1
-                                           : static_cast<std::int64_t>(d.hits_addend().value());
+  it.hits = hits_of(request, d);
   if (it.rule != nullptr) {
     it.shadow = it.rule->shadow_mode;
     it.requests_per_unit = it.rule->requests_per_unit;
@@ -260,7 +205,7 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
     it.quota = it.rule->quota_mode || settings_.quota_mode;
     if (it.rule->detailed_metric || walked != nullptr) {
       // ERL's series name (detailed values, value_to_metric): its own bound (rls/metrics.hpp).
-      std::string label = metric_label(d, walked, it.rule->detailed_metric);
+      std::string label = rls_metric_label(d, walked, it.rule->detailed_metric);
       if (label != it.rule->path) {
         if (auto s = metrics_.detailed_slot(domain.domain, it.rule->path, label)) it.slot = *s;
       }
@@ -292,8 +237,8 @@ grpc::Status RlsService::resolve(const rlsv3::RateLimitRequest& request, int i, 
   }
   it.deny_all = it.requests_per_unit == 0 && it.unit != RlsUnit::kUnknown;  // a block list
   if (it.policy != nullptr) {
-    it.key = envoyproxy_keys_ && envoyproxy_window(*it.policy) ? envoyproxy_key(request.domain(), d, walked)
-                                                               : storage_key(request.domain(), d, walked);
+    it.key = envoyproxy_keys_ && envoyproxy_window(*it.policy) ? rls_envoyproxy_key(request.domain(), d, walked)
+                                                               : rls_storage_key(request.domain(), d, walked);
   }
   return grpc::Status::OK;
 }

@@ -1,11 +1,13 @@
 // The in-memory storage: per policy, a sharded slab of records {key, state × limits} indexed by a
-// flat hash set of record numbers, each shard under its own mutex.
+// flat hash set of record numbers, each shard under its own mutex (the shard: shard.hpp). This
+// file decides on the records, adds, sweeps and evicts them.
 //
 // Why a slab and not absl::flat_hash_map<std::string, State>: the map's 48-byte slots at a load
 // factor that halves on every growth cost 55–110 bytes per key; here a key costs its record (the
 // states, then a 24-byte RecordKey with the characters inline up to 16) plus a 4-byte index slot,
 // and the slab gives the incremental sweep (reclaiming absent entries) and the eviction sampler a
-// stable position to walk from. Locking: see locks.hpp.
+// stable position to walk from. Locking: see locks.hpp; reads without the record's lock:
+// snapshot.hpp; a moving window's logs within their bound: log_guard.hpp.
 #include "storage/memory/table.hpp"
 
 #include <algorithm>
@@ -19,15 +21,13 @@
 #include <type_traits>
 #include <utility>
 
-
-#include <fmt/format.h>
-
-#include "absl/container/flat_hash_set.h"
-#include "absl/hash/hash.h"
 #include "floodgate/algorithms.hpp"
 #include "storage/decide.hpp"
 #include "storage/memory/locks.hpp"
+#include "storage/memory/log_guard.hpp"
 #include "storage/memory/record.hpp"
+#include "storage/memory/shard.hpp"
+#include "storage/memory/snapshot.hpp"
 
 namespace floodgate {
 
@@ -38,11 +38,15 @@ using detail::Bucket;
 using detail::KeyWords;
 using detail::RecordKey;
 using detail::Remembered;
-using detail::same_key;
 using detail::FixedClock;
 using detail::FixedFirstHit;
 using detail::Moving;
 using detail::Sliding;
+using detail::HashedKey;
+using detail::Shard;
+using detail::Snapshot;
+using detail::hash_key;
+using detail::log_bytes;
 
 // Records absent for less than this are not reclaimed by the sweep that each insertion makes (at
 // the key bound they are): a key hit again within a second of going absent keeps its record, where
@@ -58,38 +62,13 @@ std::size_t shards_of(const Policy& policy, const MemoryStorageOptions& options)
 
 constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
-std::size_t hash_key(std::string_view key) { return absl::Hash<std::string_view>{}(key); }
-
-// A slab chunk of records, aligned to a cache line: a record of 64 bytes (a moving window's of one
-// limit: its 40-byte state and the 24-byte key) then sits in one line.
-constexpr std::size_t kLine = 64;
-struct ChunkDeleter {
-  void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{kLine}); }
-};
-using Chunk = std::unique_ptr<std::byte[], ChunkDeleter>;
-Chunk make_chunk(std::size_t bytes) {
-  Chunk c(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{kLine})));
-  std::memset(c.get(), 0, bytes);
-  return c;
-}
-
-// A key with its hash, so that the shard choice and the index lookup share one hashing.
-struct HashedKey {
-  std::string_view key;
-  std::size_t hash;
-};
-
 constexpr std::size_t kRememberedRecords = 4;
 thread_local std::array<Remembered, kRememberedRecords> t_records;
 std::atomic<std::uint64_t> g_table_numbers{1};
-static_assert(sizeof(RecordKey) == 24);
-static_assert(alignof(RecordKey) == 8 && offsetof(RecordKey, text) % alignof(char*) == 0);
 
 template <class A>
 class TableImpl final : public MemoryStorage::Table {
   using S = typename A::State;
-  static constexpr std::uint32_t kChunkBits = 6;  // 64 records per chunk: small tables stay small
-  static constexpr std::uint32_t kChunk = 1u << kChunkBits;
   static constexpr std::size_t kAlign = std::max(alignof(RecordKey), alignof(S));
   static_assert(kAlign <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
@@ -252,7 +231,6 @@ class TableImpl final : public MemoryStorage::Table {
   }
 
  private:
-  struct Shard;
   using Limits = std::span<const Limit>;
   // A moving window's states hold logs whose buffers grow with the hits: kept within logs_.
   static constexpr bool kLogs = std::is_same_v<A, Moving>;
@@ -262,26 +240,13 @@ class TableImpl final : public MemoryStorage::Table {
   static constexpr bool kOptimistic = !kLogs && std::is_trivially_copyable_v<S> && sizeof(S) % 8 == 0 &&
                                       alignof(S) == 8;
 
-  // k states copied from a record without its lock, for a snapshot (RecordLock's reader protocol):
-  // the copy may race with a holder's writes, and is used only if the word shows that none came in
-  // between (a sequence lock). By the language's rules a racing read is undefined even when its
-  // value is thrown away, and ThreadSanitizer reports it: the copy is left out of TSan's
-  // instrumentation, as it must be for any sequence lock with plain reads. Word by word with atomic
-  // loads instead, each decision paid a tenth more (their copy defeats store-to-load forwarding).
-  // The concurrency tests hold the decisions taken this way to exact totals.
-  // One fixed-size copy per state, never a call to memcpy (which ThreadSanitizer intercepts).
-  __attribute__((no_sanitize("thread"))) static void load_states(const S* from, std::byte* to, std::size_t k) noexcept {
-    for (std::size_t i = 0; i < k; ++i) {
-      __builtin_memcpy(to + i * sizeof(S), static_cast<const void*>(from + i), sizeof(S));
-      asm volatile("" ::: "memory");  // keeps the loop from becoming a call to memcpy
-    }
-  }
-
   // A decision on a record's states under its lock (kOptimistic: in place; readers without the
   // lock check the word after they copy).
   Decision decide_locked(S* st, Limits limits, bool shape, std::int64_t cost, Effect effect, Micros now) const {
     return detail::decide<A>(st, limits, shape, cost, effect, now);
   }
+
+  using Reading = detail::Reading<S>;
 
   // apply for kOptimistic tables (and keys of up to kMaxSize). A decision that writes nothing
   // reads the record without its lock (a snapshot: RecordLock's reader protocol) and writes
@@ -289,30 +254,6 @@ class TableImpl final : public MemoryStorage::Table {
   // any other holder did, else decides again under the lock. Every path returns detail::decide's
   // result as a prvalue (or one named result), so that the decision is built where apply returns
   // it: a copy of a decision just written costs a store-forwarding stall, or a `rep movs`.
-  enum class Snapshot { kTaken, kOtherKey, kBusy };
-  struct Reading {
-    std::uint64_t word;
-    alignas(16) std::byte states[kMaxLimitsPerPolicy * sizeof(S)];
-    S* copy() { return std::launder(reinterpret_cast<S*>(states)); }
-  };
-  // Reads a record's states as they were at one instant (kTaken). With `expect`, the record is one
-  // this thread remembered, whose inline key must still be the `n` characters of `expect`.
-  // kBusy: a holder was in the record; kOtherKey: it holds another key.
-  [[gnu::always_inline]] Snapshot snapshot(RecordKey& rk, const KeyWords* expect, std::size_t n, const S* st,
-                                           Reading& r) const {
-    r.word = rk.word.load(std::memory_order_acquire);
-    if ((r.word & detail::RecordLock::kBit) != 0) return Snapshot::kBusy;
-    if (expect != nullptr && ((r.word & detail::RecordLock::kData) != n || rk.text_unlocked() != *expect)) {
-      return same_word(rk, r.word) ? Snapshot::kOtherKey : Snapshot::kBusy;
-    }
-    load_states(st, r.states, k_);
-    return same_word(rk, r.word) ? Snapshot::kTaken : Snapshot::kBusy;
-  }
-  [[gnu::always_inline]] static bool same_word(const RecordKey& rk, std::uint64_t w) noexcept {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    return rk.word.load(std::memory_order_relaxed) == w;
-  }
-
   Decision decide_any(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect, Micros now) {
     Remembered& memo = t_records[number_ % kRememberedRecords];
     if (memo.may_hold(number_, key)) {
@@ -321,7 +262,7 @@ class TableImpl final : public MemoryStorage::Table {
       S* st = states_at(memo.record);
       if (key.size() <= RecordKey::kInline) {
         Reading r;
-        const Snapshot taken = snapshot(rk, &memo.words, key.size(), st, r);
+        const Snapshot taken = detail::snapshot(rk, &memo.words, key.size(), st, k_, r);
         if (taken == Snapshot::kTaken) return decide_on(rk, st, r, true, policy, key, cost, effect, now);
         if (taken == Snapshot::kOtherKey) return decide_indexed(policy, key, cost, effect, now);
       }
@@ -366,7 +307,7 @@ class TableImpl final : public MemoryStorage::Table {
         RecordKey& rk = sh.key(*it);
         S* st = states(sh, *it);
         Reading r;
-        if (snapshot(rk, nullptr, 0, st, r) == Snapshot::kTaken) {
+        if (detail::snapshot(rk, nullptr, 0, st, k_, r) == Snapshot::kTaken) {
           return decide_on(rk, st, r, false, policy, key, cost, effect, now);
         }
         detail::RecordGuard guard(rk.word);
@@ -389,117 +330,15 @@ class TableImpl final : public MemoryStorage::Table {
     return d;
   }
 
-  static std::int64_t log_bytes(const S* st, std::size_t k) {
-    std::size_t entries = 0;
-    for (std::size_t i = 0; i < k; ++i) entries += st[i].log.capacity();
-    return static_cast<std::int64_t>(entries * sizeof(moving_window::Entry));
-  }
-
   // A hit on a moving window's states, under the record's lock: the bytes its logs would grow by
   // are reserved before the commit, and the hit refused (nothing committed) if they do not fit.
   [[gnu::always_inline]] absl::StatusOr<Decision> decide_within(S* st, Limits limits, bool shape, std::int64_t cost,
                                                                Micros now) {
-    LogGuard guard{*logs_, k_};
+    detail::LogGuard guard{*logs_, k_};
     absl::StatusOr<Decision> d = detail::decide<A>(st, limits, shape, cost, Effect::kHit, now, guard);
     if (guard.full != nullptr || guard.too_long) [[unlikely]] d = guard.refusal();
     return d;  // the one object returned: built in place
   }
-
-  // Keeps a commit's growth of the logs within logs_ (detail::decide's guard), by what
-  // commit_resize says the commit will do to each buffer (exactly: the tests hold log_bytes() to
-  // the buffers' sizes); most hits leave every buffer's size as it is and touch no pool.
-  struct LogGuard {
-    LogPools& logs;
-    std::size_t k;
-    std::int64_t reserved = 0;  // bytes the buffers grow by
-    std::int64_t released = 0;  // bytes the buffers shrink by
-    const LogPool* full = nullptr;  // the pool that refused, if one did
-    bool too_long = false;          // or a log that would grow past EntryLog::kMaxCapacity
-
-    bool before_commit(const S* st, Limits limits, Micros now, std::int64_t cost) {
-      std::ptrdiff_t grow = 0;
-      std::ptrdiff_t shrink = 0;
-      for (std::size_t i = 0; i < k; ++i) {
-        if (moving_window::commit_keeps_size(st[i], limits[i], now, cost)) continue;
-        const std::ptrdiff_t r = moving_window::commit_resize(st[i], limits[i], now, cost);
-        if (r > 0) {
-          grow += r;
-          too_long = too_long || st[i].log.capacity() + static_cast<std::size_t>(r) > moving_window::EntryLog::kMaxCapacity;
-        } else {
-          shrink -= r;
-        }
-      }
-      reserved = static_cast<std::int64_t>(grow) * static_cast<std::int64_t>(sizeof(moving_window::Entry));
-      released = static_cast<std::int64_t>(shrink) * static_cast<std::int64_t>(sizeof(moving_window::Entry));
-      if (too_long || (reserved > 0 && (full = logs.reserve(reserved)) != nullptr)) {
-        logs.refused->fetch_add(1, std::memory_order_relaxed);
-        return false;
-      }
-      return true;
-    }
-    void after_commit(const S*) {
-      if (released > 0) logs.release(released);
-    }
-    [[nodiscard]] absl::Status refusal() const {
-      if (too_long) {
-        return absl::ResourceExhaustedError(fmt::format(
-            "a moving window's log holds at most {} entries per key and limit: this hit needs more (use a smaller "
-            "amount or another strategy)", moving_window::EntryLog::kMaxCapacity));
-      }
-      const bool request = full == logs.request;
-      return absl::ResourceExhaustedError(fmt::format(
-          "the memory storage's moving-window logs{} are at their bound of {} bytes: this hit needs {} more "
-          "(raise {} in the storage URL, or use a smaller amount or another strategy)",
-          request ? " of inline limits and limit overrides" : "", full->max, reserved,
-          request ? "max_request_log_bytes" : "max_log_bytes"));
-    }
-  };
-
-  // Hash and equality of record numbers through their keys, and of keys whose hash is already
-  // known (heterogeneous lookup): a key is hashed once per call, for the shard and the index.
-  struct IndexHash {
-    using is_transparent = void;
-    const Shard* shard;
-    std::size_t operator()(std::uint32_t r) const { return hash_key(shard->key(r).view()); }
-    std::size_t operator()(const HashedKey& k) const { return k.hash; }
-  };
-  struct IndexEq {
-    using is_transparent = void;
-    const Shard* shard;
-    bool operator()(std::uint32_t a, std::uint32_t b) const { return a == b; }
-    bool operator()(std::uint32_t a, const HashedKey& b) const {
-      // A record that straddles two cache lines: ask for the second while the first arrives.
-      __builtin_prefetch(shard->record(a) + shard->stride - 1);
-      return same_key(shard->key(a).view(), b.key);
-    }
-    bool operator()(const HashedKey& a, std::uint32_t b) const { return same_key(a.key, shard->key(b).view()); }
-  };
-
-  // One shard. Shared mode (decisions on known keys) reads `index`, `chunks` and the records and
-  // writes only a record under its RecordLock; exclusive mode changes everything else.
-  struct alignas(64) Shard {
-    mutable detail::BigReaderLock lock;
-    std::size_t stride = 0;
-    std::size_t key_offset = 0;
-    std::vector<Chunk> chunks;
-    std::uint32_t used = 0;           // records ever made (live or free)
-    std::vector<std::uint32_t> free;  // removed records, reused first
-    std::vector<std::uint64_t> live;  // bitmap over records
-    std::uint32_t cursor = 0;         // where the sweep and the eviction sampler go on from
-    absl::flat_hash_set<std::uint32_t, IndexHash, IndexEq> index{0, IndexHash{this}, IndexEq{this}};
-
-    std::byte* record(std::uint32_t r) const {
-      return chunks[r >> kChunkBits].get() + (r & (kChunk - 1)) * stride;
-    }
-    RecordKey& key(std::uint32_t r) const {
-      return *std::launder(reinterpret_cast<RecordKey*>(record(r) + key_offset));
-    }
-    bool is_live(std::uint32_t r) const { return (live[r >> 6] >> (r & 63)) & 1u; }
-    void set_live(std::uint32_t r, bool on) {
-      const std::uint64_t bit = std::uint64_t{1} << (r & 63);
-      live[r >> 6] = on ? (live[r >> 6] | bit) : (live[r >> 6] & ~bit);
-    }
-  };
 
   Shard& shard_for(const HashedKey& k) const {
     return shards_[shard_bits_ == 0 ? 0 : (k.hash >> (64 - shard_bits_))];
@@ -526,16 +365,11 @@ class TableImpl final : public MemoryStorage::Table {
     return t;
   }
 
-  std::uint32_t next_position(Shard& sh) const {
-    sh.cursor = sh.cursor + 1 < sh.used ? sh.cursor + 1 : 0;
-    return sh.cursor;
-  }
-
   // Exclusive mode. Examines up to `steps` records from the cursor and reclaims those absent for
   // at least `grace`.
   void sweep(Shard& sh, Limits limits, Micros now, int steps, Micros grace) {
     for (int i = 0; i < steps && sh.used > 0; ++i) {
-      const std::uint32_t r = next_position(sh);
+      const std::uint32_t r = sh.next_position();
       if (sh.is_live(r) && absent_from(sh, r, limits) <= now - grace) {
         remove(sh, r);
         reclaimed.fetch_add(1, std::memory_order_relaxed);
@@ -548,22 +382,10 @@ class TableImpl final : public MemoryStorage::Table {
   void make_room(Shard& sh, Limits limits, Micros now) {
     sweep(sh, limits, now, 16, 0);
     if (sh.index.size() < per_shard_cap_) return;
-    std::uint32_t victim = 0;
-    Micros victim_time = kNever;
-    int sampled = 0;
-    for (std::uint32_t seen = 0; seen < sh.used && sampled < 8; ++seen) {
-      const std::uint32_t r = next_position(sh);
-      if (!sh.is_live(r)) continue;
-      ++sampled;
-      const Micros t = absent_from(sh, r, limits);
-      if (t < victim_time) {
-        victim_time = t;
-        victim = r;
-      }
-    }
-    if (sampled > 0) {
-      remove(sh, victim);
-      (victim_time <= now ? reclaimed : evictions).fetch_add(1, std::memory_order_relaxed);
+    const detail::Victim v = sh.sample(8, [&](std::uint32_t r) { return absent_from(sh, r, limits); });
+    if (v.sampled > 0) {
+      remove(sh, v.record);
+      (v.absent_from <= now ? reclaimed : evictions).fetch_add(1, std::memory_order_relaxed);
     }
   }
 
@@ -575,19 +397,7 @@ class TableImpl final : public MemoryStorage::Table {
     } else {
       sweep(sh, limits, now, 2, kReclaimAfter);
     }
-    std::uint32_t r;
-    if (!sh.free.empty()) {
-      r = sh.free.back();
-      sh.free.pop_back();
-    } else {
-      r = sh.used;
-      if ((r >> kChunkBits) >= sh.chunks.size()) {
-        sh.chunks.push_back(make_chunk(kChunk * stride_));
-      }
-      if ((r >> 6) >= sh.live.size()) sh.live.push_back(0);
-      ++sh.used;
-      new (sh.record(r) + key_offset_) RecordKey{{RecordKey::kDead}, {}};  // nobody knows it yet
-    }
+    const std::uint32_t r = sh.take_record();
     RecordKey& k = sh.key(r);
     detail::RecordLock::lock(k.word);
     S* st = states(sh, r);

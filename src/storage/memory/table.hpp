@@ -1,4 +1,4 @@
-// The memory store's table: all keys of one policy (table.cpp has the sharded slab behind it).
+// The memory store's table: all keys of one policy (table.cpp decides on the sharded slab of shard.hpp).
 #pragma once
 
 #include <algorithm>

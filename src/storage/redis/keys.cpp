@@ -87,11 +87,9 @@ char strategy_letter(std::string_view strategy, std::string_view anchor) {
   return 0;
 }
 
-// key_id's reading of a state id (Policy::state_id's grammar); false where it is not that.
-bool compact(std::string_view s, std::string& out) {
-  std::size_t pos = 0;
+// The identity: a kind letter, the number of parts, then ":<length>:<part>" each. Copied as it is.
+bool compact_identity(std::string_view s, std::size_t& pos, std::string& out) {
   std::string_view d;
-  // The identity: a kind letter, the number of parts, then ":<length>:<part>" each. Copied as it is.
   if (s.empty() || ((s[0] < 'a' || s[0] > 'z') && (s[0] < 'A' || s[0] > 'Z'))) return false;
   ++pos;
   std::uint64_t parts = 0, length = 0;
@@ -104,7 +102,11 @@ bool compact(std::string_view s, std::string& out) {
     pos += length;
   }
   out.append(s.substr(0, pos));
-  // "|strategy|anchor": one letter.
+  return true;
+}
+
+// "|strategy|anchor": one letter.
+bool compact_strategy(std::string_view s, std::size_t& pos, std::string& out) {
   if (!expect(s, pos, '|')) return false;
   const std::size_t bar = s.find('|', pos);
   if (bar == std::string_view::npos) return false;
@@ -117,36 +119,49 @@ bool compact(std::string_view s, std::string& out) {
   out.push_back('|');
   out.push_back(letter);
   pos = end;
-  // Per limit "|period" (an inline limit: "|amount/period/capacity"), the period short, then a
-  // calendar limit's "~<unit letter><anchor day>:<length>:<zone>" as it is.
+  return true;
+}
+
+// One limit's "|period" (an inline limit: "|amount/period/capacity"), the period short, then a
+// calendar limit's "~<unit letter><anchor day>:<length>:<zone>" as it is.
+bool compact_limit(std::string_view s, std::size_t& pos, std::string& out) {
+  std::string_view d;
+  std::uint64_t period = 0, length = 0;
+  if (!expect(s, pos, '|') || !digits(s, pos, d)) return false;
+  out.push_back('|');
+  if (pos < s.size() && s[pos] == '/') {
+    out.append(d);
+    out.push_back('/');
+    ++pos;
+    if (!digits(s, pos, d) || !canonical(d, period)) return false;
+    append_period(out, period);
+    if (!expect(s, pos, '/') || !digits(s, pos, d)) return false;
+    out.push_back('/');
+    out.append(d);
+  } else {
+    if (!canonical(d, period)) return false;
+    append_period(out, period);
+  }
+  if (pos < s.size() && s[pos] == '~') {
+    const std::size_t from = pos++;
+    if (pos >= s.size()) return false;
+    ++pos;  // the unit letter
+    if (!digits(s, pos, d) || !expect(s, pos, ':') || !digits(s, pos, d) || !canonical(d, length) ||
+        !expect(s, pos, ':') || length > s.size() - pos) {
+      return false;
+    }
+    pos += length;
+    out.append(s.substr(from, pos - from));
+  }
+  return true;
+}
+
+// key_id's reading of a state id (Policy::state_id's grammar); false where it is not that.
+bool compact(std::string_view s, std::string& out) {
+  std::size_t pos = 0;
+  if (!compact_identity(s, pos, out) || !compact_strategy(s, pos, out)) return false;
   while (pos < s.size()) {
-    std::uint64_t period = 0;
-    if (!expect(s, pos, '|') || !digits(s, pos, d)) return false;
-    out.push_back('|');
-    if (pos < s.size() && s[pos] == '/') {
-      out.append(d);
-      out.push_back('/');
-      ++pos;
-      if (!digits(s, pos, d) || !canonical(d, period)) return false;
-      append_period(out, period);
-      if (!expect(s, pos, '/') || !digits(s, pos, d)) return false;
-      out.push_back('/');
-      out.append(d);
-    } else {
-      if (!canonical(d, period)) return false;
-      append_period(out, period);
-    }
-    if (pos < s.size() && s[pos] == '~') {
-      const std::size_t from = pos++;
-      if (pos >= s.size()) return false;
-      ++pos;  // the unit letter
-      if (!digits(s, pos, d) || !expect(s, pos, ':') || !digits(s, pos, d) || !canonical(d, length) ||
-          !expect(s, pos, ':') || length > s.size() - pos) {
-        return false;
-      }
-      pos += length;
-      out.append(s.substr(from, pos - from));
-    }
+    if (!compact_limit(s, pos, out)) return false;
   }
   return true;
 }

@@ -140,6 +140,28 @@ Node* RedisStorage::node_for_slot(int slot) {
 
 absl::Status RedisStorage::refresh_topology() { return refresh_topology_locked_out(true); }
 
+namespace {
+
+// CLUSTER SLOTS asked of `node`: its slot map, or why it gave none.
+absl::StatusOr<std::vector<SlotRange>> cluster_slots(Node& node) {
+  auto conn = node.acquire();
+  if (!conn.ok()) return conn.status();
+  ReplyPtr r(conn->command({"CLUSTER", "SLOTS"}));
+  if (r == nullptr) {
+    absl::Status error = io_error(node, conn->get(), errno);
+    conn->set_broken();
+    node.record(false);
+    return error;
+  }
+  if (r->type == REDIS_REPLY_ERROR) {
+    return absl::UnavailableError(fmt::format("redis {}: CLUSTER SLOTS: {}", node.endpoint().name(),
+                                              std::string(r->str, r->len)));
+  }
+  return parse_cluster_slots(r.get(), node.endpoint().host);
+}
+
+}  // namespace
+
 absl::Status RedisStorage::refresh_topology_locked_out(bool force) {
   if (sentinel()) {
     if (force) return resolve_master(true);
@@ -162,25 +184,7 @@ absl::Status RedisStorage::refresh_topology_locked_out(bool force) {
   }
   absl::Status last = absl::UnavailableError("redis cluster: no node to ask for the slot map");
   for (Node* node : candidates) {
-    auto conn = node->acquire();
-    if (!conn.ok()) {
-      last = conn.status();
-      continue;
-    }
-    ReplyPtr r(conn->command({"CLUSTER", "SLOTS"}));
-    if (r == nullptr) {
-      last = io_error(*node, conn->get(), errno);
-      conn->set_broken();
-      node->record(false);
-      continue;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-      last = absl::UnavailableError(fmt::format("redis {}: CLUSTER SLOTS: {}",
-                                                node->endpoint().name(),
-                                                std::string(r->str, r->len)));
-      continue;
-    }
-    auto ranges = parse_cluster_slots(r.get(), node->endpoint().host);
+    auto ranges = cluster_slots(*node);
     if (!ranges.ok()) {
       last = ranges.status();
       continue;
