@@ -38,6 +38,7 @@ struct SimulateArgs {
   std::int64_t concurrency = 0;
   bool concurrency_given = false;
   std::string lease_ttl;
+};
 
 /// Prints `message` as floodgate simulate's error; returns `code` (the exit status).
 int fail(std::string_view message, int code = 2);
