@@ -9,7 +9,8 @@
 #                            promtool from Debian's prometheus for /metrics, memcached;
 #                            pymemcache for bench/memcached's Python `limits` peer), and what
 #                            scripts/package.sh and its check need (lintian, systemd-analyze,
-#                            man-db for the unit's man: links, PyYAML for the manifests' test)
+#                            man-db for the unit's man: links, PyYAML and kubectl for the
+#                            manifests' test)
 set -euo pipefail
 
 packages=(g++ cmake make ccache pkg-config
@@ -29,6 +30,9 @@ if [[ "${1:-}" == "--test" ]]; then
   # and structured-headers (tests/integration/headers);
   # it is bundled with some nodejs builds.
   if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+  # kubectl renders the Kubernetes manifests as applied (kubectl kustomize) for tests/packaging:
+  # not in Debian 12's archive; from Kubernetes' own apt repository when the sources list it.
+  if ! command -v kubectl >/dev/null 2>&1 && apt-cache show kubectl >/dev/null 2>&1; then packages+=(kubectl); fi
 fi
 
 missing=()
