@@ -746,8 +746,15 @@ TEST_F(Rls, StorageFailureFollowsTheFailMode) {
        "  - key: open\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"
        "  - key: closed\n    rate_limit: {unit: minute, requests_per_unit: 2, fail: closed}\n",
        {}, std::make_shared<FailingStorage>());
-  EXPECT_EQ(call(request("d", {{{"open", "a"}}})).overall_code(), Response::OK);
-  EXPECT_EQ(call(request("d", {{{"closed", "a"}}})).overall_code(), Response::OVER_LIMIT);
+  const Response open = call(request("d", {{{"open", "a"}}}));
+  EXPECT_EQ(open.overall_code(), Response::OK);
+  const Response closed = call(request("d", {{{"closed", "a"}}}));
+  EXPECT_EQ(closed.overall_code(), Response::OVER_LIMIT);
+  // Envoy answers OVER_LIMIT with its filter's status: a header tells the client it was an outage.
+  std::map<std::string, std::string> h;
+  for (const auto& kv : closed.response_headers_to_add()) h[kv.key()] = kv.value();
+  EXPECT_EQ(h["X-Floodgate-Outage"], "storage-unavailable");
+  for (const auto& kv : open.response_headers_to_add()) EXPECT_NE(kv.key(), "X-Floodgate-Outage");
   const auto slot = service_->metrics().slot("d", "closed");
   EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kDegraded), 1u);
 }

@@ -463,13 +463,15 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
   if (!lease.ok()) return lease.status();
   memcached_st* m = lease->get();
   const std::uint32_t server = server_of(m, rk);
-  const auto apply = [&](Micros at, std::int64_t delta, std::span<const Micros> marks) {
-    return detail::with_algorithm(policy, [&](auto a) {
+  const auto apply = [&](Micros at, std::int64_t delta, std::span<const Micros> marks, SettleOutcome outcome) {
+    absl::StatusOr<Decision> d = detail::with_algorithm(policy, [&](auto a) {
       using A = decltype(a);
       return update<A>(m, policy, k, now, nullptr, [&](typename A::State* st) {
         return std::pair<Decision, bool>{detail::settle_all<A>(st, policy.limits(), now, at, marks, delta), delta != 0};
       });
     });
+    if (d.ok()) d->settle = outcome;
+    return d;
   };
   for (int attempt = 0; attempt < options_.cas_retries; ++attempt) {
     if (auto s = admit(server); !s.ok()) return s;
@@ -487,7 +489,7 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
     if (is_lease && (!r || r->kind == 's')) {
       // A lease not outstanding: nothing freed, nothing charged.
       if (strict) return detail::lease_not_outstanding(id);
-      return apply(now, 0, {});
+      return apply(now, 0, {}, r ? SettleOutcome::kAlreadySettled : SettleOutcome::kUnknown);
     }
     if (!r) {
       // Unknown or expired: a settled record first (add, or cas over the expired one: one of two
@@ -500,12 +502,12 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
                       : memcached_add(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags);
       if (auto s = record(m, server, rc); !s.ok()) return s;
       if (rc != MEMCACHED_SUCCESS) continue;  // another client changed it: read again
-      return apply(now, actual, {});
+      return apply(now, actual, {}, SettleOutcome::kUnknown);
     }
-    if (r->kind == 's') return apply(now, 0, {});  // settled: the state as it is
+    if (r->kind == 's') return apply(now, 0, {}, SettleOutcome::kAlreadySettled);  // the state as it is
     if (is_lease && !detail::lease_alive(policy, r->at, r->marks.empty() ? 0 : r->marks[0], now)) {  // expired, its record not yet gone
       if (strict) return detail::lease_not_outstanding(id);
-      return apply(now, 0, {});
+      return apply(now, 0, {}, SettleOutcome::kUnknown);
     }
     if (renewal) {
       // The record is claimed first ("P": on its way, as a reservation's), then the lease's units
@@ -545,7 +547,7 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
         memcached_cas(m, rk.data(), rk.size(), tomb.data(), tomb.size(), exp, kValueFlags, read->cas);
     if (auto s = record(m, server, rc); !s.ok()) return s;
     if (rc != MEMCACHED_SUCCESS) continue;  // another client changed it: read again
-    return apply(r->at, actual - r->estimate, r->marks);
+    return apply(r->at, actual - r->estimate, r->marks, SettleOutcome::kSettled);
   }
   return absl::AbortedError(fmt::format("memcached {}: the reservation {} changed under {} settles in a row",
                                         options_.servers[server].name(), rk, options_.cas_retries));
