@@ -258,7 +258,7 @@ TEST_F(ServiceTest, AnOutageOfAFailClosedPolicyIs503NotATenantDenial) {
   const auto body = boost::json::parse(outage.body());
   EXPECT_EQ(body.at("allowed").as_bool(), false);
   EXPECT_EQ(body.at("degraded").as_bool(), true);
-  EXPECT_NE(body.at("error").as_string().find("storage is unavailable"), std::string::npos) << outage.body();
+  EXPECT_NE(std::string(body.at("error").as_string().c_str()).find("storage is unavailable"), std::string::npos) << outage.body();
   EXPECT_EQ(hit("api", "k").result_int(), 200) << "a fail-open policy still lets requests through";
   EXPECT_EQ(metric(metrics(), "floodgate_http_responses_total{code=\"5xx\"}"), 1u);
 
