@@ -284,7 +284,7 @@ TEST(ServiceBalances, EveryLimitOfAPolicyShowsItsOwnRemainingAndReset) {
   ASSERT_EQ(limits.size(), 2u) << r.body();
   EXPECT_EQ(limits[0].at("name").as_string(), "plan-0");
   EXPECT_EQ(limits[0].at("limit").as_string(), "100/minute");
-  EXPECT_EQ(limits[1].at("limit").as_string(), "5000 per calendar month");
+  EXPECT_EQ(limits[1].at("limit").as_string(), "5000/calendar month in UTC");
   EXPECT_EQ(limits[0].at("remaining").as_int64(), 90);
   EXPECT_EQ(limits[0].at("reset_after").to_number<double>(), 40.0);
   EXPECT_EQ(limits[1].at("name").as_string(), "plan-1");
