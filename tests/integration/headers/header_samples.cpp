@@ -73,7 +73,7 @@ int main() {
   }
   // A smooth limit beside a calendar month's (the fixed window runs calendar periods): every limit
   // is an item of RateLimit with its own balance.
-  for (const std::string& limits : {"100 per minute; 5000 per calendar month", "2 per second; 3 per minute; 10 per calendar day"}) {
+  for (const char* limits : {"100 per minute; 5000 per calendar month", "2 per second; 3 per minute; 10 per calendar day"}) {
     auto p = Policy::make("cal\"" + std::to_string(n++), Strategy::kFixedWindow, limits);
     if (!p.ok()) continue;
     for (const std::int64_t cost : {std::int64_t{1}, std::int64_t{4000}, kMaxAmount}) {
