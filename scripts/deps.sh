@@ -10,7 +10,8 @@
 #                            pymemcache for bench/memcached's Python `limits` peer, Flask and
 #                            Flask-Limiter for the Python module's tests), and what
 #                            scripts/package.sh and its check need (lintian, systemd-analyze,
-#                            man-db for the unit's man: links, PyYAML for the manifests' test)
+#                            man-db for the unit's man: links, PyYAML and kubectl for the
+#                            manifests' test)
 set -euo pipefail
 
 packages=(g++ cmake make ninja-build ccache pkg-config
@@ -32,6 +33,9 @@ if [[ "${1:-}" == "--test" ]]; then
   # and structured-headers (tests/integration/headers);
   # it is bundled with some nodejs builds.
   if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+  # kubectl renders the Kubernetes manifests as applied (kubectl kustomize) for tests/packaging:
+  # not in Debian 12's archive; from Kubernetes' own apt repository when the sources list it.
+  if ! command -v kubectl >/dev/null 2>&1 && apt-cache show kubectl >/dev/null 2>&1; then packages+=(kubectl); fi
 fi
 
 missing=()

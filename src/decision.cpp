@@ -2,13 +2,19 @@
 
 #include <algorithm>
 
+#include "floodgate/policy.hpp"
+
 namespace floodgate {
+
+static_assert(kMaxLimitBalances == kMaxLimitsPerPolicy, "a decision reports every limit of a policy");
 
 void combine(Decision& into, const Decision& one, bool first) noexcept {
   if (first) {
     into = one;
     return;
   }
+  if (into.balance_count == 0) into.balances[into.balance_count++] = {into.remaining, into.reset_after};
+  if (into.balance_count < kMaxLimitBalances) into.balances[into.balance_count++] = {one.remaining, one.reset_after};
   if (one.remaining < into.remaining) {
     into.limit = one.limit;
     into.period = one.period;

@@ -102,6 +102,14 @@ std::int64_t decision_quota(const Policy& policy, const Decision& d) noexcept {
   return d.limit;
 }
 
+LimitBalance balance_of(const Policy& policy, const Decision& d, std::size_t i) noexcept {
+  const auto& limits = policy.limits();
+  LimitBalance b{d.remaining, d.reset_after};
+  if (limits.size() > 1 && d.balance_count == limits.size()) b = d.balances[i];
+  b.remaining = std::clamp<std::int64_t>(b.remaining, 0, quota_of(policy, limits[i]).quota);
+  return b;
+}
+
 void for_each_rate_limit_header(const Policy& policy, const Decision& d,
                                 absl::FunctionRef<void(std::string_view, std::string_view)> emit) {
   const auto& limits = policy.limits();
@@ -143,6 +151,20 @@ void for_each_rate_limit_header(const Policy& policy, const Decision& d,
   field.append(remaining);
   field.append(";t=");
   field.append(reset);
+  // Then every other limit with its own balance (draft-11: one item per policy), in the policy's
+  // order, when the storage reported them one by one.
+  if (limits.size() > 1 && d.balance_count == limits.size()) {
+    for (std::size_t i = 0; i < limits.size(); ++i) {
+      if (index_of(i) == current) continue;
+      const LimitBalance b = balance_of(policy, d, i);
+      field.append(", ");
+      append_sf_name(field, policy.name(), index_of(i));
+      field.append(";r=");
+      field.append(sf_int(b.remaining));
+      field.append(";t=");
+      field.append(sf_int(ceil_seconds(b.reset_after)));
+    }
+  }
   emit("RateLimit", field.view());
   const auto integer = [&](std::string_view name, std::int64_t v) {
     const fmt::format_int text(v);

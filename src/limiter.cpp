@@ -122,6 +122,9 @@ std::optional<Decision> Limiter::blocked(const Request& r, Micros now) {
   d.delay = 0;
   d.retry_after = e.until - now;
   d.reset_after = std::max<Micros>(0, e.decision.reset_after - (now - e.at));
+  for (std::size_t i = 0; i < d.balance_count; ++i) {
+    d.balances[i].reset_after = std::max<Micros>(0, d.balances[i].reset_after - (now - e.at));
+  }
   blocked_hits_.fetch_add(1, std::memory_order_relaxed);
   return d;
 }

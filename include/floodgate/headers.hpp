@@ -38,14 +38,21 @@ Quota quota_of(const Policy& policy, const Limit& limit) noexcept;
 /// `limit`, so that `remaining` ≤ it there too.
 std::int64_t decision_quota(const Policy& policy, const Decision& decision) noexcept;
 
+/// Limit `i`'s own figures in decision `d` of `policy`: its balance when the decision carries
+/// every limit's (Decision::balances), else the decision's own (a policy with one limit, or a
+/// decision the storage did not make); `remaining` within 0 and the limit's quota.
+LimitBalance balance_of(const Policy& policy, const Decision& d, std::size_t i) noexcept;
+
 /// The rate-limit headers for a decision under a policy:
 ///
 /// - `RateLimit-Policy` (IETF draft-ietf-httpapi-ratelimit-headers-11, a structured-field list):
 ///   one item per limit, `"<name>";q=<quota>;w=<window>` (see Quota; items of a multi-limit
 ///   policy are named `<name>-<index>`); a concurrency limit's item is
 ///   `"<name>";q=<slots>;qu="concurrent-requests"` (the draft's quota unit, and no window).
-/// - `RateLimit`: the most constraining limit, `"<name>";r=<remaining>;t=<reset in seconds>`,
-///   with remaining ≤ its quota.
+/// - `RateLimit`: the most constraining limit first, `"<name>";r=<remaining>;t=<reset in
+///   seconds>`, with remaining ≤ its quota; then, for a policy with several limits whose decision
+///   carries every limit's balance, one item for each other limit in the policy's order (r and t
+///   its own).
 /// - `X-RateLimit-Limit` (that limit's quota), `X-RateLimit-Remaining`, `X-RateLimit-Reset`
 ///   (seconds until reset, a delta, not an epoch time).
 /// - `Retry-After` (whole seconds, rounded up, at least 1) when the request was denied and can be

@@ -145,7 +145,7 @@ class Limiter {
   /// Settles reservation `id` with the actual usage: the state becomes what it would be had the
   /// request cost `actual` when it was reserved (a refund, or more taken even past the limit);
   /// an unknown or expired id charges `actual` now; a second settle of an id changes nothing.
-  /// The decision is the state after it (allowed).
+  /// The decision is the state after it (allowed); its `settle` says which of these happened.
   absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id,
                                   std::int64_t actual);
 

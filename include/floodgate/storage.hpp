@@ -128,7 +128,8 @@ class Storage {
   /// with delta = actual − estimate at the reservation's time; the id is then remembered as
   /// settled until its time to live ends, so that a second settle changes nothing. An id the
   /// storage does not know (never reserved, or expired): `actual` is charged now (delta = actual
-  /// at `now`), even past the limit. Always applied; the decision is the state after it, allowed.
+  /// at `now`), even past the limit. Always applied; the decision is the state after it, allowed,
+  /// with `settle` saying what happened to the id (SettleOutcome), decided in the same atomic step.
   /// Default: Unimplemented.
   virtual absl::StatusOr<Decision> settle(const Policy& policy, std::string_view key, std::string_view id,
                                           std::int64_t actual, Micros now);

@@ -17,6 +17,9 @@
 # Files are owned by root and dated EPOCH (the commit's time), so the same commit gives the same layer.
 set -euo pipefail
 deb="$(realpath "$1")"; out="$(realpath -m "$2")"; version="$3"; commit="$4"; epoch="$5"
+# An image tag allows [A-Za-z0-9_.-] only: a build between tags (0.1.0-dev.508+g4c434ec) is tagged
+# with '-' for '+' (0.1.0-dev.508-g4c434ec); a release's tag is its version (0.1.0).
+tag="${version//+/-}"
 command -v buildah >/dev/null || { echo "build-image.sh: buildah is missing (apt-get install buildah)" >&2; exit 1; }
 work="$(mktemp -d)"
 bh=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
@@ -80,5 +83,5 @@ c="$("${bh[@]}" from --quiet scratch)"
   --created-by "packaging/image/build-image.sh" "$c"
 rm -f "$out"
 "${bh[@]}" commit --quiet --format oci --disable-compression=false --timestamp "$epoch" \
-  "$c" "oci-archive:$out:floodgate:$version" >/dev/null
-echo "image: $out ($(du -k "$out" | cut -f1) KiB; layer $(du -k "$work/layer.tar" | cut -f1) KiB uncompressed)"
+  "$c" "oci-archive:$out:floodgate:$tag" >/dev/null
+echo "image: $out, tagged floodgate:$tag ($(du -k "$out" | cut -f1) KiB; layer $(du -k "$work/layer.tar" | cut -f1) KiB uncompressed)"

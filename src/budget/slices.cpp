@@ -95,6 +95,7 @@ Decision local_decision(const E& e, Micros now) {
   d.remaining = std::min(kMaxAmount, e.base.remaining + (e.slice - e.used));
   d.reset_after = std::max<Micros>(0, e.base.reset_after - elapsed);
   if (d.limit_reset_after > 0) d.limit_reset_after = std::max<Micros>(0, e.base.limit_reset_after - elapsed);
+  d.balance_count = 0;  // the slice is one figure: no limit's own balance to report
   return d;
 }
 

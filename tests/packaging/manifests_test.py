@@ -1,8 +1,12 @@
 #!/usr/bin/python3
 """manifests_test.py --image ARCHIVE [--manifests DIR] [--self-check]
 
-Reads the Kubernetes manifests (DIR/kustomization.yaml and its resources; packaging/kubernetes by
-default) and runs what the Deployment says as the kubelet would, without a cluster:
+Renders the Kubernetes manifests with kubectl kustomize (DIR, packaging/kubernetes by default:
+the base with the optional ServiceMonitor component; and overlays/redis, checked without running:
+a Redis storage, two replicas or more, an autoscaler), checks that the base counts in memory on one
+replica with no autoscaler, that the image tag is a valid tag, that a headless Service serves gRPC
+and a NetworkPolicy lets the container ports in, and runs what the base's Deployment says as the
+kubelet would, without a cluster:
 - the container's root file system is the OCI image's (ARCHIVE, from scripts/package.sh), its
   volumes mounted over it as the kubelet lays them out (a ConfigMap's keys behind ..data links);
 - its command and args (or the image's entrypoint and cmd), its env (values, ConfigMap keys; an
@@ -48,14 +52,53 @@ class Failure(Exception):
     pass
 
 
+def render(directory, components=()):
+    """The manifests of kustomization `directory` as applied (kubectl kustomize, Debian's kubectl),
+    with `components` added: a kustomization of the user's own that uses it as a resource."""
+    with tempfile.TemporaryDirectory() as top:
+        with open(os.path.join(top, "kustomization.yaml"), "w") as f:
+            yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                            "resources": [os.path.relpath(directory, top)],
+                            "components": [os.path.relpath(c, top) for c in components]}, f)
+        out = subprocess.run(["kubectl", "kustomize", top], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise Failure(f"kubectl kustomize {directory}: {out.stderr.strip()}")
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
 def load(directory):
-    with open(os.path.join(directory, "kustomization.yaml")) as f:
-        kustomization = yaml.safe_load(f)
-    docs = []
-    for resource in kustomization["resources"]:
-        with open(os.path.join(directory, resource)) as f:
-            docs += [d for d in yaml.safe_load_all(f) if d]
-    return kustomization, docs
+    """The base as `kubectl apply -k DIRECTORY` applies it, with the optional ServiceMonitor."""
+    return None, render(directory, [os.path.join(directory, "components", "servicemonitor")])
+
+
+def storage_of(docs):
+    cm = one(docs, "ConfigMap")
+    return yaml.safe_load(cm["data"]["floodgate.yaml"]).get("storage", "memory")
+
+
+def check_variants(directory):
+    """What each variant promises: the base (what `kubectl apply -k DIRECTORY` applies) counts in
+    memory on one replica without an autoscaler, and without the ServiceMonitor, whose CRD a
+    cluster may lack; overlays/redis shares a Redis and scales. Returns a line per variant."""
+    lines = []
+    base = render(directory)
+    deployment = one(base, "Deployment")
+    if storage_of(base) != "memory" or deployment["spec"].get("replicas", 1) != 1:
+        raise Failure("the base: storage memory on one replica (each pod would count alone)")
+    for kind in ("HorizontalPodAutoscaler", "ServiceMonitor", "PodDisruptionBudget"):
+        if any(d.get("kind") == kind for d in base):
+            raise Failure(f"the base has a {kind}")
+    lines.append(f"base: storage {storage_of(base)}, 1 replica, no autoscaler, no ServiceMonitor")
+    redis = render(os.path.join(directory, "overlays", "redis"),
+                   [os.path.join(directory, "components", "servicemonitor")])
+    check_static(redis)
+    replicas = one(redis, "Deployment")["spec"].get("replicas", 1)
+    hpa = one(redis, "HorizontalPodAutoscaler")["spec"]
+    if not storage_of(redis).startswith("redis") or replicas < 2 or hpa["minReplicas"] < 2:
+        raise Failure("overlays/redis: a Redis storage and at least two replicas")
+    lines.append(f"overlays/redis: storage {storage_of(redis)}, {replicas} replicas, "
+                 f"autoscaled {hpa['minReplicas']}-{hpa['maxReplicas']}")
+    return lines
 
 
 def one(docs, kind):
@@ -103,25 +146,43 @@ def check_static(docs):
         if probe not in container:
             raise Failure(f"the container has no {probe}")
 
-    service = one(docs, "Service")
-    matches(service["spec"]["selector"], labels, "Service")
-    for p in service["spec"]["ports"]:
-        container_port(container, p.get("targetPort", p["port"]), f"Service port {p.get('name')}")
-    pdb = one(docs, "PodDisruptionBudget")
-    matches(pdb["spec"]["selector"]["matchLabels"], labels, "PodDisruptionBudget")
-    hpa = one(docs, "HorizontalPodAutoscaler")
-    target = hpa["spec"]["scaleTargetRef"]
-    if (target["kind"], target["name"]) != ("Deployment", deployment["metadata"]["name"]):
-        raise Failure(f"HorizontalPodAutoscaler targets {target}")
-    monitor = one(docs, "ServiceMonitor")
-    matches(monitor["spec"]["selector"]["matchLabels"], service["metadata"].get("labels", {}), "ServiceMonitor")
+    image = container["image"]
+    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+    if not tag or len(tag) > 128 or not all(c.isalnum() or c in "_.-" for c in tag) or tag[0] in ".-":
+        raise Failure(f"image {image!r}: its tag is not a valid tag ([A-Za-z0-9_][A-Za-z0-9_.-]*)")
+    services = [d for d in docs if d.get("kind") == "Service"]
+    if not services:
+        raise Failure("no Service")
+    for service in services:
+        matches(service["spec"]["selector"], labels, f"Service {service['metadata']['name']}")
+        for p in service["spec"]["ports"]:
+            container_port(container, p.get("targetPort", p["port"]), f"Service port {p.get('name')}")
+    if not any(s["spec"].get("clusterIP") == "None" for s in services):
+        raise Failure("no headless Service for gRPC (a ClusterIP balances per connection)")
+    policy = one(docs, "NetworkPolicy")
+    matches(policy["spec"]["podSelector"]["matchLabels"], labels, "NetworkPolicy")
+    allowed = {p["port"] for rule in policy["spec"].get("ingress", []) for p in rule.get("ports", [])}
+    for p in container.get("ports", []):
+        if p["containerPort"] not in allowed and p["name"] not in allowed:
+            raise Failure(f"NetworkPolicy: container port {p['name']} ({p['containerPort']}) is not let in")
+    for pdb in [d for d in docs if d.get("kind") == "PodDisruptionBudget"]:
+        matches(pdb["spec"]["selector"]["matchLabels"], labels, "PodDisruptionBudget")
+    for hpa in [d for d in docs if d.get("kind") == "HorizontalPodAutoscaler"]:
+        target = hpa["spec"]["scaleTargetRef"]
+        if (target["kind"], target["name"]) != ("Deployment", deployment["metadata"]["name"]):
+            raise Failure(f"HorizontalPodAutoscaler targets {target}")
     scrapes = []
-    for e in monitor["spec"]["endpoints"]:
-        [sp] = [p for p in service["spec"]["ports"] if p.get("name") == e["port"]] or [None]
-        if sp is None:
-            raise Failure(f"ServiceMonitor: port {e['port']!r} is not a port of the Service")
-        scrapes.append((container_port(container, sp.get("targetPort", sp["port"]), "ServiceMonitor"),
-                        e.get("path", "/metrics")))
+    for monitor in [d for d in docs if d.get("kind") == "ServiceMonitor"]:
+        for e in monitor["spec"]["endpoints"]:
+            ports = [(s, p) for s in services for p in s["spec"]["ports"] if p.get("name") == e["port"]]
+            for service, _ in ports:
+                matches(monitor["spec"]["selector"]["matchLabels"], service["metadata"].get("labels", {}),
+                        "ServiceMonitor")
+            if not ports:
+                raise Failure(f"ServiceMonitor: port {e['port']!r} is not a port of a Service")
+            sp = ports[0][1]
+            scrapes.append((container_port(container, sp.get("targetPort", sp["port"]), "ServiceMonitor"),
+                            e.get("path", "/metrics")))
     one(docs, "ConfigMap")
     return pod, container, scrapes
 
@@ -358,6 +419,8 @@ def broken_copies(manifests):
         variant("startupProbe's gRPC health check on the HTTP port",
                 lambda d, c: c["startupProbe"]["grpc"].update(port=8080)),
         variant("the service listening on loopback only (the kubelet probes the pod's address)", listen_loopback),
+        variant("an image tag with '+' (a version's build metadata, no tag character)",
+                lambda d, c: c.update(image="floodgate:0.1.0-dev.508+g4c434ec")),
     ]
 
 
@@ -374,6 +437,8 @@ def main():
     with tempfile.TemporaryDirectory() as base:
         image = (os.path.join(base, "image"), extract_image(os.path.abspath(args.image), os.path.join(base, "image")))
         try:
+            for line in check_variants(args.manifests):
+                print("manifests:", line)
             _, docs = load(args.manifests)
             with tempfile.TemporaryDirectory() as work:
                 print("manifests:", run(docs, image, work))

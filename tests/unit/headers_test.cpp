@@ -146,9 +146,9 @@ TEST(Headers, TheFieldsComeInOrderAndADecisionOfNoLimitNamesThePolicy) {
   EXPECT_EQ(from_vector, expected);
 }
 
-// With several limits, t is the named limit's reset, not the whole key's: one hit on
+// With several limits, t is each limit's own reset, not the whole key's: one hit on
 // "10/second; 1000/hour" (GCRA) leaves the second 9 of 10 (reset in 0.1 s) and the hour 999 of
-// 1000 (reset in 3.6 s): the header names the second and says t=1, not t=4.
+// 1000 (reset in 3.6 s): RateLimit names the second first with t=1, then the hour with its own.
 TEST(Headers, TheResetIsTheNamedLimitsOwn) {
   const Policy p = Policy::make("api", Strategy::kGcra, "10/second; 1000/hour").value();
   Limiter limiter(std::make_shared<MemoryStorage>(), std::make_shared<ManualClock>(1'000 * kMicrosPerSecond));
@@ -158,7 +158,9 @@ TEST(Headers, TheResetIsTheNamedLimitsOwn) {
   EXPECT_EQ(d->reset_after, 3'600'000);
   EXPECT_EQ(d->limit_reset_after, 100'000);
   const auto hs = rate_limit_headers(p, *d);
-  EXPECT_EQ(header(hs, "RateLimit"), "\"api-0\";r=9;t=1");
+  ASSERT_EQ(d->balance_count, 2);
+  EXPECT_EQ(d->balances[1].remaining, 999);
+  EXPECT_EQ(header(hs, "RateLimit"), "\"api-0\";r=9;t=1, \"api-1\";r=999;t=4");
   EXPECT_EQ(header(hs, "X-RateLimit-Reset"), "1");
 }
 

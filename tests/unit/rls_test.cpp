@@ -421,6 +421,38 @@ TEST_F(Rls, AReservationRuleReservesThenSettlesByRequestId) {
   EXPECT_EQ(call(request("ai", {{{"user", "bob"}}}, 5)).statuses(0).limit_remaining(), 995u);
 }
 
+// examples/envoy/token-budget as its Envoy calls it: each request reserves its estimate and takes a
+// slot (two descriptors of one call), the stream-done call settles the usage and frees the slot;
+// a fifth request in progress is refused and reserves nothing.
+TEST_F(Rls, TheTokenBudgetExampleReservesSettlesAndBoundsRequestsInProgress) {
+  std::ifstream in(FLOODGATE_SOURCE_DIR "/examples/envoy/token-budget/rules/ai.yaml");
+  ASSERT_TRUE(in) << "examples/envoy/token-budget/rules/ai.yaml";
+  load(std::string(std::istreambuf_iterator<char>(in), {}));
+  auto main = load_config(FLOODGATE_SOURCE_DIR "/examples/envoy/token-budget/floodgate.yaml");
+  ASSERT_TRUE(main.ok()) << main.status();
+  EXPECT_EQ(main->rls.config_dir, FLOODGATE_SOURCE_DIR "/examples/envoy/token-budget/rules");
+  const auto call_of = [](const std::string& id, std::uint32_t tokens) {
+    auto r = request("ai", {{{"user", "alice"}, {"request_id", id}}, {{"user_inflight", "alice"}, {"request_id", id}}});
+    r.mutable_descriptors(0)->mutable_hits_addend()->set_value(tokens);
+    return r;
+  };
+  for (int i = 0; i < 4; ++i) {
+    const Response start = call(call_of("r" + std::to_string(i), 2000));  // the default estimate
+    ASSERT_EQ(start.overall_code(), Response::OK);
+    EXPECT_EQ(start.statuses(0).limit_remaining(), 100000u - 2000u * (i + 1));
+  }
+  const Response fifth = call(call_of("r4", 2000));
+  EXPECT_EQ(fifth.overall_code(), Response::OVER_LIMIT) << "4 in progress at once";
+  EXPECT_EQ(fifth.statuses(1).code(), Response::OVER_LIMIT);
+  // The stream ends: 130 tokens used; the slot is free again, and the budget shows the usage.
+  const Response done = call(call_of("r0", 130));
+  EXPECT_EQ(done.overall_code(), Response::OK);
+  EXPECT_EQ(done.statuses(0).limit_remaining(), 100000u - 3 * 2000u - 130u);
+  const Response again = call(call_of("r5", 2000));
+  EXPECT_EQ(again.overall_code(), Response::OK);
+  EXPECT_EQ(again.statuses(0).limit_remaining(), 100000u - 4 * 2000u - 130u) << "the fifth reserved nothing";
+}
+
 // Five concurrent requests of 130 tokens against 100 tokens per minute: charged at the end of the
 // stream (the usual configuration: hits_addend 0 at the start, the usage at the end) all five start
 // and 650 tokens are used; reserved at an estimate of 100, one starts and 130 are used.
@@ -714,8 +746,15 @@ TEST_F(Rls, StorageFailureFollowsTheFailMode) {
        "  - key: open\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"
        "  - key: closed\n    rate_limit: {unit: minute, requests_per_unit: 2, fail: closed}\n",
        {}, std::make_shared<FailingStorage>());
-  EXPECT_EQ(call(request("d", {{{"open", "a"}}})).overall_code(), Response::OK);
-  EXPECT_EQ(call(request("d", {{{"closed", "a"}}})).overall_code(), Response::OVER_LIMIT);
+  const Response open = call(request("d", {{{"open", "a"}}}));
+  EXPECT_EQ(open.overall_code(), Response::OK);
+  const Response closed = call(request("d", {{{"closed", "a"}}}));
+  EXPECT_EQ(closed.overall_code(), Response::OVER_LIMIT);
+  // Envoy answers OVER_LIMIT with its filter's status: a header tells the client it was an outage.
+  std::map<std::string, std::string> h;
+  for (const auto& kv : closed.response_headers_to_add()) h[kv.key()] = kv.value();
+  EXPECT_EQ(h["X-Floodgate-Outage"], "storage-unavailable");
+  for (const auto& kv : open.response_headers_to_add()) EXPECT_NE(kv.key(), "X-Floodgate-Outage");
   const auto slot = service_->metrics().slot("d", "closed");
   EXPECT_EQ(service_->metrics().get(*slot, RlsMetrics::kDegraded), 1u);
 }

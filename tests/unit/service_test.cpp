@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 
 #include "floodgate/memory_storage.hpp"
 #include "server/api/requests.hpp"
@@ -223,7 +224,7 @@ TEST_F(ServiceTest, DegradedTotalsAgreeBetweenTheLiveViewThePoliciesAndMetrics) 
   int denied = 0;
   for (int i = 0; i < 7; ++i) {
     EXPECT_EQ(hit("api", "k" + std::to_string(i)).result_int(), 200);  // fail open
-    denied += hit("login", "k").result_int() == 429 ? 1 : 0;          // fail closed
+    denied += hit("login", "k").result_int() == 503 ? 1 : 0;          // fail closed: an outage
   }
   EXPECT_EQ(denied, 7);
   const auto live = boost::json::parse(call(http::verb::get, "/v1/live").body());
@@ -238,6 +239,114 @@ TEST_F(ServiceTest, DegradedTotalsAgreeBetweenTheLiveViewThePoliciesAndMetrics) 
                 metric(text, "floodgate_decisions_total{policy=\"login\",result=\"degraded\"}"),
             total);
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503);  // a fail-closed policy's store is down
+}
+
+// A fail-closed policy whose store is down does not blame the tenant: 503 with Retry-After and a
+// body saying the storage is unavailable, where a real denial is 429 (and counted among the 5xx
+// answers); `outage_status: 429` answers outages as denials.
+TEST_F(ServiceTest, AnOutageOfAFailClosedPolicyIs503NotATenantDenial) {
+  ASSERT_EQ(hit("login", "k").result_int(), 200);
+  const Response denied = hit("login", "k");  // 1/hour: a real denial
+  EXPECT_EQ(denied.result_int(), 429);
+  EXPECT_EQ(denied.body().find("\"error\""), std::string::npos) << denied.body();
+  storage->failure = absl::UnavailableError("storage down");
+  const Response outage = hit("login", "other");
+  EXPECT_EQ(outage.result_int(), 503);
+  EXPECT_EQ(outage["Retry-After"], "1");
+  EXPECT_EQ(outage["X-Floodgate-Outage"], "storage-unavailable");
+  EXPECT_EQ(denied.count("X-Floodgate-Outage"), 0u);
+  const auto body = boost::json::parse(outage.body());
+  EXPECT_EQ(body.at("allowed").as_bool(), false);
+  EXPECT_EQ(body.at("degraded").as_bool(), true);
+  EXPECT_NE(std::string(body.at("error").as_string().c_str()).find("storage is unavailable"), std::string::npos) << outage.body();
+  EXPECT_EQ(hit("api", "k").result_int(), 200) << "a fail-open policy still lets requests through";
+  EXPECT_EQ(metric(metrics(), "floodgate_http_responses_total{code=\"5xx\"}"), 1u);
+
+  auto c = parse_config("outage_status: 429\npolicies:\n  - {name: login, strategy: gcra, limit: 1/hour, fail: closed}\n",
+                        "test.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  Service as_denial{std::make_shared<const Config>(*c), storage, clock};
+  EXPECT_EQ(answer(as_denial, http::verb::post, "/v1/hit", R"({"policy": "login", "key": "k"})").result_int(), 429);
+}
+
+// A minute's limit beside a calendar month's: the body lists every limit with its own balance,
+// and RateLimit carries one item per limit (the tightest first, as X-RateLimit-* describe it), so
+// a tenant sees the month's remaining, not only the minute's.
+TEST(ServiceBalances, EveryLimitOfAPolicyShowsItsOwnRemainingAndReset) {
+  auto clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);  // 2023-11-14 22:13:20 UTC
+  Service service{config("  - {name: plan, strategy: fixed-window, limit: \"100/minute; 5000 per calendar month\"}\n"),
+                  std::make_shared<MemoryStorage>(), clock};
+  const Response r = answer(service, http::verb::post, "/v1/hit", R"({"policy": "plan", "key": "t", "cost": 10})");
+  ASSERT_EQ(r.result_int(), 200) << r.body();
+  const auto body = boost::json::parse(r.body()).as_object();
+  EXPECT_EQ(body.at("remaining").as_int64(), 90);
+  const auto& limits = body.at("limits").as_array();
+  ASSERT_EQ(limits.size(), 2u) << r.body();
+  EXPECT_EQ(limits[0].at("name").as_string(), "plan-0");
+  EXPECT_EQ(limits[0].at("limit").as_string(), "100/minute");
+  EXPECT_EQ(limits[1].at("limit").as_string(), "5000/calendar month in UTC");
+  EXPECT_EQ(limits[0].at("remaining").as_int64(), 90);
+  EXPECT_EQ(limits[0].at("reset_after").to_number<double>(), 40.0);
+  EXPECT_EQ(limits[1].at("name").as_string(), "plan-1");
+  EXPECT_EQ(limits[1].at("quota").as_int64(), 5000);
+  EXPECT_EQ(limits[1].at("remaining").as_int64(), 4990);
+  EXPECT_EQ(limits[1].at("reset_after").to_number<double>(), 1388800.0);  // 2023-12-01 00:00 UTC
+  EXPECT_EQ(r["RateLimit-Policy"], "\"plan-0\";q=100;w=60, \"plan-1\";q=5000;w=2592000");
+  EXPECT_EQ(r["RateLimit"], "\"plan-0\";r=90;t=40, \"plan-1\";r=4990;t=1388800");
+  EXPECT_EQ(r["X-RateLimit-Remaining"], "90");
+  // After 4,950 more over 50 minutes, in a fresh minute the month is the tighter one: it comes first.
+  for (int i = 0; i < 50; ++i) {
+    clock->advance(60 * kSec);
+    ASSERT_EQ(answer(service, http::verb::post, "/v1/hit", R"({"policy": "plan", "key": "t", "cost": 99})").result_int(), 200);
+  }
+  clock->advance(60 * kSec);
+  const Response late = answer(service, http::verb::post, "/v1/test", R"({"policy": "plan", "key": "t", "cost": 0})");
+  EXPECT_EQ(late["RateLimit"], "\"plan-1\";r=40;t=1385740, \"plan-0\";r=100;t=0") << late.body();
+  EXPECT_EQ(boost::json::parse(late.body()).at("limits").at(1).at("remaining").as_int64(), 40);
+}
+
+// POST /v1/hits: a GCRA minute and a calendar month, two policies, decided as one: charged together
+// or not at all; a group the minute refuses leaves the month's count untouched.
+TEST(ServiceGroups, SeveralPoliciesAreDecidedAllOrNothing) {
+  auto clock = std::make_shared<ManualClock>(1'700'000'000 * kSec);
+  Service service{config("  - {name: minute, strategy: gcra, limit: 2/minute}\n"
+                         "  - {name: month, strategy: fixed-window, limit: 5 per calendar month}\n"),
+                  std::make_shared<MemoryStorage>(), clock};
+  const auto group = [&](int cost) {
+    return answer(service, http::verb::post, "/v1/hits",
+                  fmt::format(R"({{"hits": [{{"policy": "minute", "key": "t"}}, {{"policy": "month", "key": "t", "cost": {}}}]}})",
+                              cost));
+  };
+  const auto month_remaining = [&] {
+    const Response r = answer(service, http::verb::get, "/v1/stats?policy=month&key=t");
+    return boost::json::parse(r.body()).at("remaining").as_int64();
+  };
+  const Response first = group(2);
+  ASSERT_EQ(first.result_int(), 200) << first.body();
+  const auto body = boost::json::parse(first.body());
+  EXPECT_TRUE(body.at("allowed").as_bool());
+  EXPECT_EQ(body.at("hits").at(1).at("remaining").as_int64(), 3);
+  EXPECT_EQ(first["RateLimit-Policy"], "\"minute\";q=2;w=60, \"month\";q=5;w=2592000");
+  EXPECT_EQ(month_remaining(), 3);
+  ASSERT_EQ(group(1).result_int(), 200);  // the minute's second unit
+  const Response refused = group(1);      // the minute refuses: the month is not charged
+  EXPECT_EQ(refused.result_int(), 429) << refused.body();
+  EXPECT_FALSE(boost::json::parse(refused.body()).at("allowed").as_bool());
+  EXPECT_NE(refused.count("Retry-After"), 0u);
+  EXPECT_EQ(month_remaining(), 2);
+  clock->advance(60 * kSec);
+  EXPECT_EQ(group(3).result_int(), 429) << "the month has 2 left: the minute is not charged either";
+  EXPECT_EQ(month_remaining(), 2);
+  EXPECT_EQ(group(2).result_int(), 200);
+  EXPECT_EQ(month_remaining(), 0);
+  // Bad input names the item and field; nothing is charged.
+  for (const char* bad : {R"({"hits": []})", R"({"hits": [{"policy": "nope", "key": "t"}]})",
+                          R"({"hits": [{"policy": "minute"}]})", R"({"hits": [{"policy": "minute", "key": "t", "cost": -1}]})",
+                          R"({"hits": [{"policy": "minute", "key": "t", "ttl_ms": 5}]})", R"({"policy": "minute"})"}) {
+    const Response r = answer(service, http::verb::post, "/v1/hits", bad);
+    EXPECT_EQ(r.result_int(), 400) << bad;
+    EXPECT_NE(r.body().find("hits"), std::string::npos) << r.body();
+  }
 }
 
 // A reload drops the metric series of the policies it removed (they would otherwise stay in
@@ -273,13 +382,13 @@ TEST_F(ServiceTest, ReadinessFollowsTheStorageProbe) {
   EXPECT_EQ(down.result_int(), 503);
   EXPECT_NE(down.body().find("does not answer"), std::string::npos) << down.body();
   storage->failure = absl::UnavailableError("storage down");
-  EXPECT_EQ(hit("login", "k").result_int(), 429);  // fail closed, degraded
+  EXPECT_EQ(hit("login", "k").result_int(), 503);  // fail closed, degraded
   clock->advance(kSec);
   storage->failure = absl::OkStatus();
   service.set_storage_reachable(true);
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 200) << "the failure was before the store answered";
   storage->failure = absl::UnavailableError("storage down again");
-  EXPECT_EQ(hit("login", "k").result_int(), 429);
+  EXPECT_EQ(hit("login", "k").result_int(), 503);
   EXPECT_EQ(call(http::verb::get, "/readyz").result_int(), 503) << "a failure since it answered still counts";
 }
 

@@ -64,6 +64,37 @@ std::string_view http_date_now() {
   return text;
 }
 
+std::string_view settle_outcome_name(SettleOutcome outcome) noexcept {
+  switch (outcome) {
+    case SettleOutcome::kSettled: return "settled";
+    case SettleOutcome::kUnknown: return "unknown";
+    case SettleOutcome::kAlreadySettled: return "already_settled";
+    case SettleOutcome::kNone: break;
+  }
+  return "none";
+}
+
+namespace {
+
+// `limits`: every limit of the policy with its own balance, named as the RateLimit headers name it.
+void write_limits(JsonOut& j, const Policy& policy, const Decision& d) {
+  const auto& limits = policy.limits();
+  j.key("limits").begin_array();
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const Quota q = quota_of(policy, limits[i]);
+    const LimitBalance b = balance_of(policy, d, i);
+    j.begin_object();
+    j.key("name").str(limits.size() == 1 ? policy.name() : fmt::format("{}-{}", policy.name(), i));
+    j.key("limit").str(to_string(limits[i])).key("quota").num(q.quota);
+    if (!limits[i].concurrent) j.key("window").num(q.window);
+    j.key("remaining").num(b.remaining).key("reset_after").seconds(b.reset_after);
+    j.end();
+  }
+  j.end();
+}
+
+}  // namespace
+
 std::string decision_json(const Policy& policy, const Decision& d, bool shadow_denied) {
   JsonOut j;
   j.begin_object();
@@ -74,6 +105,12 @@ std::string decision_json(const Policy& policy, const Decision& d, bool shadow_d
   j.key("reset_after").seconds(d.reset_after).key("retry_after").seconds(d.retry_after);
   j.key("delay").seconds(d.delay).key("policy").str(policy.name());
   j.key("degraded").boolean(d.degraded).key("shadow_denied").boolean(shadow_denied);
+  write_limits(j, policy, d);
+  if (d.settle != SettleOutcome::kNone) j.key("reservation").str(settle_outcome_name(d.settle));
+  if (d.degraded && !d.allowed) {
+    j.key("error").str(fmt::format("the storage is unavailable and policy \"{}\" fails closed: retry later",
+                                   policy.name()));
+  }
   return j.end().take();
 }
 

@@ -50,8 +50,13 @@ std::string format_http_date(std::int64_t t);
 /// coarse realtime clock (at most a tick behind).
 std::string_view http_date_now();
 
+/// A settle's outcome as the HTTP API names it: "settled", "unknown", "already_settled".
+[[nodiscard]] std::string_view settle_outcome_name(SettleOutcome outcome) noexcept;
+
 /// The JSON body of a decision (docs/http-api.md): allowed, limit, remaining, reset_after,
-/// retry_after, delay, policy, degraded, shadow_denied.
+/// retry_after, delay, policy, degraded, shadow_denied, `limits` (every limit of the policy with
+/// its own remaining and reset); a settle's `reservation` (what happened to its id); an `error`
+/// when a fail-closed policy's storage failed.
 [[nodiscard]] std::string decision_json(const Policy& policy, const Decision& d, bool shadow_denied);
 
 /// RateLimit-Policy, RateLimit, X-RateLimit-* and Retry-After (not for a shadow denial, which

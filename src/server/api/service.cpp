@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 
+#include "server/api/outage.hpp"
 #include "server/api/requests.hpp"
 #include "server/api/web_assets.hpp"
 
@@ -27,6 +28,7 @@ const WebAsset* find_asset(std::string_view path) {
 const Service::Route Service::kRoutes[] = {
     {"/v1/auth", http::verb::get, &Service::route_auth},
     {"/v1/hit", http::verb::post, &Service::route_hit},
+    {"/v1/hits", http::verb::post, &Service::route_hits},
     {"/v1/test", http::verb::post, &Service::route_test},
     {"/v1/settle", http::verb::post, &Service::route_settle},
     {"/v1/release", http::verb::post, &Service::route_release},
@@ -183,6 +185,7 @@ std::optional<Service::Pending> Service::prepare(const Request& req, Response& r
   std::shared_ptr<const Installed> in = installed_.get();
   pending->installed = in;
   pending->head = req.method() == http::verb::head;
+  pending->outage_status = in->config->outage_status;
   if (!dispatch(req, res, *pending, *in)) {
     if (pending->head) strip_body(res);
     metrics_.http_status(res.result_int());
@@ -262,11 +265,11 @@ void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Respon
     const bool shadow_denied = p.configured != nullptr && p.configured->shadow && !d->allowed;
     const bool pass = d->allowed || shadow_denied;
     if (p.kind == Pending::Kind::kAuth) {
-      respond_empty(res, pass ? http::status::no_content : static_cast<http::status>(p.denied_status));
+      respond_empty(res, pass ? http::status::no_content : refusal_status(*d, p.denied_status, p.outage_status));
     } else {
       const bool ok = p.kind == Pending::Kind::kTest || p.kind == Pending::Kind::kSettle ||
                       p.kind == Pending::Kind::kRelease || p.kind == Pending::Kind::kRenew || pass;
-      respond(res, ok ? http::status::ok : http::status::too_many_requests,
+      respond(res, ok ? http::status::ok : refusal_status(*d, 429, p.outage_status),
               decision_json(*p.policy, *d, shadow_denied));
     }
     if (header_lines != nullptr) {
@@ -274,6 +277,7 @@ void Service::finish(const Pending& p, const absl::StatusOr<Decision>& d, Respon
     } else {
       set_rate_limit_headers(res, *p.policy, *d, shadow_denied);
     }
+    if (!pass && is_outage(*d)) mark_outage(res, header_lines);
   }
   if (p.head) strip_body(res);
   metrics_.http_status(res.result_int());

@@ -67,6 +67,7 @@ class Service {
     Micros ttl = kDefaultReservationTtl;
     std::size_t slot = 0;
     int denied_status = 429;
+    int outage_status = 503;  ///< Config::outage_status
     bool head = false;  // answered without a body
   };
 
@@ -155,6 +156,7 @@ class Service {
   static const Route kRoutes[];
 
   bool route_hit(const Request& req, Response& res, Pending& p, const Installed& in);
+  bool route_hits(const Request& req, Response& res, Pending& p, const Installed& in);  // route_hits.cpp
   bool route_test(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_settle(const Request& req, Response& res, Pending& p, const Installed& in);
   bool route_release(const Request& req, Response& res, Pending& p, const Installed& in);

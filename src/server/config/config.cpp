@@ -259,7 +259,7 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
   check_keys(source, root,
              {"listen", "threads", "storage", "batching", "log_level", "log_format", "inline_limits", "max_inline_policies",
-              "auth_denied_status", "http", "rls", "metrics", "admin", "tls", "policies"},
+              "auth_denied_status", "outage_status", "http", "rls", "metrics", "admin", "tls", "policies"},
              "the configuration");
   if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
   if (const auto& n = root["threads"]) c.threads = static_cast<unsigned>(integer(source, n, "threads", 1, limits::kMaxThreads));
@@ -290,6 +290,9 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   }
   if (const auto& n = root["auth_denied_status"]) {
     c.auth_denied_status = static_cast<int>(integer(source, n, "auth_denied_status", 400, 599, "an HTTP error status"));
+  }
+  if (const auto& n = root["outage_status"]) {
+    c.outage_status = static_cast<int>(integer(source, n, "outage_status", 400, 599, "an HTTP error status"));
   }
   if (const YAML::Node& http = root["http"]) parse_http(source, http, c.http);
   if (const YAML::Node& rls = root["rls"]) parse_rls(source, rls, c.rls);

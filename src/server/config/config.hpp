@@ -162,6 +162,9 @@ struct Config {
   bool allow_inline = true;           ///< /v1/hit with {"limit": …} and no configured policy
   std::size_t max_inline_policies = 1024;
   int auth_denied_status = 429;       ///< nginx auth_request passes only 401/403 through
+  /// The status of a fail-closed policy's answer while its storage fails (the tenant is not over
+  /// any limit): 503 with Retry-After; 429 answers it as a denial.
+  int outage_status = 503;
   HttpLimits http;
   RlsSettings rls;
   MetricsSettings metrics;

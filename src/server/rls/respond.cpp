@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "floodgate/headers.hpp"
+#include "server/api/outage.hpp"
 #include "server/rls/service.hpp"
 
 namespace floodgate::server {
@@ -128,6 +129,7 @@ grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response)
   if (std::optional<grpc::Status> refused = refusal(p)) return *refused;
   const RlsItem* constraining = nullptr;
   bool overall_over = false;
+  bool outage = false;  // a fail-closed descriptor refused because the storage failed
   int quotas = 0;
   int quotas_over = 0;
   std::vector<const RlsMeta*> passed;  // the metadata of the descriptors that pass
@@ -160,6 +162,7 @@ grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response)
     quotas += it.quota ? 1 : 0;
     quotas_over += it.quota && denied ? 1 : 0;
     overall_over = overall_over || (denied && !it.quota);
+    outage = outage || (denied && is_outage(it.decision));
     fill_status(it, it.decision, denied, *status);
     if (!denied && it.rule != nullptr && it.rule->metadata != nullptr) passed.push_back(it.rule->metadata.get());
     if (it.policy == nullptr) continue;
@@ -173,6 +176,8 @@ grpc::Status RlsService::respond(RlsCall& p, rlsv3::RateLimitResponse& response)
   if (settings_.dynamic_metadata) rls_dynamic_metadata(*p.request, passed, *response.mutable_dynamic_metadata());
   response.set_overall_code(overall_over ? rlsv3::RateLimitResponse::OVER_LIMIT : rlsv3::RateLimitResponse::OK);
   if (settings_.response_headers) add_rate_limit_headers(p, constraining, overall_over, response);
+  // Envoy answers OVER_LIMIT with its filter's status (429): this header tells an outage apart.
+  if (overall_over && outage) add_header(response, kOutageHeader, kOutageValue);
   return grpc::Status::OK;
 }
 

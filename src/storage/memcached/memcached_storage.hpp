@@ -118,9 +118,11 @@ class MemcachedStorage final : public Storage {
   absl::StatusOr<Decision> charge_reserved(memcached_st* m, const Policy& policy, const std::string& k,
                                            const std::string& rk, std::int64_t cost, Micros now, Micros expires,
                                            time_t exp);
-  // settle_all on key `k`'s state: `delta` at `at` (a record's marks, or none).
+  // settle_all on key `k`'s state: `delta` at `at` (a record's marks, or none); the answer says
+  // `outcome` of the id.
   absl::StatusOr<Decision> settle_state(memcached_st* m, const Policy& policy, const std::string& k, Micros now,
-                                        Micros at, std::int64_t delta, std::span<const Micros> marks);
+                                        Micros at, std::int64_t delta, std::span<const Micros> marks,
+                                        SettleOutcome outcome);
   // A lease's renewal of its live record `r` (read with `cas`): none when another client changed
   // the record first.
   std::optional<absl::StatusOr<Decision>> renew_record(memcached_st* m, std::uint32_t server, const Policy& policy,

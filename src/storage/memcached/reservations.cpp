@@ -180,13 +180,15 @@ absl::StatusOr<Decision> MemcachedStorage::renew(const Policy& policy, std::stri
 
 absl::StatusOr<Decision> MemcachedStorage::settle_state(memcached_st* m, const Policy& policy, const std::string& k,
                                                         Micros now, Micros at, std::int64_t delta,
-                                                        std::span<const Micros> marks) {
-  return detail::with_algorithm(policy, [&](auto a) {
+                                                        std::span<const Micros> marks, SettleOutcome outcome) {
+  absl::StatusOr<Decision> d = detail::with_algorithm(policy, [&](auto a) {
     using A = decltype(a);
     return update<A>(m, policy, k, now, nullptr, [&](typename A::State* st) {
       return std::pair<Decision, bool>{detail::settle_all<A>(st, policy.limits(), now, at, marks, delta), delta != 0};
     });
   });
+  if (d.ok()) d->settle = outcome;
+  return d;
 }
 
 std::optional<absl::StatusOr<Decision>> MemcachedStorage::renew_record(memcached_st* m, std::uint32_t server,
@@ -243,9 +245,12 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
                                          !detail::lease_alive(policy, r->at, r->marks.empty() ? 0 : r->marks[0], now));
     if (lease_gone) {  // a lease not outstanding (or expired, its record not yet gone): nothing freed or charged
       if (strict) return detail::lease_not_outstanding(id);
-      return settle_state(m, policy, k, now, now, 0, {});
+      const bool settled = r && r->kind == 's';
+      return settle_state(m, policy, k, now, now, 0, {}, settled ? SettleOutcome::kAlreadySettled : SettleOutcome::kUnknown);
     }
-    if (r && r->kind == 's') return settle_state(m, policy, k, now, now, 0, {});  // settled: the state as it is
+    if (r && r->kind == 's') {  // settled: the state as it is
+      return settle_state(m, policy, k, now, now, 0, {}, SettleOutcome::kAlreadySettled);
+    }
     if (r && renewal) {
       auto d = renew_record(m, server, policy, k, rk, *r, cas, now);
       if (!d) continue;
@@ -263,9 +268,9 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
     auto stored = write_record(m, server, rk, fmt::format("{} {}", dated ? 'S' : 's', expires), exp, over);
     if (!stored.ok()) return stored.status();
     if (!*stored) continue;  // another client changed it: read again
-    if (!r) return settle_state(m, policy, k, now, now, actual, {});
+    if (!r) return settle_state(m, policy, k, now, now, actual, {}, SettleOutcome::kUnknown);
     if (is_lease) actual = 0;  // a release gives the lease's units back in full
-    return settle_state(m, policy, k, now, r->at, actual - r->estimate, r->marks);
+    return settle_state(m, policy, k, now, r->at, actual - r->estimate, r->marks, SettleOutcome::kSettled);
   }
   return absl::AbortedError(fmt::format("memcached {}: the reservation {} changed under {} settles in a row",
                                         options_.servers[server].name(), rk, options_.cas_retries));

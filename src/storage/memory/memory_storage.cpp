@@ -285,19 +285,22 @@ absl::StatusOr<Decision> MemoryStorage::reserve(const Policy& policy, std::strin
 absl::StatusOr<Decision> MemoryStorage::settle_locked(const Policy& policy, std::string_view key, std::string_view id,
                                                       std::int64_t actual, Micros now, ReservationShard& shard,
                                                       const std::string& entry_key, ReservationEntry* e, bool strict) {
+  const auto as_is = [&](SettleOutcome outcome) {
+    absl::StatusOr<Decision> d = in_table(policy, now, false, [&](Table& t) {
+      return t.settle(policy, key, now, now, {}, 0);  // the state as it is
+    });
+    if (d.ok()) d->settle = outcome;
+    return d;
+  };
   if (detail::leases(policy)) {
     // A release: the lease's units go back in full; a lease not outstanding frees nothing.
     if (e == nullptr || e->settled || !detail::lease_alive(policy, e->at, e->marks[0], now)) {
       if (strict) return detail::lease_not_outstanding(id);
-      return in_table(policy, now, false, [&](Table& t) { return t.settle(policy, key, now, now, {}, 0); });
+      return as_is(e != nullptr && e->settled ? SettleOutcome::kAlreadySettled : SettleOutcome::kUnknown);
     }
     actual = 0;
   }
-  if (e != nullptr && e->settled) {
-    return in_table(policy, now, false, [&](Table& t) {
-      return t.settle(policy, key, now, now, {}, 0);  // the state as it is
-    });
-  }
+  if (e != nullptr && e->settled) return as_is(SettleOutcome::kAlreadySettled);
   const bool remember = e == nullptr && options_.remember_unknown_settles;
   if (remember && !reservations_->has_room(shard, now)) {
     // An unknown id is charged now and remembered as settled, so that the same settle sent again
@@ -316,6 +319,7 @@ absl::StatusOr<Decision> MemoryStorage::settle_locked(const Policy& policy, std:
     return t.settle(policy, key, now, at, marks, delta);
   });
   if (!d.ok()) return d;
+  d->settle = e != nullptr ? SettleOutcome::kSettled : SettleOutcome::kUnknown;
   if (e != nullptr) {
     e->settled = true;
   } else if (remember) {

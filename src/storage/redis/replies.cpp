@@ -84,14 +84,17 @@ absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* rep
 namespace {
 // The decision in a reply element: the string of 7 integers, "allowed limit period remaining
 // reset_after retry_after delay", and an 8th (the named limit's reset_after) after several limits
-// were combined, separated by single spaces; nullopt if it is anything else.
+// were combined, followed by each limit's remaining and reset_after (two words a limit), and last
+// after a settle its SettleOutcome (1 to 3), separated by single spaces; nullopt if it is anything
+// else.
+constexpr std::size_t kMaxWords = 8 + 2 * kMaxLimitBalances + 1;
 std::optional<Decision> decision_of(const redisReply* e, const Decision* short_form = nullptr) {
   if (e->type != REDIS_REPLY_STRING) return std::nullopt;
   std::string_view rest(e->str, e->len);
-  long long v[8] = {};
+  long long v[kMaxWords] = {};
   std::size_t n = 0;
   for (;;) {
-    if (n == 8) return std::nullopt;  // more than 8 words
+    if (n == kMaxWords) return std::nullopt;  // too many words
     const std::size_t space = rest.find(' ');
     if (!to_int(rest.substr(0, space), v[n++])) return std::nullopt;  // an empty word too
     if (space == std::string_view::npos) break;
@@ -103,8 +106,12 @@ std::optional<Decision> decision_of(const redisReply* e, const Decision* short_f
     d.reset_after = v[1];
     return d;
   }
-  if (n != 7 && n != 8) return std::nullopt;
+  if (n < 7) return std::nullopt;
   if (v[0] != 0 && v[0] != 1) return std::nullopt;
+  const bool settle = n > 8 && (n - 8) % 2 == 1;
+  if (settle && (v[n - 1] < 1 || v[n - 1] > 3)) return std::nullopt;
+  const std::size_t balances = n > 8 ? (n - 8) / 2 : 0;
+  if (balances == 1) return std::nullopt;  // several limits, or none
   Decision d;
   d.allowed = v[0] == 1;
   d.limit = v[1];
@@ -113,7 +120,10 @@ std::optional<Decision> decision_of(const redisReply* e, const Decision* short_f
   d.reset_after = v[4];
   d.retry_after = v[5] < 0 ? kNever : v[5];
   d.delay = v[6];
-  d.limit_reset_after = n == 8 ? v[7] : 0;
+  d.limit_reset_after = n >= 8 ? v[7] : 0;
+  for (std::size_t i = 0; i < balances; ++i) d.balances[i] = {v[8 + 2 * i], v[9 + 2 * i]};
+  d.balance_count = static_cast<std::uint8_t>(balances);
+  if (settle) d.settle = static_cast<SettleOutcome>(v[n - 1]);
   return d;
 }
 

@@ -1,6 +1,8 @@
 // Reads header_samples' lines (stdin) and checks every rate-limit header with structured-headers,
 // an RFC 8941 parser nobody here wrote: each field parses, every integer fits, remaining never
 // exceeds the quota, and Retry-After (whole seconds ≥ 1, only when denied) is no later than t.
+// RateLimit has one item per limit of the policy (draft-11 allows several), the most constraining
+// first (the one X-RateLimit-* describe).
 'use strict';
 const sh = require('structured-headers');
 const lines = require('fs').readFileSync(0, 'utf8').split('\n').filter((l) => l.length > 0);
@@ -16,10 +18,21 @@ for (const line of lines) {
   try {
     const policy = sh.parseList(h['RateLimit-Policy']);
     const current = sh.parseList(h['RateLimit']);
-    if (current.length !== 1) throw new Error('RateLimit must have one item');
+    if (current.length !== policy.length) {
+      throw new Error(`RateLimit has ${current.length} items for the ${policy.length} limits of RateLimit-Policy`);
+    }
+    const names = new Set(current.map(([n]) => n));
+    if (names.size !== current.length) throw new Error('RateLimit names a limit twice');
+    for (const [n, p] of current) {
+      const listed = policy.find(([pn]) => pn === n);
+      if (!listed) throw new Error(`RateLimit names "${n}", which RateLimit-Policy does not list`);
+      if (!Number.isInteger(p.get('r')) || p.get('r') < 0 || p.get('r') > listed[1].get('q')) {
+        throw new Error(`"${n}": r=${p.get('r')} is not within 0 and q=${listed[1].get('q')}`);
+      }
+      if (!Number.isInteger(p.get('t')) || p.get('t') < 0) throw new Error(`"${n}": t is not an integer ≥ 0`);
+    }
     const [name, params] = current[0];
     const item = policy.find(([n]) => n === name);
-    if (!item) throw new Error(`RateLimit names "${name}", which RateLimit-Policy does not list`);
     for (const [, p] of policy) {
       if (!Number.isInteger(p.get('q')) || p.get('q') < 1) throw new Error('q is not a positive integer');
       if (p.has('qu')) {

@@ -71,6 +71,16 @@ int main() {
       }
     }
   }
+  // A smooth limit beside a calendar month's (the fixed window runs calendar periods): every limit
+  // is an item of RateLimit with its own balance.
+  for (const char* limits : {"100 per minute; 5000 per calendar month", "2 per second; 3 per minute; 10 per calendar day"}) {
+    auto p = Policy::make("cal\"" + std::to_string(n++), Strategy::kFixedWindow, limits);
+    if (!p.ok()) continue;
+    for (const std::int64_t cost : {std::int64_t{1}, std::int64_t{4000}, kMaxAmount}) {
+      auto d = store.apply(*p, "k", cost, Effect::kHit, 1'700'000'000'000'000);
+      if (d.ok()) print(*p, *d);
+    }
+  }
   // Concurrency limits: `qu="concurrent-requests"` and no window. Hits without an id take leases
   // that only their time to live frees (the headers are what is checked here).
   for (const auto& amount : amounts) {

@@ -244,6 +244,36 @@ TEST_P(Api, InlineLimits) {
   EXPECT_EQ(server.request(http::verb::post, "/v1/hit", body).result_int(), 429);
 }
 
+// A settle's answer says what happened to its id, from inside the storage's atomic step: settled
+// (outstanding), unknown (a mistyped id: its actual charged now), already_settled (a second settle,
+// with the same actual or another: nothing changes). Multi-limit too (the Redis reply's 9th word).
+TEST_P(Api, ASettleSaysWhatHappenedToItsId) {
+  for (const char* limit : {"1000/hour", "1000/hour; 5000/day"}) {
+    const bool two = std::string_view(limit).find(';') != std::string_view::npos;
+    const std::string k = key(two ? "settle-two" : "settle-one");
+    // The answer's "reservation", and each limit's remaining ("limits": the day's too).
+    using Answer = std::pair<std::string, std::vector<std::int64_t>>;
+    const auto post = [&](const char* path, const std::string& rest) {
+      const Response r = server.request(http::verb::post, path,
+                                        R"({"limit": ")" + std::string(limit) + R"(", "strategy": "fixed-window", "key": ")" + k + "\", " + rest + "}");
+      EXPECT_EQ(r.result_int(), 200) << r.body();
+      const auto v = boost::json::parse(r.body()).as_object();
+      Answer a{v.contains("reservation") ? std::string(v.at("reservation").as_string().c_str()) : "<absent>", {}};
+      for (const auto& l : v.at("limits").as_array()) a.second.push_back(l.at("remaining").as_int64());
+      return a;
+    };
+    const auto expect = [&](const char* what, std::int64_t hour, std::int64_t day) {
+      return two ? Answer{what, {hour, day}} : Answer{what, {hour}};
+    };
+    EXPECT_EQ(post("/v1/hit", R"("cost": 300, "reservation": "req-1")"), expect("<absent>", 700, 4700));
+    EXPECT_EQ(post("/v1/settle", R"("reservation": "req-1", "actual": 120)"), expect("settled", 880, 4880));
+    EXPECT_EQ(post("/v1/settle", R"("reservation": "req-1", "actual": 120)"), expect("already_settled", 880, 4880));
+    EXPECT_EQ(post("/v1/settle", R"("reservation": "req-1", "actual": 500)"), expect("already_settled", 880, 4880));
+    EXPECT_EQ(post("/v1/settle", R"("reservation": "req-l", "actual": 80)"), expect("unknown", 800, 4800));
+    EXPECT_EQ(post("/v1/settle", R"("reservation": "req-l", "actual": 80)"), expect("already_settled", 800, 4800));
+  }
+}
+
 TEST_P(Api, BadInputGetsItsStatusAndAClearMessage) {
   struct Case {
     http::verb method;

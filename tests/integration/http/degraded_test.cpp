@@ -103,7 +103,12 @@ TEST(Degraded, StartsBeforeRedisAndSwitchesToRealDecisionsOnceItAnswers) {
         .result_int();
   };
   for (int i = 0; i < 3; ++i) EXPECT_EQ(hit("api", "k"), 200) << "fail open: allowed, even beyond 2/hour";
-  EXPECT_EQ(hit("login", "k"), 429) << "fail closed";
+  // Fail closed: an outage, not the tenant's excess.
+  const auto outage =
+      server.request(http::verb::post, "/v1/hit", R"({"policy": "login", "key": "k"})");
+  EXPECT_EQ(outage.result_int(), 503) << outage.body();
+  EXPECT_EQ(outage["Retry-After"], "1");
+  EXPECT_NE(outage.body().find("the storage is unavailable"), std::string::npos) << outage.body();
   EXPECT_EQ(server.request(http::verb::get, "/readyz").result_int(), 503);
   EXPECT_EQ(series(server.request(http::verb::get, "/metrics").body(), "floodgate_storage_degraded_total"), 4u);
 

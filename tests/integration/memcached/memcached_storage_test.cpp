@@ -724,6 +724,14 @@ TEST(MemcachedReservations, RecordsWithoutTheDecisionsClockAreStillRead) {
   EXPECT_EQ(limiter.settle(p, "a", "done", 50)->remaining, 70);  // settled: no change
   EXPECT_EQ(limiter.settle(p, "a", "old", 10)->remaining, 90);   // refund of 20
   EXPECT_EQ(limiter.settle(p, "a", "old", 10)->remaining, 90);
+  // What happened to each id, as the answer says it.
+  EXPECT_EQ(limiter.settle(p, "a", "done", 50)->settle, SettleOutcome::kAlreadySettled);
+  EXPECT_EQ(limiter.settle(p, "a", "old", 10)->settle, SettleOutcome::kAlreadySettled);
+  const auto fresh = limiter.settle(p, "a", "never-reserved", 5);
+  EXPECT_EQ(fresh->settle, SettleOutcome::kUnknown);
+  EXPECT_EQ(fresh->remaining, 85);
+  ASSERT_TRUE(limiter.reserve(p, "a", 10, "new").ok());
+  EXPECT_EQ(limiter.settle(p, "a", "new", 10)->settle, SettleOutcome::kSettled);
 }
 
 }  // namespace

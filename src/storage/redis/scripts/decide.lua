@@ -42,13 +42,17 @@ end
 -- client clock). ARGV[4] = 'l': the reservations are leases (a concurrency policy): a settle
 -- releases the lease whatever its actual, and a lease not outstanding is never charged. Mirrors
 -- MemoryStorage::reserve/settle/renew/known.
-local function as_is_reply(limits, states, now)
+-- A settle's reply carries what happened to its id (SettleOutcome) as a 9th word: 1 settled,
+-- 2 unknown, 3 already settled.
+local function as_is_reply(limits, states, now, outcome)
   local out
   for i = 1, #limits do out = combine(out, evaluate(states[i], limits[i], now, 0, false)) end
   out.allowed = true
   out.retry_after = 0
   out.delay = 0
-  return reply(out)
+  if not outcome then return reply(out) end
+  out.limit_reset_after = out.limit_reset_after or 0
+  return reply(out) .. ' ' .. outcome
 end
 
 -- The record at `rkey` as it stands at `now`: nil when absent or expired, else {settled, at,
@@ -133,12 +137,13 @@ local function reservation(now, cost, mode)
     -- A release: nothing for a lease not outstanding; else its units back in full.
     if not lease_outstanding(rec, limits[1], now) then
       if mode == 's' then return redis.error_reply('floodgate: lease not outstanding') end
-      return as_is_reply(limits, states, now)
+      if rec and rec.settled then return as_is_reply(limits, states, now, 3) end
+      return as_is_reply(limits, states, now, 2)
     end
     cost = 0
   end
   if mode == 's' or rec then
-    if rec and rec.settled then return as_is_reply(limits, states, now) end
+    if rec and rec.settled then return as_is_reply(limits, states, now, 3) end
     local at, delta, marks = now, cost, {}
     if rec then at, delta, marks = rec.at, cost - rec.estimate, rec.marks end
     for i = 1, k do
@@ -154,7 +159,8 @@ local function reservation(now, cost, mode)
     end
     -- The state after the settle, read again (a settle may have written it in place).
     for i = 1, k do states[i] = load(KEYS[i], limits[i], now) end
-    return as_is_reply(limits, states, now)
+    if rec then return as_is_reply(limits, states, now, 1) end
+    return as_is_reply(limits, states, now, 2)
   end
   -- A reservation: a hit of the estimate, remembered with every limit's mark when admitted.
   local out
