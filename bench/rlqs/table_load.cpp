@@ -58,11 +58,12 @@ int main(int argc, char** argv) {
   }
   const std::size_t heap = heap_bytes() - heap0;
   std::printf("%d clients x %d buckets, %d rounds: %ld reports\n", clients, buckets, rounds, reports);
-  std::printf("CPU per report: %.2f us (%.0f reports/s on one core)\n", cpu / reports * 1e6, reports / cpu);
+  std::printf("CPU per report: %.2f us (%.0f reports/s on one core)\n", cpu / static_cast<double>(reports) * 1e6,
+              static_cast<double>(reports) / cpu);
   std::printf("assignments sent per report: %.2f (after the first round: the dead band)\n",
               static_cast<double>(assignments) / static_cast<double>(reports));
   std::printf("heap: %.1f MB, %.0f bytes per (client, bucket), %.0f bytes per bucket of %d clients\n",
-              static_cast<double>(heap) / 1e6, static_cast<double>(heap) / table.entries(),
-              static_cast<double>(heap) / table.buckets(), clients);
+              static_cast<double>(heap) / 1e6, static_cast<double>(heap) / static_cast<double>(table.entries()),
+              static_cast<double>(heap) / static_cast<double>(table.buckets()), clients);
   return 0;
 }

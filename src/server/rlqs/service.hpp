@@ -17,6 +17,8 @@
 
 namespace floodgate::server::rlqs {
 
+namespace rlqsv3 = envoy::service::rate_limit_quota::v3;
+
 class Stream;
 
 /// What the service counts, for /metrics.
