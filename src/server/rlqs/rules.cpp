@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, std::string>> parse_match(const std::string& 
 void parse_limit(const std::string& source, const YAML::Node& node, const std::string& what, Rule& rule) {
   const auto text = scalar<std::string>(source, node, what);
   auto limits = parse_limits(text);
-  if (!limits.ok()) fail(source, node, fmt::format("{}: {}", what, limits.status().message()));
+  if (!limits.ok()) fail(source, node, fmt::format("{}: {}", what, std::string(limits.status().message())));
   if (limits->size() != 1) fail(source, node, fmt::format("{}: one rate, e.g. 600/minute (got \"{}\")", what, text));
   const Limit& l = limits->front();
   if (l.calendar || l.concurrent) {
