@@ -23,6 +23,8 @@
 #include "server/grpc/server.hpp"
 #include "server/config/envoyproxy_env.hpp"
 #include "server/rls/service.hpp"
+#include "server/rlqs/service.hpp"
+#include "server/rlqs/settings.hpp"
 #include "server/rls/json.hpp"
 #include "server/xds/client.hpp"
 #include "server/xds/rules_resource.hpp"
@@ -50,6 +52,7 @@ struct ServeArgs {
   std::string check_config;
   std::string port_file;
   std::string rls_config;
+  std::string rlqs_config;
   std::string grpc_listen;
   std::string grpc_port_file;
   std::string tls_cert;
@@ -119,6 +122,8 @@ struct Loaded {
   server::Config config;
   std::shared_ptr<const server::RlsConfig> rules;  // from the rules directory; null: none (xDS, or no gRPC)
   std::shared_ptr<const server::TlsMaterial> tls;  // null: plain text
+  std::shared_ptr<const server::rlqs::Rules> quota;  // the RLQS rules; null: no RLQS
+  std::string quota_dir;  // --rlqs-config, else the file's rlqs.config
 };
 
 // The one path of --check-config, start and reload. `rules_dir`: the rules directory to read
@@ -139,6 +144,15 @@ absl::StatusOr<Loaded> load_checked(const ServeArgs& a, const std::string& confi
     if (!rules.ok()) return rules.status();
     if (auto s = server::check_rules_storage(**rules, out.config.storage); !s.ok()) return s;
     out.rules = *std::move(rules);
+  }
+  absl::StatusOr<std::string> quota_dir =
+      a.rlqs_config.empty() ? server::rlqs::rules_dir_of(config_path) : absl::StatusOr<std::string>(a.rlqs_config);
+  if (!quota_dir.ok()) return quota_dir.status();
+  if (!quota_dir->empty()) {
+    auto quota = server::rlqs::load_rules(*quota_dir);
+    if (!quota.ok()) return quota.status();
+    out.quota = *std::move(quota);
+    out.quota_dir = *std::move(quota_dir);
   }
   return out;
 }
@@ -177,6 +191,7 @@ struct Reloader {
   server::RlsService* rls;
   server::ReloadCounters& counters;
   server::TlsState* tls;  // null: plain text
+  server::rlqs::Service* quota = nullptr;
 
   // The certificate is installed first: when it is refused, nothing else of the reload is.
   absl::Status install_tls(const std::shared_ptr<const server::TlsMaterial>& next) const {
@@ -211,6 +226,7 @@ struct Reloader {
       rls->reload(next->rules);
       spdlog::info("reloaded the rate-limit rules ({}): {} domains", why, next->rules->domains.size());
     }
+    if (quota != nullptr && next->quota) quota->reload(next->quota);
     log_config_warnings(next->config);
     service.reload(std::make_shared<const server::Config>(std::move(next->config)));
     counters.succeeded();
@@ -237,9 +253,11 @@ std::unique_ptr<server::RlsService> make_rls(const Loaded& loaded, server::Servi
 // The gRPC listener. The listen address, the caps and the header switch are read at start only;
 // the rules reload.
 absl::Status start_grpc(const Loaded& loaded, server::RlsService& rls, const server::TlsState* tls,
-                        const server::XdsClient* xds, std::unique_ptr<server::GrpcServer>& grpc) {
+                        const server::XdsClient* xds, server::rlqs::Service* quota,
+                        std::unique_ptr<server::GrpcServer>& grpc) {
   const server::Config& c = loaded.config;
   grpc = std::make_unique<server::GrpcServer>(rls, c.rls.listen_host, c.rls.listen_port, tls);
+  if (quota != nullptr) grpc->add_service(quota);
   if (xds != nullptr) grpc->set_ready(xds->has_rules());
   if (auto s = grpc->start(); !s.ok()) return s;
   spdlog::info("gRPC rate-limit service on {}:{}{} ({} domains from {})", c.rls.listen_host, grpc->port(),
@@ -300,7 +318,8 @@ std::unique_ptr<server::StorageWatch> watch_storage(const std::shared_ptr<Storag
 // The certificate state of a start (null without TLS); gRPC gets private copies of its files.
 absl::StatusOr<std::unique_ptr<server::TlsState>> open_tls(const Loaded& loaded) {
   if (!loaded.tls) return std::unique_ptr<server::TlsState>();
-  auto state = server::TlsState::create(loaded.tls, loaded.rules != nullptr || loaded.config.rls.xds.enabled());
+  auto state = server::TlsState::create(loaded.tls, loaded.rules != nullptr || loaded.quota != nullptr ||
+                                                        loaded.config.rls.xds.enabled());
   if (state.ok()) {
     spdlog::info("TLS on{}: {}", loaded.tls->client_ca.empty() ? "" : ", client certificates required",
                  loaded.tls->summary);
@@ -367,11 +386,13 @@ int run(const ServeArgs& args) {
   server::Service service(installed, limiter);
   server::ReloadCounters reloads;
   std::unique_ptr<server::RlsService> rls;
+  std::unique_ptr<server::rlqs::Service> quota;  // outlives the gRPC server
+  if (loaded->quota) quota = std::make_unique<server::rlqs::Service>(loaded->quota, SystemClock::instance());
   std::unique_ptr<server::GrpcServer> grpc;
   std::atomic<server::GrpcServer*> grpc_for_xds{nullptr};
   std::unique_ptr<server::XdsClient> xds;
   const server::XdsSettings& xds_settings = loaded->config.rls.xds;
-  if (loaded->rules || xds_settings.enabled()) rls = make_rls(*loaded, service);
+  if (loaded->rules || xds_settings.enabled() || quota) rls = make_rls(*loaded, service);
   if (xds_settings.enabled()) {
     xds = make_xds(loaded->config, *rls, grpc_for_xds);
     if (auto s = xds->start(); !s.ok()) return failed_to_start(s);
@@ -385,15 +406,16 @@ int run(const ServeArgs& args) {
     }
   }
   if (rls) {
-    if (auto s = start_grpc(*loaded, *rls, tls->get(), xds.get(), grpc); !s.ok()) return failed_to_start(s);
+    if (auto s = start_grpc(*loaded, *rls, tls->get(), xds.get(), quota.get(), grpc); !s.ok()) return failed_to_start(s);
     grpc_for_xds.store(grpc.get());
     if (xds) grpc->set_ready(xds->has_rules());  // rules that came while it started
   }
   server::Housekeeping housekeeping({[&service] { return service.drop_unused_policies(); },
                                      [r = rls.get()] { return r == nullptr ? 0 : r->drop_unused_overrides(); }});
   const auto storage_watch = watch_storage(*storage, service, housekeeping);  // stopped before those go
-  service.set_extra_metrics([&reloads, &housekeeping, r = rls.get(), x = xds.get()](server::PromText& out) {
+  service.set_extra_metrics([&reloads, &housekeeping, r = rls.get(), x = xds.get(), q = quota.get()](server::PromText& out) {
     reloads.render(out);
+    if (q != nullptr) q->render_metrics(out);
     housekeeping.render(out);
     if (r != nullptr) r->metrics().render(out);
     if (x != nullptr) x->render(out);
@@ -425,12 +447,12 @@ int run(const ServeArgs& args) {
   boost::asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
   if (grpc && !args.grpc_port_file.empty()) write_port_file(args.grpc_port_file, grpc->port());
   if (!args.port_file.empty()) write_port_file(args.port_file, http.port());
-  Reloader reload{args, installed->rls.config_dir, service, rls.get(), reloads, tls->get()};
+  Reloader reload{args, installed->rls.config_dir, service, rls.get(), reloads, tls->get(), quota.get()};
   watch_and_wait(control, signals, args.config_path, installed->rls.config_dir, reload, [&] {
     terminating.store(true);
     if (grpc) grpc->shutdown(installed->http.drain_timeout);
     http.drain();
-  });
+  }, loaded->quota_dir);
   http.join();
   service.limiter().flush_budgets();  // unused units of budget slices go back before we stop
   if (metrics) metrics->stop();
@@ -461,6 +483,8 @@ std::function<int()> add_serve(CLI::App& app) {
   cmd->add_option("--port-file", args->port_file, "write the bound port to this file");
   cmd->add_option("--rls-config", args->rls_config,
                   "directory of envoyproxy/ratelimit YAML files: serve Envoy's RateLimitService over gRPC");
+  cmd->add_option("--rlqs-config", args->rlqs_config,
+                  "directory of RLQS rule files: serve Envoy's RateLimitQuotaService over gRPC (docs/rlqs.md)");
   cmd->add_option("--grpc-listen", args->grpc_listen, "HOST:PORT of the gRPC service (default 127.0.0.1:8081)");
   cmd->add_option("--grpc-port-file", args->grpc_port_file, "write the bound gRPC port to this file");
   cmd->add_flag("--envoyproxy-env", args->envoyproxy_env,

@@ -37,10 +37,11 @@ inline std::int64_t dir_stamp(const std::string& dir) {
 // rules directory (polled each second) reload.
 template <class Reload, class Drain>
 void watch_and_wait(boost::asio::io_context& control, boost::asio::signal_set& signals,
-                    const std::string& config_path, const std::string& rules_dir, Reload& reload, Drain drain) {
+                    const std::string& config_path, const std::string& rules_dir, Reload& reload, Drain drain,
+                    const std::string& quota_dir = "") {
   boost::asio::steady_timer watch(control);
   std::int64_t seen = mtime_of(config_path);
-  std::int64_t seen_rules = dir_stamp(rules_dir);
+  std::int64_t seen_rules = dir_stamp(rules_dir) + dir_stamp(quota_dir);
   std::function<void()> on_signal = [&] {
     signals.async_wait([&](const boost::system::error_code& ec, int signo) {
       if (ec) return;
@@ -60,7 +61,7 @@ void watch_and_wait(boost::asio::io_context& control, boost::asio::signal_set& s
     watch.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
       const std::int64_t m = mtime_of(config_path);
-      const std::int64_t r = dir_stamp(rules_dir);
+      const std::int64_t r = dir_stamp(rules_dir) + dir_stamp(quota_dir);
       if (m != seen || r != seen_rules) {
         seen = m;
         seen_rules = r;

@@ -259,7 +259,8 @@ void parse_root(const std::string& source, const YAML::Node& root, Config& c) {
   if (!root.IsMap()) fail(source, root, "the configuration must be a map of settings");
   check_keys(source, root,
              {"listen", "threads", "storage", "batching", "log_level", "log_format", "inline_limits", "max_inline_policies",
-              "auth_denied_status", "outage_status", "http", "rls", "metrics", "admin", "tls", "policies"},
+              "auth_denied_status", "outage_status", "http", "rls", "rlqs" /* server/rlqs/settings.hpp */, "metrics",
+              "admin", "tls", "policies"},
              "the configuration");
   if (root["listen"]) listen(source, root["listen"], "listen", c.listen_host, c.listen_port);
   if (const auto& n = root["threads"]) c.threads = static_cast<unsigned>(integer(source, n, "threads", 1, limits::kMaxThreads));

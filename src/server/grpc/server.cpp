@@ -112,6 +112,7 @@ absl::Status GrpcServer::start() {
     inline_ = std::make_unique<GrpcInlineService>(rls_);
     inline_->attach(builder);
   }
+  for (grpc::Service* service : extra_) builder.RegisterService(service);
   // A request larger than the service's own cap is answered INVALID_ARGUMENT by RlsService; far
   // larger ones are refused by gRPC before they are parsed (RESOURCE_EXHAUSTED).
   const std::size_t cap = rls_.settings().max_message_bytes;

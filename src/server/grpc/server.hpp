@@ -6,12 +6,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "server/rls/service.hpp"
 
 namespace grpc {
 class Server;
+class Service;
 class HealthCheckServiceInterface;
 }  // namespace grpc
 
@@ -37,6 +39,9 @@ class GrpcServer {
   GrpcServer(RlsService& rls, std::string host, std::uint16_t port, const TlsState* tls = nullptr);
   ~GrpcServer();
 
+  /// Serves `service` too on this listener (e.g. the Rate Limit Quota Service). Before `start`;
+  /// the service outlives the server.
+  void add_service(grpc::Service* service) { extra_.push_back(service); }
   /// Binds and starts serving. Errors: Unavailable naming the address.
   absl::Status start();
   /// The bound port (useful when the configured port was 0).
@@ -57,6 +62,7 @@ class GrpcServer {
   const TlsState* tls_;
   std::unique_ptr<Handler> handler_;        // with batching
   std::unique_ptr<GrpcInlineService> inline_;  // without
+  std::vector<grpc::Service*> extra_;
   std::unique_ptr<grpc::Server> server_;
   std::mutex health_mu_;  // orders the health service's updates (start, set_ready, shutdown)
   bool ready_ = true;     // guarded by health_mu_
