@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/serve_config.hpp"
 #include "cli/serve_watch.hpp"
 #include "server/api/admin_auth.hpp"
 #include "server/config/config.hpp"
@@ -40,137 +41,6 @@
 namespace floodgate::cli {
 
 namespace {
-
-struct ServeArgs {
-  std::string config_path;
-  std::string listen;
-  std::string storage;
-  std::string storage_start;
-  std::string batching;
-  unsigned threads = 0;
-  std::string log_level;
-  std::string check_config;
-  std::string port_file;
-  std::string rls_config;
-  std::string rlqs_config;
-  std::string grpc_listen;
-  std::string grpc_port_file;
-  std::string tls_cert;
-  std::string tls_key;
-  std::string tls_client_ca;
-  bool rls_headers = false;
-  bool envoyproxy_env = false;
-};
-
-// What --envoyproxy-env warns about at start, logged once the log's format is known.
-std::vector<std::string>& start_warnings() {
-  static std::vector<std::string> warnings;
-  return warnings;
-}
-
-void log_start_warnings() {
-  for (const std::string& w : start_warnings()) spdlog::warn("--envoyproxy-env: {}", w);
-}
-
-// What the configuration file says in a deprecated spelling, logged at each load.
-void log_config_warnings(const server::Config& c) {
-  for (const std::string& w : c.warnings) spdlog::warn("{}", w);
-}
-
-// The command line wins over the file for what it names.
-absl::StatusOr<server::Config> load(const ServeArgs& a, const std::string& config_path) {
-  server::Config c;
-  if (!config_path.empty()) {
-    auto loaded = server::load_config(config_path);
-    if (!loaded.ok()) return loaded.status();
-    c = *std::move(loaded);
-  }
-  if (a.envoyproxy_env) {  // envoyproxy/ratelimit's variables over the file, under the flags
-    auto warnings = server::apply_erl_env(server::process_environment(), c);
-    if (!warnings.ok()) return warnings.status();
-    static std::once_flag once;  // at start, not at every reload; logged once the log is set up
-    std::call_once(once, [&] { start_warnings() = *warnings; });
-  }
-  if (!a.listen.empty()) {
-    if (auto s = server::parse_listen(a.listen, c.listen_host, c.listen_port); !s.ok()) return s;
-  }
-  if (!a.storage.empty()) c.storage = a.storage;
-  if (!a.storage_start.empty()) c.storage_start = a.storage_start;
-  if (!a.batching.empty()) c.batching = a.batching;
-  if (a.threads > 0) c.threads = a.threads;
-  if (!a.log_level.empty()) c.log_level = a.log_level;
-  if (!a.rls_config.empty()) c.rls.config_dir = a.rls_config;
-  if (!a.grpc_listen.empty()) {
-    if (auto s = server::parse_listen(a.grpc_listen, c.rls.listen_host, c.rls.listen_port); !s.ok()) {
-      return absl::InvalidArgumentError(fmt::format("--grpc-listen: {}", std::string(s.message())));
-    }
-  }
-  if (!a.rls_config.empty() && c.rls.xds.enabled()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "--rls-config and rls.xds (or CONFIG_TYPE=GRPC_XDS_SOTW) are two sources of rules: give one"));
-  }
-  if (a.rls_headers) c.rls.response_headers = true;
-  if (!a.tls_cert.empty()) c.tls.cert_file = a.tls_cert;
-  if (!a.tls_key.empty()) c.tls.key_file = a.tls_key;
-  if (!a.tls_client_ca.empty()) c.tls.client_ca_file = a.tls_client_ca;
-  if (auto s = server::resolve_admin_token(c); !s.ok()) return s;
-  return c;
-}
-
-// A configuration and the rate-limit rules it names, checked as `serve` would start them.
-struct Loaded {
-  server::Config config;
-  std::shared_ptr<const server::RlsConfig> rules;  // from the rules directory; null: none (xDS, or no gRPC)
-  std::shared_ptr<const server::TlsMaterial> tls;  // null: plain text
-  std::shared_ptr<const server::rlqs::Rules> quota;  // the RLQS rules; null: no RLQS
-  std::string quota_dir;  // --rlqs-config, else the file's rlqs.config
-};
-
-// The one path of --check-config, start and reload. `rules_dir`: the rules directory to read
-// (a reload keeps the one given at start); empty: the configuration's own.
-absl::StatusOr<Loaded> load_checked(const ServeArgs& a, const std::string& config_path,
-                                    const std::string& rules_dir = "") {
-  auto c = load(a, config_path);
-  if (!c.ok()) return c.status();
-  if (auto s = server::check_startup(*c); !s.ok()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", c->source, std::string(s.message())));
-  }
-  auto tls = server::load_tls(c->tls);
-  if (!tls.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", c->source, std::string(tls.status().message())));
-  Loaded out{*std::move(c), nullptr, *std::move(tls)};
-  const std::string dir = rules_dir.empty() ? out.config.rls.config_dir : rules_dir;
-  if (!dir.empty()) {
-    auto rules = server::load_rls_config(dir, out.config.rls.merge_domains);
-    if (!rules.ok()) return rules.status();
-    if (auto s = server::check_rules_storage(**rules, out.config.storage); !s.ok()) return s;
-    out.rules = *std::move(rules);
-  }
-  absl::StatusOr<std::string> quota_dir =
-      a.rlqs_config.empty() ? server::rlqs::rules_dir_of(config_path) : absl::StatusOr<std::string>(a.rlqs_config);
-  if (!quota_dir.ok()) return quota_dir.status();
-  if (!quota_dir->empty()) {
-    auto quota = server::rlqs::load_rules(*quota_dir);
-    if (!quota.ok()) return quota.status();
-    out.quota = *std::move(quota);
-    out.quota_dir = *std::move(quota_dir);
-  }
-  return out;
-}
-
-int check_config(const ServeArgs& args) {
-  auto loaded = load_checked(args, args.check_config);
-  log_start_warnings();
-  if (loaded.ok()) log_config_warnings(loaded->config);
-  if (!loaded.ok()) {
-    std::cerr << loaded.status().message() << "\n";
-    return 1;
-  }
-  std::cout << args.check_config << ": ok, " << loaded->config.policies.size() << " policies";
-  if (loaded->rules) std::cout << ", " << loaded->rules->domains.size() << " rate-limit domains";
-  if (loaded->config.rls.xds.enabled()) std::cout << ", rate-limit rules from xDS " << loaded->config.rls.xds.server;
-  std::cout << "\n";
-  return 0;
-}
 
 // Whole or not at all: the file appears under its name only once the port is in it.
 void write_port_file(const std::string& path, unsigned short port) {
@@ -254,7 +124,7 @@ std::unique_ptr<server::RlsService> make_rls(const Loaded& loaded, server::Servi
 // the rules reload.
 absl::Status start_grpc(const Loaded& loaded, server::RlsService& rls, const server::TlsState* tls,
                         const server::XdsClient* xds, server::rlqs::Service* quota,
-                        std::unique_ptr<server::GrpcServer>& grpc) {
+                        std::unique_ptr<server::GrpcServer>& grpc, std::atomic<server::GrpcServer*>& grpc_for_xds) {
   const server::Config& c = loaded.config;
   grpc = std::make_unique<server::GrpcServer>(rls, c.rls.listen_host, c.rls.listen_port, tls);
   if (quota != nullptr) grpc->add_service(quota);
@@ -263,6 +133,8 @@ absl::Status start_grpc(const Loaded& loaded, server::RlsService& rls, const ser
   spdlog::info("gRPC rate-limit service on {}:{}{} ({} domains from {})", c.rls.listen_host, grpc->port(),
                tls != nullptr ? " over TLS" : "", rls.config()->domains.size(),
                xds != nullptr ? "xDS " + c.rls.xds.server : c.rls.config_dir);
+  grpc_for_xds.store(grpc.get());
+  if (xds != nullptr) grpc->set_ready(xds->has_rules());  // rules that came while it started
   return absl::OkStatus();
 }
 
@@ -368,15 +240,94 @@ int failed_to_start(const absl::Status& why) {
   return 2;
 }
 
+// Rules over xDS, started; /readyz says so until the first rules come, and with envoyproxy's
+// default (start_without_rules false) the service listens only once they have.
+absl::StatusOr<std::unique_ptr<server::XdsClient>> start_xds(const server::Config& c, server::RlsService& rls,
+                                                             server::Service& service,
+                                                             std::atomic<server::GrpcServer*>& grpc_for_xds) {
+  std::unique_ptr<server::XdsClient> xds = make_xds(c, rls, grpc_for_xds);
+  if (auto s = xds->start(); !s.ok()) return s;
+  service.set_not_ready([x = xds.get()] {
+    return x->has_rules() ? std::string() : std::string("no rate-limit rules have come over xDS yet");
+  });
+  if (!c.rls.xds.start_without_rules) {
+    spdlog::info("xDS: waiting for the first rules from {} before listening", c.rls.xds.server);
+    while (!xds->wait_for_rules(std::chrono::seconds(1))) {
+    }
+  }
+  return xds;
+}
+
+// What /metrics adds to the HTTP API's own series (each may be null but the first two).
+struct ExtraMetrics {
+  server::ReloadCounters& reloads;
+  server::Housekeeping& housekeeping;
+  server::RlsService* rls;
+  server::XdsClient* xds;
+  server::rlqs::Service* quota;
+};
+
+// The service's /metrics additions, and envoyproxy's /healthcheck: 500 from SIGTERM on (while
+// the calls in flight drain) and, with HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED, until rules are
+// in force.
+void add_service_hooks(server::Service& service, ExtraMetrics extra, std::atomic<bool>& terminating,
+                       bool needs_rules) {
+  service.set_extra_metrics([extra](server::PromText& out) {
+    extra.reloads.render(out);
+    if (extra.quota != nullptr) extra.quota->render_metrics(out);
+    extra.housekeeping.render(out);
+    if (extra.rls != nullptr) extra.rls->metrics().render(out);
+    if (extra.xds != nullptr) extra.xds->render(out);
+  });
+  service.set_healthcheck([&terminating, x = extra.xds, needs_rules] {
+    if (terminating.load()) return std::string("terminating: draining the calls in flight");
+    if (needs_rules && x != nullptr && !x->has_rules()) return std::string("no rate-limit rules loaded yet");
+    return std::string();
+  });
+}
+
+// The Prometheus listener of its own, when configured (null otherwise).
+absl::StatusOr<std::unique_ptr<server::MetricsListener>> start_metrics(const server::MetricsSettings& m,
+                                                                       server::Service& service) {
+  if (!m.enabled) return std::unique_ptr<server::MetricsListener>();
+  auto metrics = std::make_unique<server::MetricsListener>(m.listen_host, m.listen_port, m.path,
+                                                           [&service] { return service.metrics_text(); });
+  if (auto s = metrics->start(); !s.ok()) return s;
+  spdlog::info("metrics on http://{}:{}{}", m.listen_host, metrics->port(), m.path);
+  return metrics;
+}
+
+// The log: on stderr (stdout stays for data), at the configured level and format, with what the
+// command line and the file warned about.
+void start_logging(const server::Config& c) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("floodgate"));
+  spdlog::set_level(spdlog::level::from_str(c.log_level));
+  use_log_format(c.log_format);
+  log_start_warnings();
+  log_config_warnings(c);
+}
+
+// The port files, once the listeners are up (gRPC's when there is one and a file is asked for).
+void write_port_files(const ServeArgs& args, const server::GrpcServer* grpc, unsigned short http_port) {
+  if (grpc != nullptr && !args.grpc_port_file.empty()) write_port_file(args.grpc_port_file, grpc->port());
+  if (!args.port_file.empty()) write_port_file(args.port_file, http_port);
+}
+
+// After the HTTP server's last call: budget slices' unused units go back, the listeners stop.
+void stopped(server::Service& service, server::MetricsListener* metrics, std::atomic<server::GrpcServer*>& grpc_for_xds,
+             server::XdsClient* xds) {
+  service.limiter().flush_budgets();
+  if (metrics != nullptr) metrics->stop();
+  grpc_for_xds.store(nullptr);
+  if (xds != nullptr) xds->stop();
+  spdlog::info("stopped");
+}
+
 int run(const ServeArgs& args) {
   if (!args.check_config.empty()) return check_config(args);
   auto loaded = load_checked(args, args.config_path);
   if (!loaded.ok()) return failed_to_start(loaded.status());
-  spdlog::set_default_logger(spdlog::stderr_color_mt("floodgate"));  // stdout stays for data
-  spdlog::set_level(spdlog::level::from_str(loaded->config.log_level));
-  use_log_format(loaded->config.log_format);
-  log_start_warnings();
-  log_config_warnings(loaded->config);
+  start_logging(loaded->config);
   auto tls = open_tls(*loaded);
   if (!tls.ok()) return failed_to_start(tls.status());
   auto storage = open_service_storage(loaded->config);
@@ -386,67 +337,41 @@ int run(const ServeArgs& args) {
   server::Service service(installed, limiter);
   server::ReloadCounters reloads;
   std::unique_ptr<server::RlsService> rls;
-  std::unique_ptr<server::rlqs::Service> quota;  // outlives the gRPC server
-  if (loaded->quota) quota = std::make_unique<server::rlqs::Service>(loaded->quota, SystemClock::instance());
+  auto quota = loaded->quota ? std::make_unique<server::rlqs::Service>(loaded->quota, SystemClock::instance())
+                             : nullptr;  // outlives the gRPC server
   std::unique_ptr<server::GrpcServer> grpc;
   std::atomic<server::GrpcServer*> grpc_for_xds{nullptr};
   std::unique_ptr<server::XdsClient> xds;
   const server::XdsSettings& xds_settings = loaded->config.rls.xds;
   if (loaded->rules || xds_settings.enabled() || quota) rls = make_rls(*loaded, service);
   if (xds_settings.enabled()) {
-    xds = make_xds(loaded->config, *rls, grpc_for_xds);
-    if (auto s = xds->start(); !s.ok()) return failed_to_start(s);
-    service.set_not_ready([x = xds.get()] {
-      return x->has_rules() ? std::string() : std::string("no rate-limit rules have come over xDS yet");
-    });
-    if (!xds_settings.start_without_rules) {  // envoyproxy's default: listen once there are rules
-      spdlog::info("xDS: waiting for the first rules from {} before listening", xds_settings.server);
-      while (!xds->wait_for_rules(std::chrono::seconds(1))) {
-      }
-    }
+    auto started = start_xds(loaded->config, *rls, service, grpc_for_xds);
+    if (!started.ok()) return failed_to_start(started.status());
+    xds = *std::move(started);
   }
   if (rls) {
-    if (auto s = start_grpc(*loaded, *rls, tls->get(), xds.get(), quota.get(), grpc); !s.ok()) return failed_to_start(s);
-    grpc_for_xds.store(grpc.get());
-    if (xds) grpc->set_ready(xds->has_rules());  // rules that came while it started
+    if (auto s = start_grpc(*loaded, *rls, tls->get(), xds.get(), quota.get(), grpc, grpc_for_xds); !s.ok()) {
+      return failed_to_start(s);
+    }
   }
   server::Housekeeping housekeeping({[&service] { return service.drop_unused_policies(); },
                                      [r = rls.get()] { return r == nullptr ? 0 : r->drop_unused_overrides(); }});
   const auto storage_watch = watch_storage(*storage, service, housekeeping);  // stopped before those go
-  service.set_extra_metrics([&reloads, &housekeeping, r = rls.get(), x = xds.get(), q = quota.get()](server::PromText& out) {
-    reloads.render(out);
-    if (q != nullptr) q->render_metrics(out);
-    housekeeping.render(out);
-    if (r != nullptr) r->metrics().render(out);
-    if (x != nullptr) x->render(out);
-  });
-  // envoyproxy's /healthcheck: 500 from SIGTERM on (while the calls in flight drain) and, with
-  // HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED, until rules are in force.
   std::atomic<bool> terminating{false};
-  service.set_healthcheck([&terminating, x = xds.get(), needs = installed->rls.healthcheck_needs_rules] {
-    if (terminating.load()) return std::string("terminating: draining the calls in flight");
-    if (needs && x != nullptr && !x->has_rules()) return std::string("no rate-limit rules loaded yet");
-    return std::string();
-  });
+  add_service_hooks(service, {reloads, housekeeping, rls.get(), xds.get(), quota.get()}, terminating,
+                    installed->rls.healthcheck_needs_rules);
   // tls.http false (envoyproxy's GRPC_SERVER_USE_TLS): the certificate is the gRPC service's only.
   const server::TlsState* http_tls = installed->tls.http ? tls->get() : nullptr;
   server::HttpServer http(service, *installed, http_tls);
   if (auto s = http.start(); !s.ok()) return failed_to_start(s);
   log_started(*installed, http.port(), http_tls != nullptr);
-  std::unique_ptr<server::MetricsListener> metrics;  // envoyproxy's USE_PROMETHEUS / PROMETHEUS_ADDR
-  if (installed->metrics.enabled) {
-    const server::MetricsSettings& m = installed->metrics;
-    metrics = std::make_unique<server::MetricsListener>(m.listen_host, m.listen_port, m.path,
-                                                        [&service] { return service.metrics_text(); });
-    if (auto s = metrics->start(); !s.ok()) return failed_to_start(s);
-    spdlog::info("metrics on http://{}:{}{}", m.listen_host, metrics->port(), m.path);
-  }
+  auto metrics = start_metrics(installed->metrics, service);  // envoyproxy's USE_PROMETHEUS / PROMETHEUS_ADDR
+  if (!metrics.ok()) return failed_to_start(metrics.status());
   // The signals are ours before the port files say that we are up: a SIGHUP or SIGTERM sent by
   // whoever waits for those files must not meet the default action (exit).
   boost::asio::io_context control;
   boost::asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
-  if (grpc && !args.grpc_port_file.empty()) write_port_file(args.grpc_port_file, grpc->port());
-  if (!args.port_file.empty()) write_port_file(args.port_file, http.port());
+  write_port_files(args, grpc.get(), http.port());
   Reloader reload{args, installed->rls.config_dir, service, rls.get(), reloads, tls->get(), quota.get()};
   watch_and_wait(control, signals, args.config_path, installed->rls.config_dir, reload, [&] {
     terminating.store(true);
@@ -454,11 +379,7 @@ int run(const ServeArgs& args) {
     http.drain();
   }, loaded->quota_dir);
   http.join();
-  service.limiter().flush_budgets();  // unused units of budget slices go back before we stop
-  if (metrics) metrics->stop();
-  grpc_for_xds.store(nullptr);
-  if (xds) xds->stop();
-  spdlog::info("stopped");
+  stopped(service, metrics->get(), grpc_for_xds, xds.get());
   return 0;
 }
 
