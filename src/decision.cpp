@@ -2,11 +2,9 @@
 
 #include <algorithm>
 
-#include "floodgate/policy.hpp"
 
 namespace floodgate {
 
-static_assert(kMaxLimitBalances == kMaxLimitsPerPolicy, "a decision reports every limit of a policy");
 
 void combine(Decision& into, const Decision& one, bool first) noexcept {
   if (first) {

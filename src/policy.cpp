@@ -14,6 +14,8 @@
 
 namespace floodgate {
 
+static_assert(kMaxLimitBalances == kMaxLimitsPerPolicy, "a decision reports every limit of a policy");
+
 namespace {
 constexpr std::array<std::pair<Strategy, const char*>, 7> kStrategies{{
     {Strategy::kFixedWindow, "fixed-window"},

@@ -108,10 +108,10 @@ def main():
             return parts[1]
         return parts[0]
 
-    server_folders = {"server/" + d for d in ("config", "net", "http", "api", "rls", "grpc", "xds", "common")}
+    server_folders = {"server/" + d for d in ("config", "net", "http", "api", "rls", "rlqs", "grpc", "xds", "common")}
     may_not = {
         "server/config": server_folders - {"server/config"},
-        "server/api": {"server/rls", "server/grpc", "server/xds", "server/http", "server/net"},
+        "server/api": {"server/rls", "server/rlqs", "server/grpc", "server/xds", "server/http", "server/net"},
         "server/common": server_folders - {"server/common"},
     }
     for f in files:

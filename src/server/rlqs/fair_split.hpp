@@ -26,7 +26,6 @@ struct Shape {
 };
 
 inline constexpr std::uint64_t kTargetTokens = 100;
-inline constexpr std::uint32_t kMaxFillSeconds = 86'400;
 
 /// The shape of a kLimit rule (whose rate is at least one request a day: rules.cpp refuses less).
 Shape shape_of(const Rule& rule) noexcept;

@@ -9,7 +9,6 @@
 
 #include "floodgate/rate.hpp"
 #include "server/config/yaml_errors.hpp"
-#include "server/rlqs/fair_split.hpp"
 
 namespace floodgate::server::rlqs {
 

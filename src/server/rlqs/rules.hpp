@@ -27,6 +27,8 @@
 
 namespace floodgate::server::rlqs {
 
+inline constexpr std::uint32_t kMaxFillSeconds = 86'400;
+
 /// What a rule does with a matching bucket.
 enum class Action : std::uint8_t { kLimit, kAllow, kDeny };
 

@@ -1,7 +1,6 @@
 // The RLQS service: the registry of streams, the table and the rules they share.
 #include "server/rlqs/service.hpp"
 
-#include "server/rlqs/stream.hpp"
 
 namespace floodgate::server::rlqs {
 
@@ -23,37 +22,9 @@ std::shared_ptr<const Rules> Service::rules() const {
   return rules_;
 }
 
-grpc::ServerBidiReactor<rlqsv3::RateLimitQuotaUsageReports, rlqsv3::RateLimitQuotaResponse>*
-Service::StreamRateLimitQuotas(grpc::CallbackServerContext* /*context*/) {
-  const ClientId id = next_id_.fetch_add(1, std::memory_order_relaxed);
-  auto stream = std::make_shared<Stream>(*this, id);
-  {
-    std::lock_guard<std::mutex> lock(streams_mu_);
-    streams_.emplace(id, stream);
-  }
-  counters_.streams.fetch_add(1, std::memory_order_relaxed);
-  Stream* raw = stream.get();
-  raw->start(std::move(stream));
-  return raw;
-}
-
 void Service::unregister(ClientId id) {
   std::lock_guard<std::mutex> lock(streams_mu_);
   if (streams_.erase(id) > 0) counters_.streams.fetch_sub(1, std::memory_order_relaxed);
-}
-
-void Service::deliver(const std::vector<Assignment>& assignments, ClientId except) {
-  std::vector<std::pair<std::shared_ptr<Stream>, const Assignment*>> to;
-  {
-    std::lock_guard<std::mutex> lock(streams_mu_);
-    for (const Assignment& a : assignments) {
-      if (a.client == except) continue;
-      const auto it = streams_.find(a.client);
-      if (it != streams_.end()) to.emplace_back(it->second, &a);
-    }
-  }
-  for (const auto& [stream, a] : to) stream->push(*a);
-  counters_.pushed.fetch_add(to.size(), std::memory_order_relaxed);
 }
 
 void Service::maybe_sweep(Micros now) {

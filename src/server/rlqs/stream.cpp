@@ -1,6 +1,8 @@
 // One RLQS stream: reports in, assignments out.
 #include "server/rlqs/stream.hpp"
 
+#include "server/rlqs/service.hpp"
+
 #include <algorithm>
 
 namespace floodgate::server::rlqs {
@@ -170,6 +172,36 @@ void Stream::close(grpc::Status status) {
 void Stream::OnDone() {
   service_.unregister(id_);
   const std::shared_ptr<Stream> last = std::move(self_);  // may destroy this stream on return
+}
+
+// The service's side of its streams (here, where a Stream is complete): a new client's stream,
+// and assignments handed to other clients' streams.
+grpc::ServerBidiReactor<rlqsv3::RateLimitQuotaUsageReports, rlqsv3::RateLimitQuotaResponse>*
+Service::StreamRateLimitQuotas(grpc::CallbackServerContext* /*context*/) {
+  const ClientId id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  auto stream = std::make_shared<Stream>(*this, id);
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    streams_.emplace(id, stream);
+  }
+  counters_.streams.fetch_add(1, std::memory_order_relaxed);
+  Stream* raw = stream.get();
+  raw->start(std::move(stream));
+  return raw;
+}
+
+void Service::deliver(const std::vector<Assignment>& assignments, ClientId except) {
+  std::vector<std::pair<std::shared_ptr<Stream>, const Assignment*>> to;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    for (const Assignment& a : assignments) {
+      if (a.client == except) continue;
+      const auto it = streams_.find(a.client);
+      if (it != streams_.end()) to.emplace_back(it->second, &a);
+    }
+  }
+  for (const auto& [stream, a] : to) stream->push(*a);
+  counters_.pushed.fetch_add(to.size(), std::memory_order_relaxed);
 }
 
 }  // namespace floodgate::server::rlqs

@@ -11,9 +11,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "server/rlqs/messages.hpp"
-#include "server/rlqs/service.hpp"
+#include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
+#include "server/rlqs/rules.hpp"
+#include "server/rlqs/table.hpp"
 
 namespace floodgate::server::rlqs {
+
+namespace rlqsv3 = envoy::service::rate_limit_quota::v3;
+class Service;
 
 /// Owned by itself (a shared_ptr it holds from `start` to OnDone) and by the service's registry,
 /// so that a push from another thread never reaches a freed stream. After its last write it
