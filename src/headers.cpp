@@ -110,6 +110,27 @@ LimitBalance balance_of(const Policy& policy, const Decision& d, std::size_t i) 
   return b;
 }
 
+namespace {
+
+// After the named limit's item: every other limit with its own balance (draft-11: one item per
+// policy), in the policy's order, when the storage reported them one by one.
+void append_other_balances(Buffer& field, const Policy& policy, const Decision& d, std::ptrdiff_t current) {
+  const auto& limits = policy.limits();
+  if (limits.size() < 2 || d.balance_count != limits.size()) return;
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    if (static_cast<std::ptrdiff_t>(i) == current) continue;
+    const LimitBalance b = balance_of(policy, d, i);
+    field.append(", ");
+    append_sf_name(field, policy.name(), static_cast<std::ptrdiff_t>(i));
+    field.append(";r=");
+    field.append(sf_int(b.remaining));
+    field.append(";t=");
+    field.append(sf_int(ceil_seconds(b.reset_after)));
+  }
+}
+
+}  // namespace
+
 void for_each_rate_limit_header(const Policy& policy, const Decision& d,
                                 absl::FunctionRef<void(std::string_view, std::string_view)> emit) {
   const auto& limits = policy.limits();
@@ -151,20 +172,7 @@ void for_each_rate_limit_header(const Policy& policy, const Decision& d,
   field.append(remaining);
   field.append(";t=");
   field.append(reset);
-  // Then every other limit with its own balance (draft-11: one item per policy), in the policy's
-  // order, when the storage reported them one by one.
-  if (limits.size() > 1 && d.balance_count == limits.size()) {
-    for (std::size_t i = 0; i < limits.size(); ++i) {
-      if (index_of(i) == current) continue;
-      const LimitBalance b = balance_of(policy, d, i);
-      field.append(", ");
-      append_sf_name(field, policy.name(), index_of(i));
-      field.append(";r=");
-      field.append(sf_int(b.remaining));
-      field.append(";t=");
-      field.append(sf_int(ceil_seconds(b.reset_after)));
-    }
-  }
+  append_other_balances(field, policy, d, current);
   emit("RateLimit", field.view());
   const auto integer = [&](std::string_view name, std::int64_t v) {
     const fmt::format_int text(v);
