@@ -169,6 +169,12 @@ class Limiter {
   /// thread taking the next), and then the caller decides the request as usual (`decide`): what a
   /// service's I/O thread asks before handing a request to its storage threads.
   std::optional<Decision> try_budget(const Request& r, Micros now);
+  /// Whether a request may be admitted against a budget slice at all: a hit of a valid cost above
+  /// 0 of a policy with budget slices (try_budget's and the pipeline's one test of it).
+  [[nodiscard]] static bool uses_slices(const Request& r) noexcept {
+    return r.effect == Effect::kHit && r.policy->options().budget.max_slice > 0 && r.cost > 0 &&
+           r.cost <= kMaxAmount;
+  }
 
   /// Ends every budget slice of this limiter now, giving back the units it did not use (one
   /// settle per slice; PolicyOptions::budget). The destructor does it too; call it before a process
@@ -243,10 +249,6 @@ class Limiter {
   [[nodiscard]] bool plain_request(const Request& r) const noexcept {
     return r.cost >= 0 && r.cost <= kMaxAmount && r.policy->options().blocked_cache == 0 && !latency_ &&
            !lock_singles() && !reserves(r.effect);
-  }
-  [[nodiscard]] static bool uses_slices(const Request& r) noexcept {
-    return r.effect == Effect::kHit && r.policy->options().budget.max_slice > 0 && r.cost > 0 &&
-           r.cost <= kMaxAmount;
   }
 
   std::shared_ptr<Storage> storage_;

@@ -156,13 +156,15 @@ void Service::decide(std::span<Pending* const> pending, std::span<absl::StatusOr
 }
 
 bool Service::decide_locally(const Pending& p, Response& res, std::string* header_lines) {
-  if (p.policy == nullptr || p.policy->options().budget.max_slice == 0 || p.kind == Pending::Kind::kTest ||
-      p.kind == Pending::Kind::kSettle || !p.reservation.empty()) {
+  // Only a plain hit (the Limiter says which hits may use a slice); never a listed key's.
+  if (p.policy == nullptr || p.kind == Pending::Kind::kTest || p.kind == Pending::Kind::kSettle || !p.reservation.empty()) {
     return false;
   }
+  const Limiter::Request request{p.policy, p.key, p.cost, Effect::kHit};
+  if (!Limiter::uses_slices(request)) return false;
   if (p.configured != nullptr && p.configured->allow.contains(av(p.key))) return false;
   const Micros now = limiter_.clock().now();
-  const std::optional<Decision> d = limiter_.try_budget(Limiter::Request{p.policy, p.key, p.cost, Effect::kHit}, now);
+  const std::optional<Decision> d = limiter_.try_budget(request, now);
   if (!d) return false;
   count(p, *d, now);
   finish(p, *d, res, header_lines);
