@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -127,6 +129,20 @@ YAML::Node load_document(const std::string& text, const std::string& source) {
   std::set<std::size_t> seen;
   check_unique(source, docs[0], 0, seen);
   return docs[0];
+}
+
+absl::StatusOr<std::vector<std::string>> yaml_files_in(const std::string& dir, std::string_view what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return absl::NotFoundError(fmt::format("{}: not a directory of {}", dir, what));
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const auto ext = entry.path().extension();
+    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path().string());
+  }
+  if (ec) return absl::UnavailableError(fmt::format("{}: {}", dir, ec.message()));
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 absl::StatusOr<std::string> read_config_file(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -55,6 +56,10 @@ inline constexpr std::size_t kMaxFileBytes = 1024 * 1024;
 /// A directory, a device (/dev/zero) or a larger file is refused without reading it whole.
 /// Errors: NotFound (cannot open), InvalidArgument (not a regular file, too large).
 absl::StatusOr<std::string> read_config_file(const std::string& path);
+
+/// The YAML files (*.yaml, *.yml) of directory `dir`, sorted by path: the rule directories' files.
+/// Errors: NotFound naming `dir` as "a directory of `what`"; Unavailable when it cannot be read.
+absl::StatusOr<std::vector<std::string>> yaml_files_in(const std::string& dir, std::string_view what);
 
 /// Runs `parse`, turning Error and yaml-cpp exceptions into InvalidArgument statuses.
 template <class F>

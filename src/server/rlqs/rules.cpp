@@ -124,22 +124,14 @@ absl::Status parse_rules_file(const std::string& text, const std::string& source
 }
 
 absl::StatusOr<std::shared_ptr<const Rules>> load_rules(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return absl::NotFoundError(fmt::format("{}: not a directory of RLQS rule files", dir));
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const auto ext = entry.path().extension();
-    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
-  }
-  if (ec) return absl::UnavailableError(fmt::format("{}: {}", dir, ec.message()));
-  std::sort(files.begin(), files.end());
+  auto files = yaml::yaml_files_in(dir, "RLQS rule files");
+  if (!files.ok()) return files.status();
   auto rules = std::make_shared<Rules>();
   rules->source = dir;
-  for (const fs::path& f : files) {
-    auto text = yaml::read_config_file(f.string());
+  for (const std::string& f : *files) {
+    auto text = yaml::read_config_file(f);
     if (!text.ok()) return text.status();
-    if (auto s = parse_rules_file(*text, f.string(), *rules); !s.ok()) return s;
+    if (auto s = parse_rules_file(*text, f, *rules); !s.ok()) return s;
   }
   return std::shared_ptr<const Rules>(std::move(rules));
 }

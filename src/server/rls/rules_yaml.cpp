@@ -326,24 +326,14 @@ void parse_rls_root(const YAML::Node& root, const std::string& source, RlsConfig
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const RlsConfig>> load_rls_config(const std::string& dir, bool merge) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    return absl::NotFoundError(fmt::format("{}: not a directory of rate-limit files", dir));
-  }
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const auto ext = entry.path().extension();
-    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
-  }
-  if (ec) return absl::UnavailableError(fmt::format("{}: {}", dir, ec.message()));
-  std::sort(files.begin(), files.end());
+  auto files = yaml::yaml_files_in(dir, "rate-limit files");
+  if (!files.ok()) return files.status();
   auto config = std::make_shared<RlsConfig>();
   config->source = dir;
-  for (const fs::path& f : files) {
-    auto text = yaml::read_config_file(f.string());
+  for (const std::string& f : *files) {
+    auto text = yaml::read_config_file(f);
     if (!text.ok()) return text.status();
-    if (auto s = parse_rls_file(*text, f.string(), *config, merge); !s.ok()) return s;
+    if (auto s = parse_rls_file(*text, f, *config, merge); !s.ok()) return s;
   }
   return std::shared_ptr<const RlsConfig>(std::move(config));
 }
