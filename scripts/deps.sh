@@ -33,7 +33,8 @@ if [[ "${1:-}" == "--test" ]]; then
   # and structured-headers (tests/integration/headers);
   # it is bundled with some nodejs builds.
   if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
-  # kubectl renders the Kubernetes manifests as applied (kubectl kustomize) for tests/packaging:
+  # kubectl renders the Kubernetes manifests as applied (kubectl kustomize) for tests/packaging
+  # (without it, tests/packaging/kustomize.py renders the subset the manifests use):
   # not in Debian 12's archive; from Kubernetes' own apt repository when the sources list it.
   if ! command -v kubectl >/dev/null 2>&1 && apt-cache show kubectl >/dev/null 2>&1; then packages+=(kubectl); fi
 fi
