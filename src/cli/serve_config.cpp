@@ -73,7 +73,7 @@ absl::StatusOr<Loaded> load_checked(const ServeArgs& a, const std::string& confi
   }
   auto tls = server::load_tls(c->tls);
   if (!tls.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", c->source, std::string(tls.status().message())));
-  Loaded out{*std::move(c), nullptr, *std::move(tls)};
+  Loaded out{*std::move(c), nullptr, *std::move(tls), nullptr, {}};
   const std::string dir = rules_dir.empty() ? out.config.rls.config_dir : rules_dir;
   if (!dir.empty()) {
     auto rules = server::load_rls_config(dir, out.config.rls.merge_domains);
