@@ -982,14 +982,14 @@ INSTANTIATE_TEST_SUITE_P(Windows, RedisSaturation, ::testing::Range(0, 6),
 
 // A bucket's charges past what it can drain (docs/algorithms.md §4): settles of 2^53 stop the
 // level at 2^52 µs (about 142 years) in the script as in the C++, where the script used to fail
-// with "arithmetic overflow" at the first one. Every bucket, with a unit of a century (one settle
-// of 2^53 is 2^53 centuries) and of 0.6 s.
+// with "arithmetic overflow" at the first one. Every bucket, with a unit of 50 years (one settle
+// of 2^53 is 2^53 of them; the Redis storage takes periods up to 71 years) and of 0.6 s.
 Policy bucket_debt_policy(int i) {
   const Policy policies[] = {
-      Policy::make("debt-token", Strategy::kTokenBucket, "1 per 100 years").value(),
+      Policy::make("debt-token", Strategy::kTokenBucket, "1 per 50 years").value(),
       Policy::make("debt-leaky", Strategy::kLeakyBucket, "100/minute").value(),
       Policy::make("debt-shaper", Strategy::kLeakyBucket, "100/minute", PolicyOptions{.shape = true}).value(),
-      Policy::make("debt-gcra", Strategy::kGcra, "9007199254740992/minute burst 5").value()};
+      Policy::make("debt-gcra", Strategy::kGcra, "9007199254740992 per 50 years burst 5").value()};
   return policies[i];
 }
 
