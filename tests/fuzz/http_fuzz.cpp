@@ -50,7 +50,7 @@ inline_limits: true
 policies:
   - {name: api, strategy: gcra, limit: 5/minute, burst: 8, key: {header: X-Api-Key}, overrides: {vip: 100/minute}}
   - {name: web, strategy: fixed-window, limit: 2/minute; 3/hour, anchor: first-hit, key: {query: user}}
-  - {name: tb, strategy: token-bucket, limit: 10/second, burst: 1000000000000000, allow: [trusted]}
+  - {name: tb, strategy: token-bucket, limit: 10/second, burst: 45000000000, allow: [trusted]}
   - {name: mw, strategy: moving-window, limit: 3/second, shadow: true}
   - {name: sw, strategy: sliding-window-counter, limit: 4/minute, fail: closed, blocked_cache: 10}
   - {name: lb, strategy: leaky-bucket, limit: 9007199254740992/day}
