@@ -222,6 +222,12 @@ std::optional<absl::StatusOr<Decision>> MemcachedStorage::renew_record(memcached
   return d;
 }
 
+// g++ 12 at -O3 takes the std::optional<Record> below for read uninitialized (a false positive of
+// -Wmaybe-uninitialized through the optional's storage: every read is behind a test of it).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, std::string_view key,
                                                          std::string_view id, std::int64_t actual, Micros now,
                                                          bool strict, bool renewal) {
@@ -275,6 +281,10 @@ absl::StatusOr<Decision> MemcachedStorage::settle_record(const Policy& policy, s
   return absl::AbortedError(fmt::format("memcached {}: the reservation {} changed under {} settles in a row",
                                         options_.servers[server].name(), rk, options_.cas_retries));
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 absl::StatusOr<bool> MemcachedStorage::known(const Policy& policy, std::string_view key, std::string_view id,
                                              Micros now) {
