@@ -263,8 +263,8 @@ def environment(container, docs, image_env):
 
 
 def call(probe, container, what):
-    port = container_port(container, next(iter(probe.values()))["port"] if any(
-        k in probe for k in ("httpGet", "tcpSocket", "grpc")) else None, what)
+    handler = next((probe[k] for k in ("httpGet", "tcpSocket", "grpc") if k in probe), None)
+    port = container_port(container, handler["port"] if handler else None, what)
     timeout = probe.get("timeoutSeconds", 1)
     if "httpGet" in probe:
         h = probe["httpGet"]
