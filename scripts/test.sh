@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: installs what is missing, then builds and runs
-#   1. every test under AddressSanitizer + UndefinedBehaviorSanitizer (unit, conformance through
-#      the library and the real binary, exactness, boundary table, concurrency);
-#   2. the concurrency tests and the Envoy service's suite under ThreadSanitizer;
-#   3. the libFuzzer targets (clang), FLOODGATE_FUZZ_SECONDS each (default 20): the rate parser,
+#   1. every test under AddressSanitizer + UndefinedBehaviorSanitizer (clang: unit, conformance
+#      through the library and the real binary, exactness, boundary table, concurrency), and in the
+#      same build the libFuzzer targets, FLOODGATE_FUZZ_SECONDS each (default 20): the rate parser,
 #      the algorithms, the traffic specs, access-log lines, the service's configuration loader, the
 #      rule loader, and HTTP requests through the API in process;
-#   4. a release build of the binary, the benchmark (a short smoke run), the library's tests and
+#   2. the concurrency tests and the Envoy service's suite under ThreadSanitizer (g++);
+#   3. a release build of the binary, the benchmark (a short smoke run), the library's tests and
 #      the Python module (its tests: the API, the differential test against `limits`, Flask-Limiter),
 #      `cmake --install`, the example in examples/ built against the installed package with
 #      find_package(floodgate CONFIG), then the library's tests and nginx against the release binary;
-#   5. the packages from that release build (scripts/package.sh: the Debian packages, the OCI image,
+#   4. the packages from that release build (scripts/package.sh: the Debian packages, the OCI image,
 #      the bills of materials in dist/) and their checks (tests/packaging/check.sh: lintian,
 #      systemd-analyze, installed with dpkg -i, served, purged; the image run from its own root
 #      file system; the Kubernetes manifests' probes against the real binary).
@@ -21,8 +21,9 @@ scripts/deps.sh --test
 
 step() { printf '\n=== %s\n' "$*"; }
 
-step "ASan + UBSan: all tests"
-cmake --preset asan >/dev/null
+step "ASan + UBSan: all tests, and the libFuzzer targets (rate parser, algorithm action traces, traffic specs, access-log lines, configuration and rule loaders, the HTTP API)"
+# One clang build for both: the product's objects carry libFuzzer's coverage, the tests' do not.
+cmake --preset asan -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
 cmake --build --preset asan -j"$jobs"
 ctest --preset asan -j"$jobs" --output-on-failure
 
@@ -33,12 +34,6 @@ ctest --preset tsan --output-on-failure
 # The Envoy service's whole suite too (built above for its concurrency tests; about 7 s): it is
 # where protobuf's code, built without TSan, meets ours.
 build/tsan/tests/floodgate_rls_tests --gtest_brief=1
-
-step "libFuzzer: rate parser, algorithm action traces, traffic specs, access-log lines, configuration and rule loaders, the HTTP API"
-cmake --preset fuzz -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
-cmake --build --preset fuzz -j"$jobs" --target rate_fuzz algorithm_fuzz traffic_fuzz log_line_fuzz \
-  config_fuzz rls_config_fuzz http_fuzz
-ctest --preset fuzz -j"$jobs" --output-on-failure
 
 step "Release: benchmarks (smoke), install, example against the installed package"
 cmake --preset release >/dev/null

@@ -122,10 +122,10 @@ TEST(LiveStats, CountsPerSecond) {
 
 TEST(LiveStats, SumsThreadsExactly) {
   LiveStats live;
-  const Micros t0 = 2'000'000 * kS;
+  constexpr Micros t0 = 2'000'000 * kS;
   std::vector<std::thread> threads;
   for (int th = 0; th < 4; ++th) {
-    threads.emplace_back([&live, t0, th] {
+    threads.emplace_back([&live, th] {
       for (int i = 0; i < 1000; ++i) {
         live.count(3, i % 4 == 0 ? LiveStats::kDenied : LiveStats::kAllowed,
                    th == 0 ? "attacker" : "user-" + std::to_string(i % 50), t0 + (i % 2) * kS);
@@ -160,13 +160,13 @@ TEST(LiveStats, ANewObjectAtTheAddressOfADeadOneStartsEmpty) {
 // reads never see more than was counted, and the final read is exact.
 TEST(LiveStats, ReadsWhileThreadsCountAcrossSecondsAndMinutes) {
   LiveStats live;
-  const Micros t0 = 2'000'000 * kS;
+  constexpr Micros t0 = 2'000'000 * kS;
   constexpr int kThreads = 4;
   constexpr int kPerThread = 20'000;
   std::atomic<int> running{kThreads};
   std::vector<std::thread> threads;
   for (int th = 0; th < kThreads; ++th) {
-    threads.emplace_back([&live, &running, t0, th] {
+    threads.emplace_back([&live, &running, th] {
       for (int i = 0; i < kPerThread; ++i) {
         // 100 seconds in all: the rings wrap buckets and the top-N rotates its minutes.
         const Micros now = t0 + static_cast<Micros>(i / 200) * kS;
