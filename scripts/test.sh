@@ -19,7 +19,8 @@ cd "$(dirname "$0")/.."
 jobs="$(nproc)"
 scripts/deps.sh --test
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each stage's heading carries the seconds since the start (the dependencies' install included).
+step() { printf '\n=== [%d s] %s\n' "$SECONDS" "$*"; }
 
 step "ASan + UBSan: all tests, and the libFuzzer targets (rate parser, algorithm action traces, traffic specs, access-log lines, configuration and rule loaders, the HTTP API)"
 # One clang build for both: the product's objects carry libFuzzer's coverage, the tests' do not.
@@ -65,3 +66,4 @@ scripts/package.sh
 # As root (it installs and purges the packages, uses chroot and network namespaces), like deps.sh.
 if [[ "$(id -u)" == 0 ]]; then tests/packaging/check.sh dist; else sudo tests/packaging/check.sh dist; fi
 echo "packages: $((SECONDS - packages_start)) s"
+step "all passed"

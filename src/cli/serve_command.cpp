@@ -21,6 +21,7 @@
 #include "cli/serve_watch.hpp"
 #include "server/api/admin_auth.hpp"
 #include "server/config/config.hpp"
+#include "server/grpc/runtime.hpp"
 #include "server/grpc/server.hpp"
 #include "server/config/envoyproxy_env.hpp"
 #include "server/rls/service.hpp"
@@ -325,6 +326,7 @@ void stopped(server::Service& service, server::MetricsListener* metrics, std::at
 
 int run(const ServeArgs& args) {
   if (!args.check_config.empty()) return check_config(args);
+  const server::GrpcRuntime grpc_runtime;  // destroyed last: gRPC's threads end before the process
   auto loaded = load_checked(args, args.config_path);
   if (!loaded.ok()) return failed_to_start(loaded.status());
   start_logging(loaded->config);

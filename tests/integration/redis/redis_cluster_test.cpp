@@ -193,10 +193,8 @@ std::vector<int> free_ports(int n) {
 // decides and probe() says why; once the cluster is up the slot map is read and decisions are real,
 // without a restart.
 TEST(RedisCluster, StartsBeforeTheCluster) {
-#ifdef FLOODGATE_REDIS_TLS_CLUSTER
-  GTEST_SKIP() << "the plain cluster suite runs it";
-#endif
-  const std::string dir = std::string(FLOODGATE_REDIS_CLUSTER_DIR) + "-late";
+  if (tls_cluster()) GTEST_SKIP() << "the plain cluster suite runs it";
+  const std::string dir = cluster_dir() + "-late";
   const std::vector<int> ports = free_ports(3);
   ASSERT_EQ(ports.size(), 3u);
   struct Stop {

@@ -11,7 +11,7 @@ namespace floodgate::redis::testing {
 namespace {
 
 int port_of(const std::string& file) {
-  return std::stoi(read_file(std::string(FLOODGATE_REDIS_SINGLE_DIR) + "/" + file));
+  return std::stoi(read_file(single_dir() + "/" + file));
 }
 
 std::string url(const std::string& user_info, const std::string& port_file, const std::string& query) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -29,7 +30,21 @@ inline std::string read_file(const std::string& path) {
   return s;
 }
 
-inline int single_port() { return std::stoi(read_file(std::string(FLOODGATE_REDIS_SINGLE_DIR) + "/port")); }
+// One executable per suite serves plain and TLS runs: for a TLS run ctest sets
+// FLOODGATE_REDIS_TLS_DIR (the single server's TLS fixture) or FLOODGATE_REDIS_TLS_CLUSTER_DIR
+// (the TLS cluster's); the compiled-in directories are the plain fixtures'.
+inline std::string env_dir(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
+inline bool tls_single() { return !env_dir("FLOODGATE_REDIS_TLS_DIR").empty(); }
+inline bool tls_cluster() { return !env_dir("FLOODGATE_REDIS_TLS_CLUSTER_DIR").empty(); }
+inline std::string single_dir() { return tls_single() ? env_dir("FLOODGATE_REDIS_TLS_DIR") : FLOODGATE_REDIS_SINGLE_DIR; }
+inline std::string cluster_dir() {
+  return tls_cluster() ? env_dir("FLOODGATE_REDIS_TLS_CLUSTER_DIR") : FLOODGATE_REDIS_CLUSTER_DIR;
+}
+
+inline int single_port() { return std::stoi(read_file(single_dir() + "/port")); }
 
 inline std::vector<int> ports_in(const std::string& file) {
   std::vector<int> out;
@@ -45,7 +60,7 @@ inline std::vector<int> ports_in(const std::string& file) {
 }
 
 /// The cluster's plain ports (set-up with Raw; over TLS, the same nodes' plain ports).
-inline std::vector<int> cluster_ports() { return ports_in(std::string(FLOODGATE_REDIS_CLUSTER_DIR) + "/ports"); }
+inline std::vector<int> cluster_ports() { return ports_in(cluster_dir() + "/ports"); }
 
 /// A prefix no other test run uses: keys never meet state from another test.
 inline std::string unique_prefix(const std::string& what) {
@@ -55,42 +70,28 @@ inline std::string unique_prefix(const std::string& what) {
          std::to_string(counter++) + ":" + what + ":";
 }
 
-#ifdef FLOODGATE_REDIS_TLS
-// The same suite over TLS (the fixture's start-tls): rediss:// with the CA the fixture made, as
-// the ACL user it created (Redis 7's AUTH user password); single_port() stays the plain port of
-// the same server, for set-up with Raw.
-inline std::string tls_dir() { return std::string(FLOODGATE_REDIS_SINGLE_DIR) + "/tls"; }
-inline int tls_port() { return std::stoi(read_file(std::string(FLOODGATE_REDIS_SINGLE_DIR) + "/tls_port")); }
+// Over TLS (the fixture's start-tls): rediss:// with the CA the fixture made, as the ACL user it
+// created (Redis 7's AUTH user password); single_port() stays the plain port of the same server,
+// for set-up with Raw.
+inline std::string tls_dir() { return single_dir() + "/tls"; }
+inline int tls_port() { return std::stoi(read_file(single_dir() + "/tls_port")); }
 inline std::string single_url(const std::string& query) {
-  return "rediss://floodgate:s3cret@127.0.0.1:" + std::to_string(tls_port()) + "?tls_ca_file=" + tls_dir() +
-         "/ca.crt&" + query;
-}
-#else
-inline std::string single_url(const std::string& query) {
+  if (tls_single()) {
+    return "rediss://floodgate:s3cret@127.0.0.1:" + std::to_string(tls_port()) + "?tls_ca_file=" + tls_dir() +
+           "/ca.crt&" + query;
+  }
   return "redis://127.0.0.1:" + std::to_string(single_port()) + "?" + query;
 }
-#endif
 
-#ifdef FLOODGATE_REDIS_TLS_CLUSTER
-// The cluster suite over TLS (the fixture's start-tls-cluster): rediss-cluster:// to the TLS ports;
-// the nodes announce their TLS ports to TLS clients, so redirects stay on TLS.
+// Over TLS (the fixture's start-tls-cluster): rediss-cluster:// to the TLS ports; the nodes
+// announce their TLS ports to TLS clients, so redirects stay on TLS.
 inline std::string cluster_url(const std::string& query) {
-  std::string url = "rediss-cluster://";
-  const auto ports = ports_in(std::string(FLOODGATE_REDIS_CLUSTER_DIR) + "/tls_ports");
+  const bool tls = tls_cluster();
+  std::string url = tls ? "rediss-cluster://" : "redis-cluster://";
+  const auto ports = tls ? ports_in(cluster_dir() + "/tls_ports") : cluster_ports();
   for (std::size_t i = 0; i < ports.size(); ++i) url += (i > 0 ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(ports[i]);
-  return url + "?tls_ca_file=" + FLOODGATE_REDIS_CLUSTER_DIR + "/tls/ca.crt&" + query;
+  return url + (tls ? "?tls_ca_file=" + cluster_dir() + "/tls/ca.crt&" : "?") + query;
 }
-#else
-inline std::string cluster_url(const std::string& query) {
-  std::string url = "redis-cluster://";
-  const auto ports = cluster_ports();
-  for (std::size_t i = 0; i < ports.size(); ++i) {
-    if (i > 0) url += ",";
-    url += "127.0.0.1:" + std::to_string(ports[i]);
-  }
-  return url + "?" + query;
-}
-#endif
 
 inline std::shared_ptr<RedisStorage> open_url(const std::string& url) {
   auto parsed = parse_storage_url(url);
