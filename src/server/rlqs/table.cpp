@@ -24,9 +24,15 @@ Table::Bucket* Table::bucket_for(const Report& r) {
   if (bucket.rule != r.rule) bucket.rule = r.rule;
   if (bucket.domain != r.domain) bucket.domain = r.domain;
   if (!(bucket.shape == r.shape)) {  // the rule changed (a reload): every client hears it
+    // A shared grant keeps its fraction of the rate in the new tokens (the next sync records it).
+    const auto rescale = [&](std::uint64_t v) {
+      const long double part = static_cast<long double>(v) * static_cast<long double>(r.shape.total) /
+                               static_cast<long double>(std::max<std::uint64_t>(1, bucket.shape.total));
+      return std::min(static_cast<std::uint64_t>(part), r.shape.total);
+    };
+    bucket.budget = rescale(bucket.budget);
+    bucket.requested = rescale(bucket.requested);
     bucket.shape = r.shape;
-    bucket.budget = std::min(bucket.budget, r.shape.total);  // a lower limit: never above it
-    bucket.requested = std::min(bucket.requested, r.shape.total);
     bucket.force = true;
     for (auto& [id, e] : bucket.clients) e.sent = false;  // held counts tokens of the old shape
   }

@@ -21,6 +21,14 @@ buckets:
     limit: 100/second
     burst: 20
 YAML
+# memcached cannot share a quota between instances: refused at startup, naming the flag.
+if timeout 20 "$floodgate" serve --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 --rlqs-config "$work/rules" \
+    --storage memcached://127.0.0.1:1 2>"$work/memcached.log"; then
+  echo "FAIL: --rlqs-config with memcached started"; exit 1
+fi
+if ! grep -q -- "--rlqs-config needs the memory or a Redis storage" "$work/memcached.log"; then
+  echo "FAIL: --rlqs-config with memcached: no clear error:"; cat "$work/memcached.log"; exit 1
+fi
 for name in a b; do
   "$floodgate" serve --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 --rlqs-config "$work/rules" --threads 2 \
     --storage "$storage" --port-file "$work/$name.http" --grpc-port-file "$work/$name.grpc" \

@@ -109,6 +109,19 @@ TEST(RlqsShare, TableSplitsItsBudgetAndEndsALapsedGrant) {
   EXPECT_EQ(out.size(), 2u);
 }
 
+TEST(RlqsShare, AReloadKeepsTheGrantsFractionOfTheRate) {
+  Table table(shared());
+  std::vector<Assignment> out;
+  ASSERT_TRUE(table.report(report(1, kSecond), out));
+  table.grant("edge|chat", kShape, 40, 40, 4 * kSecond, kSecond, out);
+  ASSERT_EQ(table.held_sum("edge|chat"), 40u);
+  Report halved = report(1, 2 * kSecond, 1, 40);
+  halved.shape.total = 50;  // the rule now 50/second: 40% of it is 20
+  out.clear();
+  ASSERT_TRUE(table.report(halved, out));
+  EXPECT_EQ(table.held_sum("edge|chat"), 20u);
+}
+
 // Two instances (tables) on one store, one client each: 200/s against 20/s of a 100/s limit.
 TEST(RlqsShare, TwoInstancesKeepOneLimit) {
   auto store = std::make_shared<MemoryStorage>();
