@@ -105,6 +105,10 @@ class MemoryStorage final : public Storage {
                                   Micros now) override;
   absl::StatusOr<bool> known(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
   absl::StatusOr<Decision> renew(const Policy& policy, std::string_view key, std::string_view id, Micros now) override;
+  /// The shared quota under one lock (share_quota_step): within this process only, as the whole
+  /// store (traits().shared is false); a key whose members have all expired is freed.
+  absl::StatusOr<QuotaShare> share_quota(std::string_view key, std::string_view member, const QuotaClaim& claim,
+                                         Micros now) override;
   /// Reservations remembered now (outstanding, or settled and not yet expired).
   [[nodiscard]] std::size_t reservations() const noexcept;
   /// Reservations refused at the `max_reservations` bound.
@@ -149,6 +153,7 @@ class MemoryStorage final : public Storage {
   class Table;  // implementation detail (memory_storage.cpp)
 
  private:
+  struct Quotas;     // share_quota's members by key, under a lock (memory/quota.cpp)
   struct Directory;  // the tables by fingerprint, under a big-reader lock (memory_storage.cpp)
   absl::StatusOr<Decision> add_and_apply(const Policy& policy, std::string_view key, std::int64_t cost, Effect effect,
                          Micros now);
@@ -165,6 +170,8 @@ class MemoryStorage final : public Storage {
   MemoryStorageOptions options_;
   std::unique_ptr<Directory> dir_;
   std::unique_ptr<Reservations> reservations_;
+  static std::shared_ptr<Quotas> new_quotas();
+  std::shared_ptr<Quotas> quotas_ = new_quotas();
 };
 
 }  // namespace floodgate

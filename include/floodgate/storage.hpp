@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -57,6 +58,9 @@ struct StorageTraits {
   /// are kept in envoyproxy/ratelimit's keys: the service then passes their keys in that form
   /// (Redis with `key_layout=envoyproxy`, docs/envoy.md "Rolling migration").
   bool envoyproxy_keys = false;
+  /// Its state is seen by every process that opens it (Redis), not this process's alone: the
+  /// Rate Limit Quota Service then shares each bucket's rate with the other instances on it.
+  bool shared = false;
 };
 
 /// One counter (or gauge) of a storage's own, for /metrics (e.g. the memory store's evictions).
@@ -66,6 +70,41 @@ struct StorageCounter {
   std::uint64_t value = 0;
   bool gauge = false;  ///< a level that goes up and down ("floodgate_memory_log_bytes"), not a count
 };
+
+/// A member's part of a quota shared by several processes (Storage::share_quota): the Rate Limit
+/// Quota Service's instances on one store, each a member, share each bucket's rate.
+struct QuotaClaim {
+  /// The wants of the member's clients, tokens per fill each (kNoHistory: a client without
+  /// history yet). At most kMaxQuotaWants entries, each kNoHistory or 0 to `total`.
+  std::vector<std::int64_t> wants;
+  std::uint64_t requested = 0;  ///< the grant the member asks for, tokens per fill (≤ total)
+  std::uint64_t total = 0;      ///< the bucket's tokens per fill, 1 to 2^32 − 1
+  Micros expiry = 0;            ///< when the member's record ends, on the caller's clock (> now)
+};
+
+/// What share_quota answers.
+struct QuotaShare {
+  std::uint64_t granted = 0;          ///< the member's grant now recorded (≤ requested)
+  std::vector<std::int64_t> others;  ///< every other live member's wants, one list
+};
+
+inline constexpr std::int64_t kNoHistory = -1;
+inline constexpr std::size_t kMaxQuotaWants = 4096;
+inline constexpr std::size_t kMaxQuotaMember = 128;  ///< a member's name: 1 to 128 bytes, no ':' or ','
+
+/// The shared quota's step, which every storage applies atomically to the members of one key:
+/// drops the members whose expiry is ≤ `now`, grants min(requested, max(0, total − the other live
+/// members' grants)), records the member {wants, granted, expiry} and answers the grant with the
+/// others' wants. The grants of live members thus never sum past `total`.
+struct QuotaMember {
+  std::vector<std::int64_t> wants;
+  std::uint64_t granted = 0;
+  Micros expiry = 0;
+};
+QuotaShare share_quota_step(std::vector<std::pair<std::string, QuotaMember>>& members, std::string_view member,
+                            const QuotaClaim& claim, Micros now);
+/// InvalidArgument naming the field when the claim or member is out of its bounds above.
+absl::Status check_quota_claim(std::string_view member, const QuotaClaim& claim, Micros now);
 
 /// A storage applies a policy's algorithm atomically to the state of one key: all the limits of
 /// the key at once. It decides nothing itself; the algorithms in algorithms.hpp do.
@@ -184,6 +223,13 @@ class Storage {
   /// Whether reservation `id` of `key` is known (outstanding, or settled within its time to live):
   /// how apply_group resolves kReserveOrSettle. Default: Unimplemented.
   virtual absl::StatusOr<bool> known(const Policy& policy, std::string_view key, std::string_view id, Micros now);
+
+  /// A quota shared by several processes, atomically on the members recorded under `key`
+  /// (share_quota_step says what; check_quota_claim what is refused). `now` and the claim's
+  /// expiry are on the caller's clock, never the store's. Errors as `apply`. Default:
+  /// Unimplemented naming the storage.
+  virtual absl::StatusOr<QuotaShare> share_quota(std::string_view key, std::string_view member,
+                                                 const QuotaClaim& claim, Micros now);
 
   /// One server of a networked storage, as its client sees it now.
   struct ServerState {

@@ -339,8 +339,9 @@ int run(const ServeArgs& args) {
   server::Service service(installed, limiter);
   server::ReloadCounters reloads;
   std::unique_ptr<server::RlsService> rls;
-  auto quota = loaded->quota ? std::make_unique<server::rlqs::Service>(loaded->quota, SystemClock::instance())
-                             : nullptr;  // outlives the gRPC server
+  auto opened_quota = server::rlqs::Service::open(loaded->quota, SystemClock::instance(), *storage);
+  if (!opened_quota.ok()) return failed_to_start(opened_quota.status());
+  auto quota = *std::move(opened_quota);  // outlives the gRPC server
   std::unique_ptr<server::GrpcServer> grpc;
   std::atomic<server::GrpcServer*> grpc_for_xds{nullptr};
   std::unique_ptr<server::XdsClient> xds;

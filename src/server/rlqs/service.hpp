@@ -4,6 +4,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <thread>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,7 @@
 #include "floodgate/clock.hpp"
 #include "server/common/prometheus.hpp"
 #include "server/rlqs/rules.hpp"
+#include "server/rlqs/sync.hpp"
 #include "server/rlqs/table.hpp"
 
 namespace floodgate::server::rlqs {
@@ -36,6 +39,11 @@ struct ServiceOptions {
   /// Buckets one stream may have tracked at once; its further limited buckets are answered
   /// DENY_ALL for one interval (so one client cannot fill the table for the others).
   std::size_t max_buckets_per_stream = 10'000;
+  /// The store the instances share (traits().shared: Redis): each bucket's rate is then shared
+  /// with the other instances on it (sync.hpp). Null, or a store of this process alone: this
+  /// instance splits each bucket's whole rate among its own clients.
+  std::shared_ptr<Storage> storage;
+  SyncOptions sync;
 };
 
 /// Thread-safety: the gRPC callback threads call it concurrently; `reload` from any thread.
@@ -43,6 +51,12 @@ class Service final : public rlqsv3::RateLimitQuotaService::CallbackService {
  public:
   Service(std::shared_ptr<const Rules> rules, std::shared_ptr<const Clock> clock, ServiceOptions options = {});
   ~Service() override;
+  /// The service of `rules` (null: none, no service) on `storage`: shared with the other instances
+  /// on it when it is shared (Redis). Errors: FailedPrecondition for a networked storage that
+  /// cannot share quotas (memcached): `--rlqs-config` needs the memory or a Redis storage.
+  static absl::StatusOr<std::unique_ptr<Service>> open(std::shared_ptr<const Rules> rules,
+                                                       std::shared_ptr<const Clock> clock,
+                                                       std::shared_ptr<Storage> storage);
 
   /// Publishes new rules: each bucket takes them at its next report (a changed limit is pushed to
   /// every client of the bucket then).
@@ -54,6 +68,9 @@ class Service final : public rlqsv3::RateLimitQuotaService::CallbackService {
 
   /// floodgate_rlqs_* families.
   void render_metrics(PromText& out) const;
+  /// Per rule: floodgate_rlqs_rule_{clients,buckets,assigned_rate,reported_rate}; and
+  /// floodgate_rlqs_sync_errors_total.
+  void render_rule_metrics(PromText& out) const;
 
   // For streams.
   Table& table() noexcept { return table_; }
@@ -65,6 +82,8 @@ class Service final : public rlqsv3::RateLimitQuotaService::CallbackService {
   /// Drops silent clients, at most once a second (called by streams as reports come).
   void maybe_sweep(Micros now);
   void unregister(ClientId id);
+  /// Shares the buckets new to this instance through the store now (nothing without one).
+  void sync_fresh();
 
  private:
   std::shared_ptr<const Clock> clock_;
@@ -77,6 +96,12 @@ class Service final : public rlqsv3::RateLimitQuotaService::CallbackService {
   absl::flat_hash_map<ClientId, std::shared_ptr<Stream>> streams_;  // guarded by streams_mu_
   std::atomic<ClientId> next_id_{1};
   std::atomic<Micros> next_sweep_{0};
+  // With a shared store: the sync, and its thread (every options_.sync.period).
+  std::unique_ptr<QuotaSync> sync_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;  // guarded by stop_mu_
+  std::thread syncer_;
 };
 
 }  // namespace floodgate::server::rlqs

@@ -40,6 +40,7 @@ bool Stream::handle(const rlqsv3::RateLimitQuotaUsageReports& reports) {
   const std::shared_ptr<const Rules> rules = service_.rules();
   std::vector<Assignment> out;
   for (const auto& usage : reports.bucket_quota_usages()) handle_usage(usage, *rules, out);
+  service_.sync_fresh();  // a bucket new to this instance: its grant from the store at once
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const Assignment& a : out) {
@@ -85,7 +86,7 @@ void Stream::handle_usage(const rlqsv3::RateLimitQuotaUsageReports::BucketQuotaU
     }
   }
   const Report report{id_, key, shape_of(*rule), service_.now(), elapsed,
-                      usage.num_requests_allowed(), usage.num_requests_denied()};
+                      usage.num_requests_allowed(), usage.num_requests_denied(), domain_, rule->name};
   if (room && service_.table().report(report, out)) return;
   // No room: the limit cannot be split for this bucket, so it is denied until a later report.
   BucketAction action;

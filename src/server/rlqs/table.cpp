@@ -15,10 +15,23 @@ Table::Bucket* Table::bucket_for(const Report& r) {
   auto it = buckets_.find(r.key);
   if (it == buckets_.end()) {
     if (buckets_.size() >= options_.max_buckets || entries_ >= options_.max_entries) return nullptr;
-    it = buckets_.emplace(r.key, Bucket{r.shape, {}}).first;
+    Bucket fresh;
+    fresh.shape = r.shape;
+    it = buckets_.emplace(r.key, std::move(fresh)).first;
+    if (options_.shared) fresh_.push_back(r.key);
   }
   Bucket& bucket = it->second;
+  if (bucket.rule != r.rule) bucket.rule = r.rule;
+  if (bucket.domain != r.domain) bucket.domain = r.domain;
   if (!(bucket.shape == r.shape)) {  // the rule changed (a reload): every client hears it
+    // A shared grant keeps its fraction of the rate in the new tokens (the next sync records it).
+    const auto rescale = [&](std::uint64_t v) {
+      const long double part = static_cast<long double>(v) * static_cast<long double>(r.shape.total) /
+                               static_cast<long double>(std::max<std::uint64_t>(1, bucket.shape.total));
+      return std::min(static_cast<std::uint64_t>(part), r.shape.total);
+    };
+    bucket.budget = rescale(bucket.budget);
+    bucket.requested = rescale(bucket.requested);
     bucket.shape = r.shape;
     bucket.force = true;
     for (auto& [id, e] : bucket.clients) e.sent = false;  // held counts tokens of the old shape
@@ -76,7 +89,7 @@ void Table::leave(ClientId client, const std::vector<std::string>& keys, Micros 
     --entries_;
     drop_silent(bucket, now, 0);
     if (bucket.clients.empty()) {
-      buckets_.erase(it);
+      erase_bucket(it);
     } else {
       rebalance(key, bucket, 0, now, out);
     }
@@ -88,10 +101,14 @@ void Table::sweep(Micros now, std::vector<Assignment>& out) {
   for (auto it = buckets_.begin(); it != buckets_.end();) {
     const std::size_t dropped = drop_silent(it->second, now, 0);
     if (it->second.clients.empty()) {
-      buckets_.erase(it++);
+      erase_bucket(it++);
       continue;
     }
-    if (dropped > 0 || it->second.dirty) rebalance(it->first, it->second, 0, now, out);
+    Bucket& b = it->second;
+    // A shared grant not renewed by its end (the store failed): nothing more is handed out.
+    const bool lapsed = options_.shared && b.expiry != 0 && b.expiry <= now && b.budget > 0;
+    if (lapsed) b.budget = 0;
+    if (dropped > 0 || b.dirty || lapsed) rebalance(it->first, b, 0, now, out);
     ++it;
   }
 }
@@ -137,7 +154,7 @@ void Table::rebalance(const std::string& key, Bucket& bucket, ClientId reporter,
     ids.push_back(id);
     claims.push_back(Claim{e.demand, e.sent ? e.held : 0});
   }
-  const std::vector<std::uint64_t> grants = fair_split(bucket.shape, claims, options_.split);
+  const std::vector<std::uint64_t> grants = fair_split(split_shape(bucket), claims, options_.split);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     Entry& e = bucket.clients[ids[i]];
     const bool changed = bucket.force || !e.sent || grants[i] != e.held;
@@ -167,6 +184,72 @@ std::uint64_t Table::held_sum(const std::string& key) const {
   std::uint64_t sum = 0;
   for (const auto& [id, e] : it->second.clients) sum += e.held;
   return sum;
+}
+
+void Table::erase_bucket(absl::flat_hash_map<std::string, Bucket>::iterator it) {
+  if (options_.shared && it->second.expiry != 0) released_.push_back(Local{it->first, it->second.shape, {}, 0, false});
+  buckets_.erase(it);
+}
+
+Shape Table::split_shape(const Bucket& bucket) const {
+  Shape s = bucket.shape;
+  if (options_.shared) s.total = std::min(bucket.budget, s.total);
+  return s;
+}
+
+std::vector<Table::Local> Table::locals(bool fresh_only, std::vector<Local>* released) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Local> out;
+  const auto add = [&](const std::string& key, const Bucket& b) {
+    Local l{key, b.shape, {}, b.requested, b.expiry == 0};
+    l.claims.reserve(b.clients.size());
+    for (const auto& [id, e] : b.clients) l.claims.push_back(Claim{e.demand, e.sent ? e.held : 0});
+    out.push_back(std::move(l));
+  };
+  if (fresh_only) {
+    for (const std::string& key : fresh_) {
+      const auto it = buckets_.find(key);
+      if (it != buckets_.end() && it->second.expiry == 0) add(key, it->second);
+    }
+  } else {
+    for (const auto& [key, b] : buckets_) add(key, b);
+  }
+  fresh_.clear();
+  if (released != nullptr) released->swap(released_);
+  return out;
+}
+
+bool Table::has_fresh() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !fresh_.empty() || !released_.empty();
+}
+
+void Table::grant(const std::string& key, const Shape& shape, std::uint64_t budget, std::uint64_t requested,
+                  Micros expiry, Micros now, std::vector<Assignment>& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = buckets_.find(key);
+  if (it == buckets_.end() || !(it->second.shape == shape)) return;
+  Bucket& b = it->second;
+  const bool changed = b.expiry == 0 || b.budget != budget;
+  b.budget = std::min(budget, shape.total);
+  b.requested = std::min(requested, shape.total);
+  b.expiry = expiry;
+  if (changed) rebalance(key, b, 0, now, out);
+}
+
+std::map<std::pair<std::string, std::string>, Table::RuleLoad> Table::load_by_rule() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::pair<std::string, std::string>, RuleLoad> out;
+  for (const auto& [key, b] : buckets_) {
+    RuleLoad& l = out[{b.domain, b.rule}];
+    ++l.buckets;
+    for (const auto& [id, e] : b.clients) {
+      ++l.clients;
+      l.assigned += static_cast<double>(e.held) / b.shape.fill_seconds;
+      if (e.demand > 0) l.reported += e.demand;
+    }
+  }
+  return out;
 }
 
 }  // namespace floodgate::server::rlqs

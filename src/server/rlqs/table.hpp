@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -47,6 +48,9 @@ struct TableOptions {
   std::size_t eager_clients = 16;
   Micros rebalance_gap = kMicrosPerSecond;
   SplitOptions split;
+  /// The rate is shared with other instances through a store (sync.hpp): a bucket's clients are
+  /// split the budget granted to this instance (0 until its first grant), not the whole total.
+  bool shared = false;
 };
 
 /// One usage report of one bucket.
@@ -58,6 +62,8 @@ struct Report {
   std::int64_t elapsed_seconds = 0;  ///< Envoy's time_elapsed, whole seconds; 0 in a first report
   std::uint64_t allowed = 0;
   std::uint64_t denied = 0;
+  std::string domain{};  ///< for the metrics
+  std::string rule{};    ///< the rule's name (Rule::name), for the metrics
 };
 
 /// Thread-safe: every method takes the table's lock (rebalancing one bucket is O(clients log clients)).
@@ -82,6 +88,36 @@ class Table {
   /// The sum over clients of tokens_per_fill held in `key` (0 when untracked): for tests.
   [[nodiscard]] std::uint64_t held_sum(const std::string& key) const;
 
+  /// What this instance holds and wants of a bucket, for its sync with the others (sync.hpp).
+  struct Local {
+    std::string key;
+    Shape shape;
+    std::vector<Claim> claims;    ///< its clients' demands and what they hold
+    std::uint64_t requested = 0;  ///< the grant to ask for (the last sync's own fair share)
+    bool fresh = false;           ///< never granted yet
+  };
+  /// Every bucket's (`fresh_only`: those never granted yet), and the buckets released since the
+  /// last call (no clients left: their grant is to be given back; `released`).
+  std::vector<Local> locals(bool fresh_only, std::vector<Local>* released = nullptr);
+  /// Whether a bucket was created since the last locals(true) or any bucket was released (cheap).
+  [[nodiscard]] bool has_fresh() const;
+  /// The sync's outcome for `key` (of `shape`; a bucket whose shape changed since is left): its
+  /// clients are split `budget` until `expiry` (then 0), and `requested` is asked next time.
+  /// Appends the assignments that changed.
+  void grant(const std::string& key, const Shape& shape, std::uint64_t budget, std::uint64_t requested,
+             Micros expiry, Micros now, std::vector<Assignment>& out);
+
+  /// Per rule: clients, buckets, the rate assigned (Σ tokens_per_fill / fill_seconds) and the
+  /// rate reported (Σ demand), for the metrics.
+  struct RuleLoad {
+    std::uint64_t clients = 0;
+    std::uint64_t buckets = 0;
+    double assigned = 0;
+    double reported = 0;
+  };
+  /// By (domain, rule name).
+  [[nodiscard]] std::map<std::pair<std::string, std::string>, RuleLoad> load_by_rule() const;
+
  private:
   struct Entry {
     double demand = -1;  // requests per second; < 0: no history
@@ -92,7 +128,12 @@ class Table {
   };
   struct Bucket {
     Shape shape;
-    absl::flat_hash_map<ClientId, Entry> clients;
+    std::string domain{};
+    std::string rule{};
+    std::uint64_t budget = 0;     // options_.shared: the grant split among the clients
+    std::uint64_t requested = 0;  // options_.shared: asked at the next sync
+    Micros expiry = 0;            // options_.shared: the grant's end (0: never granted)
+    absl::flat_hash_map<ClientId, Entry> clients{};
     Micros rebalanced = 0;  // when it was last rebalanced
     bool force = false;     // the shape changed: every client is sent its assignment
     bool dirty = false;     // reports since the last rebalance
@@ -103,12 +144,18 @@ class Table {
   Assignment assignment(const std::string& key, const Bucket& bucket, ClientId client, const Entry& e, Micros now);
   void rebalance(const std::string& key, Bucket& bucket, ClientId reporter, Micros now, std::vector<Assignment>& out);
   std::size_t drop_silent(Bucket& bucket, Micros now, ClientId keep);
+  /// Erases a bucket; a shared one's grant is to be given back (released_).
+  void erase_bucket(absl::flat_hash_map<std::string, Bucket>::iterator it);
+  /// What the split shares among the bucket's clients: the shape, with the budget as its total.
+  Shape split_shape(const Bucket& bucket) const;
 
   TableOptions options_;
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, Bucket> buckets_;  // guarded by mu_
   std::size_t entries_ = 0;                           // guarded by mu_
   std::uint64_t seq_ = 0;                             // guarded by mu_
+  std::vector<Local> released_;                       // guarded by mu_
+  std::vector<std::string> fresh_;                    // guarded by mu_: buckets created since
   std::atomic<std::uint64_t> refused_{0};
 };
 

@@ -43,6 +43,8 @@ struct Call {
   std::vector<Decision>* group = nullptr;
   std::size_t group_items = 0;
   bool committed = false;
+  // A reply of integers (the shared quota's): read into this instead of a decision.
+  std::vector<std::int64_t>* ints = nullptr;
 };
 
 namespace detail {
@@ -63,6 +65,9 @@ inline absl::Status io_error(const Node& node, const redisContext* c, int saved_
 
 /// Builds `c` for a policy kept in envoyproxy/ratelimit's keys (envoyproxy.cpp): false, leaving
 /// `c` alone, when the options or the policy do not ask for that layout (envoyproxy_window).
+/// The integers of an array reply (the shared quota's), or Internal naming what came instead.
+absl::Status parse_ints(const redisReply* reply, std::vector<std::int64_t>& out);
+
 bool envoyproxy_call(const RedisOptions& o, const Policy& policy, std::string_view key, std::int64_t cost,
                      Effect effect, Micros now, Call& c);
 

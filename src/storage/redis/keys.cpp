@@ -32,6 +32,13 @@ std::string state_key(std::string_view prefix, std::string_view key, std::uint64
   return out;
 }
 
+std::string quota_key(std::string_view prefix, std::string_view key) {
+  std::string out;
+  append_tagged_key(out, prefix, key);
+  out.append(":q");
+  return out;
+}
+
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }

@@ -170,6 +170,11 @@ absl::StatusOr<std::vector<SlotRange>> parse_cluster_slots(const redisReply* rep
 std::string state_key(std::string_view prefix, std::string_view key, std::uint64_t policy_hash,
                       std::size_t index);
 
+/// The hash of the shared quota of bucket `key` (Storage::share_quota), in its hash tag:
+///     prefix{key}:q
+/// (a state key goes on after the tag with a key id and an index, a reservation's with ":r:").
+std::string quota_key(std::string_view prefix, std::string_view key);
+
 /// The policy's state id (Policy::state_id) spelled short for key names, one-to-one: the identity
 /// as the state id has it (`<kind letter><count>` then `:<length>:<part>` per part), `|` and one
 /// letter for the strategy and anchor (f m s t l g for fixed window, moving window, sliding window

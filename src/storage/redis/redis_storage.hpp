@@ -77,6 +77,10 @@ class RedisStorage final : public Storage {
   bool apply_group(std::span<const BatchItem> items, Micros now,
                    std::span<absl::StatusOr<Decision>> out) override;
 
+  /// One call of scripts/quota_share.lua on the bucket's hash, prefix{key}:quota (one slot).
+  absl::StatusOr<QuotaShare> share_quota(std::string_view key, std::string_view member, const QuotaClaim& claim,
+                                         Micros now) override;
+
   /// Every server known (the cluster's masters once the slot map is read), with its breaker.
   [[nodiscard]] std::vector<ServerState> servers() const override;
   /// Networked; groups atomic on a single Redis (in a cluster a group whose keys span slots
@@ -84,7 +88,7 @@ class RedisStorage final : public Storage {
   /// envoyproxy-layout keys, which are tested then charged key by key).
   [[nodiscard]] StorageTraits traits() const override {
     return {.networked = true, .atomic_groups = !options_.cluster && !options_.envoyproxy_keys,
-            .envoyproxy_keys = options_.envoyproxy_keys};
+            .envoyproxy_keys = options_.envoyproxy_keys, .shared = true};
   }
 
   /// Reads the cluster's slot map now (also done on MOVED, at most every 100 ms); with Sentinel,

@@ -15,6 +15,7 @@ constexpr int kMaxAttempts = 6;  // first try + NOSCRIPT / library load / MOVED 
 constexpr std::size_t kFlushEvery = 16;
 using detail::io_error;
 using detail::ReplyPtr;
+using detail::parse_ints;
 }  // namespace
 
 // One server's share of an attempt: its calls, written on one pooled connection.
@@ -161,7 +162,10 @@ bool RedisStorage::follow(Call& c, const NextStep& step, const redisReply* reply
       c.done = true;
       return true;
     case NextStep::Kind::kDone:
-      if (c.group != nullptr) {
+      if (c.ints != nullptr) {
+        const absl::Status s = parse_ints(reply, *c.ints);
+        c.result = s.ok() ? absl::StatusOr<Decision>(Decision{}) : absl::StatusOr<Decision>(s);
+      } else if (c.group != nullptr) {
         const absl::Status s = parse_group(reply, c.group_items, *c.group, c.committed);
         c.result = s.ok() ? absl::StatusOr<Decision>(Decision{}) : absl::StatusOr<Decision>(s);
       } else {
