@@ -326,7 +326,6 @@ void stopped(server::Service& service, server::MetricsListener* metrics, std::at
 
 int run(const ServeArgs& args) {
   if (!args.check_config.empty()) return check_config(args);
-  const server::GrpcRuntime grpc_runtime;  // destroyed last: gRPC's threads end before the process
   auto loaded = load_checked(args, args.config_path);
   if (!loaded.ok()) return failed_to_start(loaded.status());
   start_logging(loaded->config);
@@ -421,7 +420,10 @@ std::function<int()> add_serve(CLI::App& app) {
                   "PEM CA certificates: require and verify client certificates (mTLS) on both listeners");
   cmd->add_flag("--rls-response-headers", args->rls_headers,
                 "add RateLimit / X-RateLimit-* headers to ShouldRateLimit responses");
-  return [args] { return run(*args); };
+  return [args] {
+    const server::GrpcRuntime grpc_runtime;  // outlives everything run() makes: gRPC's threads end before the process
+    return run(*args);
+  };
 }
 
 }  // namespace floodgate::cli
