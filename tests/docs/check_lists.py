@@ -7,7 +7,8 @@
   docs/algorithms.md must say how many there are ("seven algorithms"), README.md must name each,
   and the `strategy` row of docs/configuration.md must list exactly them.
 - Endpoints: read from the service's route table (src/server/api/service.cpp, kRoutes). Every
-  route must be a row of docs/http-api.md's endpoint table, every /v1/ route must appear in
+  route must be a row of docs/http-api.md's endpoint table and an operation of docs/openapi.yaml
+  (which must have no other), every /v1/ route must appear in
   README.md, and every endpoint that README.md, docs/configuration.md or docs/http-api.md cites
   must be a route.
 - Rate notation: each form below is checked against the binary (it must accept it), and README.md's
@@ -117,6 +118,17 @@ def check(src, binary):
             if path in paths and (path, verb) not in table and not (verb == "GET" and (path, "HEAD") in table):
                 errors.append(f"{doc}: cites {verb} {path}; the service serves {path} with "
                               + ", ".join(sorted(v for p, v in table if p == path)))
+    # docs/openapi.yaml: each route's path with its method, and no path the service lacks.
+    spec, path, ops = read("docs/openapi.yaml"), None, set()
+    for line in spec.splitlines():
+        if m := re.match(r"^  (/[^:]*):\s*$", line):
+            path = m.group(1)
+        elif path and (m := re.match(r"^    (get|post|delete|put|patch):", line)):
+            ops.add((path, m.group(1).upper()))
+    for path, verb in sorted(table - ops):
+        errors.append(f"docs/openapi.yaml: lacks {verb} {path}")
+    for path, verb in sorted(ops - table):
+        errors.append(f"docs/openapi.yaml: has {verb} {path}, which the service does not serve")
     # ---- rate notation
     notation = section(readme, "## Rate notation")
     for form, example, strategy in FORMS:
