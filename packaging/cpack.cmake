@@ -1,8 +1,9 @@
 # The Debian packages, made by CPack's DEB generator from this build directory:
 #   cmake --build build/release --target floodgate_cli floodgate floodgate_package_files
 #   cpack --config build/release/CPackConfig.cmake -B dist      (scripts/package.sh does both)
-# gives floodgate_<version>-1_<arch>.deb (the program, its manual pages, /etc/floodgate/floodgate.yaml
-# as a conffile, the systemd unit) and floodgate-dev_<version>-1_<arch>.deb (the static library,
+# gives floodgate_<version>-1_<arch>.deb (the program, its manual pages and floodgate.yaml(5), the
+# README and docs/ in /usr/share/doc/floodgate, /etc/floodgate/floodgate.yaml as a conffile, the
+# systemd unit) and floodgate-dev_<version>-1_<arch>.deb (the static library,
 # the headers, the CMake package).
 #
 # CPack rather than debhelper: the packages are made from the install() rules the build already
@@ -53,8 +54,31 @@ add_custom_command(OUTPUT ${_fg_gen}/changelog.Debian.gz ${_fg_gen}/changelog.gz
   DEPENDS ${_fg_gen}/changelog.Debian ${CMAKE_CURRENT_SOURCE_DIR}/CHANGELOG.md
   WORKING_DIRECTORY ${_fg_gen} VERBATIM
   COMMENT "gzip: the changelogs of the Debian packages")
+# floodgate.yaml(5), the configuration file's page, from the tables of docs/configuration.md (one
+# source: the page cannot drift from the reference).
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+add_custom_command(OUTPUT ${_fg_gen}/man/floodgate.yaml.5.gz
+  COMMAND ${CMAKE_COMMAND} -E env SOURCE_DATE_EPOCH=${FLOODGATE_COMMIT_EPOCH}
+          ${Python3_EXECUTABLE} ${_fg_pkg}/man/make-config-man.py ${CMAKE_CURRENT_SOURCE_DIR}/docs/configuration.md
+          ${_fg_gen}/man/floodgate.yaml.5.gz ${FLOODGATE_VERSION}
+  DEPENDS ${_fg_pkg}/man/make-config-man.py ${CMAKE_CURRENT_SOURCE_DIR}/docs/configuration.md
+  COMMENT "floodgate.yaml(5) from docs/configuration.md")
+# The documentation in /usr/share/doc/floodgate: the README and docs/*.md, gzip'd as Debian
+# compresses documentation (the markdown reads as text; its links name the other files).
+file(GLOB _fg_doc_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/docs/*.md)
+list(PREPEND _fg_doc_sources ${CMAKE_CURRENT_SOURCE_DIR}/README.md)
+set(_fg_doc_outputs)
+foreach(_fg_doc ${_fg_doc_sources})
+  get_filename_component(_fg_doc_name ${_fg_doc} NAME)
+  add_custom_command(OUTPUT ${_fg_gen}/doc/${_fg_doc_name}.gz
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_fg_gen}/doc
+    COMMAND sh -c "gzip -9n < \"$1\" > \"$2\"" sh ${_fg_doc} ${_fg_gen}/doc/${_fg_doc_name}.gz
+    DEPENDS ${_fg_doc} VERBATIM)
+  list(APPEND _fg_doc_outputs ${_fg_gen}/doc/${_fg_doc_name}.gz)
+endforeach()
 add_custom_target(floodgate_package_files
-  DEPENDS ${_fg_man_outputs} ${_fg_gen}/changelog.Debian.gz ${_fg_gen}/changelog.gz)
+  DEPENDS ${_fg_man_outputs} ${_fg_gen}/man/floodgate.yaml.5.gz ${_fg_doc_outputs}
+          ${_fg_gen}/changelog.Debian.gz ${_fg_gen}/changelog.gz)
 
 # ---- the service's files (package floodgate, component runtime) -------------------------------
 install(FILES ${_fg_pkg}/floodgate.yaml DESTINATION /etc/floodgate
@@ -63,6 +87,14 @@ install(FILES ${_fg_pkg}/floodgate.yaml DESTINATION /etc/floodgate
 install(FILES ${_fg_pkg}/systemd/floodgate.service DESTINATION /lib/systemd/system
   COMPONENT runtime EXCLUDE_FROM_ALL)
 install(FILES ${_fg_man_outputs} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+  COMPONENT runtime EXCLUDE_FROM_ALL)
+install(FILES ${_fg_gen}/man/floodgate.yaml.5.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man5
+  COMPONENT runtime EXCLUDE_FROM_ALL)
+install(FILES ${_fg_doc_outputs} DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/floodgate
+  COMPONENT runtime EXCLUDE_FROM_ALL)
+# The Prometheus alerting rules and the Grafana dashboard, to load or import as they are.
+install(FILES ${_fg_pkg}/monitoring/alerts.yaml ${_fg_pkg}/monitoring/grafana-dashboard.json
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/floodgate/examples/monitoring
   COMPONENT runtime EXCLUDE_FROM_ALL)
 set(_fg_package_components floodgate:runtime floodgate-dev:dev)
 if(TARGET floodgate_python)
@@ -116,11 +148,12 @@ set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "rate-limit service for HTTP, nginx and Env
 floodgate serve answers rate-limit decisions over HTTP (a JSON API, an nginx
 auth_request endpoint, Prometheus metrics, health checks and a dashboard)
 and, with rules in envoyproxy/ratelimit's format, Envoy's RateLimitService
-over gRPC. Six exact algorithms (fixed window, moving window, sliding window
-counter, token bucket, leaky bucket, GCRA) decide on an in-memory store,
-Redis, Redis Cluster or memcached.
+over gRPC. Seven exact algorithms (fixed window, moving window, sliding window
+counter, token bucket, leaky bucket, GCRA, concurrency) decide on an in-memory
+store, Redis, Redis Cluster or memcached.
 .
-This package holds the program, its manual pages, a default configuration in
+This package holds the program, its manual pages (floodgate.yaml(5) for the
+configuration file), its documentation, a default configuration in
 /etc/floodgate and a sandboxed systemd unit, floodgate.service, that is not
 enabled on install.")
 
@@ -131,9 +164,9 @@ set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
   "libabsl-dev, libboost-json1.81-dev, libfmt-dev, libhiredis-dev, libmemcached-dev, libssl-dev, zlib1g-dev")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "rate-limiting library for C++ (development files)
 floodgate's algorithms (fixed window, moving window, sliding window counter,
-token bucket, leaky bucket, GCRA) as exact pure functions, applied atomically
-per key by an in-memory store, Redis, Redis Cluster or memcached, with a
-limiter, a waiting throttle and the RateLimit headers.
+token bucket, leaky bucket, GCRA, concurrency) as exact pure functions,
+applied atomically per key by an in-memory store, Redis, Redis Cluster or
+memcached, with a limiter, a waiting throttle and the RateLimit headers.
 .
 This package holds the static library, its headers and the CMake package:
 find_package(floodgate CONFIG) and target floodgate::floodgate.")

@@ -16,8 +16,28 @@ if [[ -z "${FLOODGATE_ADMIN_TOKEN:-}" ]]; then
   FLOODGATE_ADMIN_TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 fi
 export FLOODGATE_ADMIN_TOKEN
+# The address the service will listen on: --listen (the last one wins), else the listen: of the
+# configuration file (the last --config, else the example's), else the default.
+config=examples/floodgate.yaml
+listen=""
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case "${args[i]}" in
+    --listen) listen="${args[i + 1]:-}" ;;
+    --listen=*) listen="${args[i]#--listen=}" ;;
+    -c | --config) config="${args[i + 1]:-}" ;;
+    --config=*) config="${args[i]#--config=}" ;;
+  esac
+done
+if [[ -z "$listen" && -r "$config" ]]; then
+  listen="$(sed -nE 's/^listen:[[:space:]]*"?([^"#[:space:]]+)"?.*/\1/p' "$config" | tail -n1)"
+fi
+listen="${listen:-127.0.0.1:8080}"
+port="${listen##*:}"
+host="${listen%:*}"
+case "$host" in 0.0.0.0 | "" | "[::]" | "*") host=127.0.0.1 ;; esac
 echo "floodgate serve --config examples/floodgate.yaml $*" >&2
 echo "admin token: $FLOODGATE_ADMIN_TOKEN (FLOODGATE_ADMIN_TOKEN)" >&2
-echo "dashboard: http://127.0.0.1:8080/#token=$FLOODGATE_ADMIN_TOKEN (with the default --listen)" >&2
-echo "try: curl -i -X POST localhost:8080/v1/hit -d '{\"policy\": \"api\", \"key\": \"user-42\"}'" >&2
+echo "dashboard: http://$host:$port/#token=$FLOODGATE_ADMIN_TOKEN" >&2
+echo "try: curl -i -X POST $host:$port/v1/hit -d '{\"policy\": \"api\", \"key\": \"user-42\"}'" >&2
 exec build/release/floodgate serve --config examples/floodgate.yaml "$@"

@@ -36,7 +36,7 @@ see_also() {  # see_also EXCEPT: the other pages, as a help2man include section
   done
   printf '[SEE ALSO]\n'
   (IFS=,; echo "${pages[*]}" | sed 's/,/, /g')
-  printf '\nThe README and docs/ of the source tree describe the configuration, the HTTP API and the Envoy rate-limit service in full.\n'
+  printf '\n\\fBfloodgate.yaml\\fR(5) describes the configuration file; /usr/share/doc/floodgate/ holds the README and the reference (configuration.md, http-api.md, envoy.md, algorithms.md, ...), which describe the configuration, the HTTP API and the Envoy rate-limit service in full.\n'
 }
 
 page() {  # page NAME DESCRIPTION [INCLUDE…]

@@ -186,6 +186,10 @@ int run(const SimulateArgs& a) {
   if (!fed.ok()) return fail(std::string(fed.message()));
   for (std::size_t i = 1; i < notes.size(); ++i) std::cerr << "floodgate simulate: " << notes[i] << "\n";
   const StreamResult r = (*sim)->result();
+  for (const std::string& skip : r.skipped) {
+    std::cerr << "floodgate simulate: " << skip << "\n";
+    notes.push_back(skip);
+  }
   if (!a.focus.empty() && r.marked.empty()) {
     std::string top;
     for (std::size_t i = 0; i < std::min<std::size_t>(r.top.size(), 5); ++i) top += (i == 0 ? "" : ", ") + r.top[i].key;

@@ -142,6 +142,10 @@ int run_charge(const SimulateArgs& a) {
   note_reordered(st, notes);
   auto result = (*sim)->finish();
   if (!result.ok()) return fail(std::string(result.status().message()));
+  for (const std::string& skip : result->skipped) {
+    std::cerr << "floodgate simulate: " << skip << "\n";
+    notes.push_back(skip);
+  }
   return report_charge(a, *result, *estimate, notes);
 }
 

@@ -109,6 +109,7 @@ class Simulation final : public ChargeSimulation {
   ChargeOptions options_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(0);
   std::vector<Row> rows_;
+  std::vector<std::string> skipped_;
   absl::flat_hash_map<std::string, bool> keys_;
   std::int64_t requests_ = 0;
   Micros first_ = 0, last_start_ = 0, last_end_ = 0;
@@ -125,7 +126,7 @@ absl::Status Simulation::init(const ChargeOptions& o) {
   if (o.estimate.units < 0 || o.estimate.units > kMaxAmount) {
     return absl::InvalidArgumentError(fmt::format("estimate {} is out of range (0 to 2^53)", o.estimate.units));
   }
-  auto specs = sim::lane_specs(o.limits, o.lanes, o.burst);
+  auto specs = sim::lane_specs(o.limits, o.lanes, o.burst, &skipped_);
   if (!specs.ok()) return specs.status();
   for (sim::LaneSpec& spec : *specs) {
     Row row{std::move(spec.policy), spec.first, {}, {}, 1, 0};
@@ -281,6 +282,7 @@ absl::StatusOr<ChargeResult> Simulation::finish() {
   if (finished_) return absl::FailedPreconditionError("finish called twice");
   finished_ = true;
   ChargeResult r;
+  r.skipped = skipped_;
   r.requests = requests_;
   r.keys = static_cast<std::int64_t>(keys_.size());
   r.first = first_;

@@ -52,7 +52,8 @@ absl::Status check_burst(std::int64_t burst) {
 }
 
 absl::StatusOr<std::vector<LaneSpec>> lane_specs(const std::vector<std::string>& limits,
-                                                 const std::vector<std::string>& lanes, std::int64_t burst) {
+                                                 const std::vector<std::string>& lanes, std::int64_t burst,
+                                                 std::vector<std::string>* skipped) {
   if (absl::Status st = check_burst(burst); !st.ok()) return st;
   std::vector<std::string> names = lanes;
   if (names.empty()) names.assign(kLanes.begin(), kLanes.end());
@@ -60,11 +61,25 @@ absl::StatusOr<std::vector<LaneSpec>> lane_specs(const std::vector<std::string>&
   for (const std::string& limit : limits) {
     auto parsed = parse_limits(limit);
     if (!parsed.ok()) return parsed.status();
+    const bool calendar = std::any_of(parsed->begin(), parsed->end(), [](const Limit& l) { return bool(l.calendar); });
+    std::size_t ran = 0;
     for (const std::string& lane : names) {
       auto policy = lane_policy(lane, *parsed, burst);
+      // A calendar limit runs on the clock-aligned fixed window only: the other lanes are skipped
+      // (and named), unless none is left.
+      if (!policy.ok() && calendar && skipped != nullptr && lane != "fixed-window") {
+        skipped->push_back(
+            fmt::format("lane {} skipped for \"{}\": {}", lane, limit, std::string(policy.status().message())));
+        continue;
+      }
       if (!policy.ok()) return policy.status();
+      ++ran;
       std::string description = describe_lane(*policy);
       out.push_back(LaneSpec{*std::move(policy), limit, lane, std::move(description), parsed->front()});
+    }
+    if (ran == 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "limit \"{}\": no lane of the simulation can run it (a calendar limit runs on fixed-window only)", limit));
     }
   }
   return out;

@@ -37,9 +37,12 @@ struct LaneSpec {
 };
 
 /// Every lane of every limit, limit by limit: `limits` in the rate notation, `lanes` (empty:
-/// every strategy), `burst` (check_burst). The first bad limit, lane or burst is the error.
+/// every strategy), `burst` (check_burst). The first bad limit, lane or burst is the error. With
+/// `skipped`, a lane that cannot run a calendar limit (every lane but fixed-window) is left out and
+/// a note saying why is appended there; a limit that no lane can run is still an error.
 absl::StatusOr<std::vector<LaneSpec>> lane_specs(const std::vector<std::string>& limits,
-                                                 const std::vector<std::string>& lanes, std::int64_t burst);
+                                                 const std::vector<std::string>& lanes, std::int64_t burst,
+                                                 std::vector<std::string>* skipped = nullptr);
 
 /// The decision as the lanes draw it (level and capacity of the most constraining limit).
 SimStep step_of(const Policy& p, const Decision& d);

@@ -97,13 +97,14 @@ class Simulation final : public StreamingSimulation {
   Micros first_ = 0, last_ = 0, width_ = kFirstBinWidth;
   std::vector<TraceEvent> marked_;
   bool all_marked_ = true;
+  std::vector<std::string> skipped_;
 };
 
 absl::Status Simulation::init(const StreamOptions& o) {
   options_ = o;
   options_.columns = std::max<std::size_t>(16, o.columns);
   if (o.limits.empty()) return absl::InvalidArgumentError("no limit: give at least one --limit");
-  auto specs = sim::lane_specs(o.limits, o.lanes, o.burst);
+  auto specs = sim::lane_specs(o.limits, o.lanes, o.burst, &skipped_);
   if (!specs.ok()) return specs.status();
   for (sim::LaneSpec& spec : *specs) {
     MemoryStorageOptions storage;
@@ -207,6 +208,7 @@ void Simulation::sweep(Micros now) {
 
 StreamResult Simulation::result() const {
   StreamResult r;
+  r.skipped = skipped_;
   r.requests = requests_;
   r.keys = static_cast<std::int64_t>(keys_.size());
   r.first = first_;

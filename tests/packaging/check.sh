@@ -84,12 +84,12 @@ $here/in_netns.py $here/serve_check.sh --port "$port" --hit api --reload -- "${s
 version="$(sed -nE 's/^floodgate ([0-9]+\.[0-9]+\.[0-9]+).*/\1/p' <<<"$(/usr/bin/floodgate --version)")"
 cmake -S $here/find_package -B "$work/find_package" -DFLOODGATE_EXPECTED_VERSION="$version" \
   | grep 'floodgate '
-if [[ -z "$mannote" ]]; then man -w floodgate floodgate-serve >/dev/null; fi
+if [[ -z "$mannote" ]]; then man -w floodgate floodgate-serve floodgate.yaml >/dev/null; fi
 dpkg --purge floodgate floodgate-dev >/dev/null
 installed=""
 left=()
 for path in /etc/floodgate /usr/bin/floodgate "$unit" /usr/share/doc/floodgate /usr/share/doc/floodgate-dev \
-            /usr/share/man/man1/floodgate.1.gz /usr/include/floodgate /usr/lib/cmake/floodgate /usr/lib/libfloodgate.a; do
+            /usr/share/man/man1/floodgate.1.gz /usr/share/man/man5/floodgate.yaml.5.gz /usr/include/floodgate /usr/lib/cmake/floodgate /usr/lib/libfloodgate.a; do
   if [[ -e "$path" ]]; then left+=("$path"); fi
 done
 if dpkg-query -W floodgate floodgate-dev >/dev/null 2>&1; then left+=("dpkg's database"); fi

@@ -136,7 +136,12 @@ TEST_F(ServiceTest, HitAnswersJsonAndHeadersThenTooManyRequests) {
 
 TEST_F(ServiceTest, RequestParsingGivesTheClientsMessage) {
   EXPECT_EQ(parse_decision_body("[]").status().message(), "the body must be a JSON object");
-  EXPECT_EQ(parse_decision_body(R"({"key": ""})").status().message(), "\"key\" must be a non-empty string");
+  // Where the key comes from: the body, not the policy's key header (GET /v1/auth's).
+  for (const char* body : {R"({"key": ""})", R"({"policy": "api"})", R"({"key": 7})"}) {
+    EXPECT_EQ(parse_decision_body(body).status().message(),
+              "\"key\" must be a non-empty string: the JSON endpoints take the key from the body's \"key\" "
+              "(a policy's key: {header|query: …} is read by GET /v1/auth only)") << body;
+  }
   EXPECT_EQ(parse_decision_body(R"({"key": "k", "cost": -1, "policy": "a"})").status().message(),
             "\"cost\" must be a whole number from 0 to 2^53");
   EXPECT_NE(parse_decision_body(R"({"key": "k"})").status().message().find("inline \"limit\""),

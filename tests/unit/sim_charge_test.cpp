@@ -279,5 +279,29 @@ TEST(ChargeSimulation, BadInputIsNamed) {
   EXPECT_TRUE(sim->finish().ok());
 }
 
+// A calendar limit runs on the clock-aligned fixed window only: every other lane is skipped and
+// named (the simulation used to stop at the first-hit lane), the fixed window runs; a list of lanes
+// none of which can run it is still an error.
+TEST(ChargeSimulation, CalendarLimitSkipsTheLanesThatCannotRunIt) {
+  auto sim = make("100 per calendar day in UTC", "all", "10");
+  ASSERT_TRUE(sim->add(kNoon, kS, "k", 30).ok());
+  auto r = sim->finish();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_EQ(r->rows[0].lane, "fixed-window");
+  ASSERT_EQ(r->skipped.size(), 6u);
+  EXPECT_NE(r->skipped[0].find("lane fixed-window-first-hit skipped"), std::string::npos) << r->skipped[0];
+  EXPECT_NE(r->skipped[0].find("calendar"), std::string::npos) << r->skipped[0];
+
+  ChargeOptions o;
+  o.limits = {"100 per calendar day in UTC"};
+  o.lanes = *parse_lanes("gcra,moving-window");
+  o.estimate.units = 10;
+  auto none = ChargeSimulation::make(o);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no lane of the simulation can run it"), std::string_view::npos)
+      << none.status();
+}
+
 }  // namespace
 }  // namespace floodgate

@@ -185,5 +185,17 @@ TEST(Report, TablesChartAndEscapedKeys) {
   EXPECT_NE(html.find(">9.1%<"), std::string::npos);  // keys ever blocked: 1 of 11
 }
 
+// A calendar limit through every lane: the clock-aligned fixed window runs it, the other lanes are
+// skipped with a note each instead of failing the whole simulation.
+TEST(StreamingSimulation, CalendarLimitSkipsTheLanesThatCannotRunIt) {
+  auto sim = make({"100 per calendar month in Europe/Berlin"});
+  ASSERT_TRUE(sim->add(Micros{1767787200} * kS, "k", 1).ok());
+  const StreamResult r = sim->result();
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].lane, "fixed-window");
+  ASSERT_EQ(r.skipped.size(), 6u);
+  EXPECT_NE(r.skipped.back().find("lane gcra skipped"), std::string::npos) << r.skipped.back();
+}
+
 }  // namespace
 }  // namespace floodgate

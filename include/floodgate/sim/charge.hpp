@@ -100,6 +100,8 @@ struct ChargeResult {
   Micros first = 0;  ///< the first start (µs since the epoch, or log time)
   Micros last = 0;   ///< the last end
   std::vector<ChargeRow> rows;
+  /// The lanes left out, each with why (a calendar limit runs on the fixed window only).
+  std::vector<std::string> skipped;
 };
 
 /// Runs requests through every row twice (one private MemoryStorage and Limiter per row and mode,

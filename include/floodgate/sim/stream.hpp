@@ -71,6 +71,8 @@ struct StreamResult {
     std::vector<std::int64_t> blocked;  ///< per row
   };
   std::vector<TopKey> top;  ///< keys by the most blocked requests in any row, most first
+  /// The lanes left out, each with why (a calendar limit runs on the fixed window only).
+  std::vector<std::string> skipped;
 };
 
 /// Runs requests through every row with the real engine (Limiter on a private MemoryStorage and a

@@ -103,8 +103,13 @@ absl::StatusOr<DecisionBody> parse_decision_body(std::string_view body) {
   auto obj = parse_object(body);
   if (!obj.ok()) return obj.status();
   DecisionBody d;
+  // The JSON endpoints read the key from the body only; a policy's `key: {header: …}` is where
+  // GET /v1/auth reads it, and the message says so to whoever relied on it here.
+  constexpr std::string_view kNoKey =
+      "\"key\" must be a non-empty string: the JSON endpoints take the key from the body's \"key\" "
+      "(a policy's key: {header|query: …} is read by GET /v1/auth only)";
   const json::value* key = obj->if_contains("key");
-  if (key == nullptr || !key->is_string()) return invalid("\"key\" must be a non-empty string");
+  if (key == nullptr || !key->is_string() || key->get_string().empty()) return invalid(std::string(kNoKey));
   d.key = std::string(view(key->get_string()));
   if (auto s = check_key(d.key, "\"key\""); !s.ok()) return s;
   auto cost = whole(*obj, "cost", 0, kMaxAmount, 1, "a whole number from 0 to 2^53");
