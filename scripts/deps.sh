@@ -26,7 +26,7 @@ if [[ "${1:-}" == "--test" || "${1:-}" == "--package" ]]; then
 fi
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(lintian systemd man-db python3-yaml python3-grpcio
-            clang libclang-rt-14-dev redis-server redis-sentinel redis-tools memcached python3-pymemcache nginx wrk curl nodejs
+            clang libclang-rt-14-dev llvm-14 redis-server redis-sentinel redis-tools memcached python3-pymemcache nginx wrk curl nodejs
             chromium fonts-dejavu-core libxml2-utils prometheus openssl
             python3-flask python3-flask-limiter python3-redis)  # the Python module's tests: Flask-Limiter (python3-limits 2.8 with it), limits 5.8 on Redis
   # npm installs the gRPC end-to-end test's Node client, playwright-core (tests/integration/browser)

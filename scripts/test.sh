@@ -22,6 +22,11 @@ scripts/deps.sh --test
 # Each stage's heading carries the seconds since the start (the dependencies' install included).
 step() { printf '\n=== [%d s] %s\n' "$SECONDS" "$*"; }
 
+# clang's sanitizers name the source lines of a report with LLVM's symbolizer (llvm-14).
+if [[ -x /usr/lib/llvm-14/bin/llvm-symbolizer ]]; then
+  export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
+fi
+
 step "ASan + UBSan: all tests, and the libFuzzer targets (rate parser, algorithm action traces, traffic specs, access-log lines, configuration and rule loaders, the HTTP API)"
 # One clang build for both: the product's objects carry libFuzzer's coverage, the tests' do not.
 cmake --preset asan -DFLOODGATE_FUZZ_SECONDS="${FLOODGATE_FUZZ_SECONDS:-20}" >/dev/null
