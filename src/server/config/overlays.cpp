@@ -2,7 +2,6 @@
 #include "server/config/overlays.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -19,13 +18,13 @@ namespace {
 using yaml::fail;
 using yaml::scalar;
 
-// "NAMESPACE/NAME/rule/INDEX" as Envoy Gateway names a BackendTrafficPolicy's rule in its keys.
-bool names_policy_rule(std::string_view key, const std::string& policy, std::int64_t rule) {
+// "NAMESPACE/NAME/rule/RULE" as Envoy Gateway names a BackendTrafficPolicy's rule in its keys
+// (RULE: the rule's index in the policy, or its name).
+bool names_policy_rule(std::string_view key, const std::string& policy, const std::string& rule) {
   const std::string prefix = policy + "/rule/";
   if (!key.starts_with(prefix) || key.size() == prefix.size()) return false;
-  const std::string_view index = key.substr(prefix.size());
-  if (!std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) return false;
-  return rule < 0 || index == std::to_string(rule);
+  const std::string_view which = key.substr(prefix.size());
+  return rule.empty() ? which.find('/') == std::string_view::npos : which == rule;
 }
 
 RlsOverlay parse_one(const std::string& source, const YAML::Node& node, const std::string& where) {
@@ -47,8 +46,11 @@ RlsOverlay parse_one(const std::string& source, const YAML::Node& node, const st
     }
   }
   if (match["rule"]) {
-    if (!match["policy"]) fail(source, match["rule"], where + ".match.rule needs match.policy (the policy's rule index)");
-    o.rule = yaml::integer(source, match["rule"], where + ".match.rule", 0, 1'000'000);
+    if (!match["policy"]) fail(source, match["rule"], where + ".match.rule needs match.policy (a rule of the policy)");
+    o.rule = scalar<std::string>(source, match["rule"], where + ".match.rule");
+    if (o.rule.empty() || o.rule.find('/') != std::string::npos) {
+      fail(source, match["rule"], where + ".match.rule must be the rule's index or name, without '/'");
+    }
   }
   if (match["descriptor"]) o.descriptor = scalar<std::string>(source, match["descriptor"], where + ".match.descriptor");
   if (o.policy.empty() && o.descriptor.empty()) {
@@ -106,7 +108,7 @@ std::uint64_t report_unmatched_overlays(const std::vector<RlsOverlay>& overlays,
     const RlsOverlay& o = overlays[i];
     ++unmatched;
     spdlog::warn("{} matches no rule of the rules of version {} (policy \"{}\"{}{}{})", o.where, version, o.policy,
-                 o.rule >= 0 ? fmt::format(", rule {}", o.rule) : "",
+                 o.rule.empty() ? "" : fmt::format(", rule \"{}\"", o.rule),
                  o.domain.empty() ? "" : fmt::format(", domain \"{}\"", o.domain),
                  o.descriptor.empty() ? "" : fmt::format(", descriptor \"{}\"", o.descriptor));
   }

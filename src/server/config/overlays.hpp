@@ -16,15 +16,16 @@ namespace floodgate::server {
 
 /// One entry of `rls.overlays`. It matches a pushed rule (a descriptor with a rate_limit) when
 /// every part given matches: `domain` the resource's domain; `policy` ("NAMESPACE/NAME" of a
-/// BackendTrafficPolicy) a descriptor key on the rule's path "NAMESPACE/NAME/rule/INDEX", the
-/// index being `rule` when given (any when not); `descriptor` a key on the path, exactly. The
+/// BackendTrafficPolicy) a descriptor key on the rule's path "NAMESPACE/NAME/rule/RULE", RULE
+/// being `rule` when given (the rule's index, or its name when it has one) and any when not;
+/// `descriptor` a key on the path, exactly. The
 /// rate (requests_per_unit, unit) always stays the pushed one; an overlay only sets the rule's
 /// `algorithm`, `burst` and `fail` (those the resource itself sets in metadata.floodgate win).
 struct RlsOverlay {
   std::string where;       ///< "rls.overlays[0]": names it in the log
   std::string domain;      ///< empty: any domain
   std::string policy;      ///< empty: any policy
-  std::int64_t rule = -1;  ///< -1: every rule of the policy
+  std::string rule;        ///< index or name; empty: every rule of the policy
   std::string descriptor;  ///< empty: any
   std::string algorithm;   ///< as a rule file's `algorithm` (not concurrency); empty: the rule's
   std::int64_t burst = 0;  ///< 0: the rule's

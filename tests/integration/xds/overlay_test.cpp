@@ -72,6 +72,32 @@ TEST(XdsOverlays, APolicysRuleBecomesGcraWithABurstAndItsRateStaysEnvoyGateways)
   EXPECT_EQ(hits, (std::vector<std::uint64_t>{0}));
 }
 
+// A shared policy's own resource (global-shared-multiple-shared-policies.yaml: domain and name
+// "NAMESPACE/NAME", the rule's key at the top) and a named rule (global-shared-named-rule.yaml:
+// "rule/by-user", selector "rule-match-0").
+TEST(XdsOverlays, ASharedPolicyAndANamedRuleAreMatchedToo) {
+  auto shared = [](const std::string& rule, const std::string& match) {
+    eg::rlconf::RateLimitConfig c;
+    c.set_name("test-namespace/test-policy-1");
+    c.set_domain("test-namespace/test-policy-1");
+    *c.add_descriptors() = eg::route_rule("test-namespace/test-policy-1/rule/" + rule, match, "", 5, eg::rlconf::SECOND);
+    return c;
+  };
+  for (const auto& [rule, match] : {std::pair{"0", "rule-0-match-0"}, std::pair{"by-user", "rule-match-0"}}) {
+    google::protobuf::RepeatedPtrField<google::protobuf::Any> resources;
+    resources.Add()->PackFrom(shared(rule, match));
+    std::vector<std::uint64_t> hits;
+    auto rules = server::rules_from_resources(
+        resources, false,
+        overlays(std::string("    - match: {policy: test-namespace/test-policy-1, rule: ") + rule +
+                 "}\n      algorithm: token-bucket\n"),
+        &hits);
+    ASSERT_TRUE(rules.ok()) << rules.status();
+    EXPECT_EQ(rules->get()->rules.at(0)->strategy, Strategy::kTokenBucket) << rule;
+    EXPECT_EQ(hits, (std::vector<std::uint64_t>{1})) << rule;
+  }
+}
+
 TEST(XdsOverlays, TheResourcesOwnAdditionsWinAndADistinctSelectorIsMatched) {
   auto listener = eg::distinct_match();
   eg::rlconf::RateLimitDescriptor& selector = *listener.mutable_descriptors(0)->mutable_descriptors(0)->mutable_descriptors(0);
@@ -89,19 +115,19 @@ TEST(XdsOverlays, TheResourcesOwnAdditionsWinAndADistinctSelectorIsMatched) {
 
 TEST(XdsOverlays, ABadOverlayIsRefusedNamingItsField) {
   EXPECT_EQ(refused("    - match: {policy: default/per-user}\n      algorithm: gcra\n      burst: 0\n"),
-            "fg.yaml:6:14: rls.overlays[0].burst must be a whole number from 1 to 9007199254740992");
+            "fg.yaml:6:14: rls.overlays[0].burst must be a whole number from 1 to 9007199254740992, not 0");
   EXPECT_EQ(refused("    - match: {policy: default/per-user}\n      algorithm: bucket\n"),
-            "fg.yaml:5:18: rls.overlays[0].algorithm: unknown strategy \"bucket\" (expected fixed-window, "
-            "moving-window, sliding-window-counter, token-bucket, leaky-bucket, gcra or concurrency)");
+            "fg.yaml:5:18: rls.overlays[0].algorithm: unknown strategy \"bucket\": expected fixed-window, "
+            "moving-window, sliding-window-counter, token-bucket, leaky-bucket, gcra or concurrency");
   EXPECT_EQ(refused("    - match: {policy: per-user}\n      algorithm: gcra\n"),
-            "fg.yaml:4:21: rls.overlays[0].match.policy must be NAMESPACE/NAME of a BackendTrafficPolicy, not "
+            "fg.yaml:4:23: rls.overlays[0].match.policy must be NAMESPACE/NAME of a BackendTrafficPolicy, not "
             "\"per-user\"");
   EXPECT_EQ(refused("    - match: {policy: default/per-user}\n      burst: 5\n"),
             "fg.yaml:5:14: rls.overlays[0].burst needs algorithm token-bucket, leaky-bucket or gcra beside it");
   EXPECT_EQ(refused("    - match: {policy: default/per-user}\n      algorithm: concurrency\n"),
             "fg.yaml:5:18: rls.overlays[0].algorithm: concurrency needs a reservation, which an overlay cannot give");
   EXPECT_EQ(refused("    - match: {policy: default/per-user, rules: 0}\n      algorithm: gcra\n"),
-            "fg.yaml:4:14: unknown key \"rules\" in rls.overlays[0].match (known: domain, policy, rule, descriptor)");
+            "fg.yaml:4:41: unknown key \"rules\" in rls.overlays[0].match (known: domain, policy, rule, descriptor)");
   EXPECT_EQ(refused("    - match: {domain: first-listener}\n      algorithm: gcra\n"),
             "fg.yaml:4:14: rls.overlays[0].match needs a policy (NAMESPACE/NAME) or a descriptor key");
   EXPECT_EQ(refused("    - match: {policy: default/per-user}\n"),
@@ -117,7 +143,7 @@ TEST(XdsOverlays, TheEnvoyGatewayExampleIsAValidConfiguration) {
   ASSERT_EQ(c->rls.overlays.size(), 1u);
   const server::RlsOverlay& o = c->rls.overlays[0];
   EXPECT_EQ(o.policy, "default/per-user");
-  EXPECT_EQ(o.rule, 0);
+  EXPECT_EQ(o.rule, "0");
   EXPECT_EQ(o.algorithm, "gcra");
   EXPECT_EQ(o.burst, 3);
   EXPECT_EQ(o.fail, "closed");
