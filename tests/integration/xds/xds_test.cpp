@@ -817,16 +817,17 @@ TEST(Xds, AnOverlayGivesEnvoyGatewaysRuleGcraWithABurst) {
   };
   reload({{"burst: 2", "burst: 0"}}, "failed", 1);
   EXPECT_NE(fg.process().log_text().find("rls.overlays[0].burst must be a whole number from 1 to"), std::string::npos);
-  burst_then_spaced("bob");
+  std::this_thread::sleep_for(milliseconds(500));  // the bucket full again
+  burst_then_spaced("rule-0-match-0");
   // A reload that changes the overlays reads the push in force again: a burst of 3 now, and the
   // typo fixed (the second overlay names rule 1: nothing unmatched).
   reload({{"burst: 2", "burst: 3"}, {"test-polcy-1}\n      algorithm: gcra", "test-policy-1, rule: 1}\n      fail: closed"}},
          "ok", 1);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(code(fg.call("first-listener", {{"first-route", "first-route"},
-                                                                       {policy_rule, policy_rule},
-                                                                       {"rule-0-match-0", "carol"}})), "OK") << i;
-  EXPECT_EQ(code(fg.call("first-listener", {{"first-route", "first-route"}, {policy_rule, policy_rule},
-                                            {"rule-0-match-0", "carol"}})), "OVER_LIMIT");
+  std::this_thread::sleep_for(milliseconds(700));
+  const std::vector<std::pair<std::string, std::string>> rule0{
+      {"first-route", "first-route"}, {policy_rule, policy_rule}, {"rule-0-match-0", "rule-0-match-0"}};
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(code(fg.call("first-listener", rule0)), "OK") << i;
+  EXPECT_EQ(code(fg.call("first-listener", rule0)), "OVER_LIMIT");
   EXPECT_NE(fg.process().request(http::verb::get, "/metrics").body().find("floodgate_xds_overlays_unmatched 0\n"),
             std::string::npos);
 }
