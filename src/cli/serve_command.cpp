@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,7 +30,7 @@
 #include "server/rlqs/settings.hpp"
 #include "server/rls/json.hpp"
 #include "server/xds/client.hpp"
-#include "server/xds/rules_resource.hpp"
+#include "server/xds/overlaid_rules.hpp"
 #include "server/common/housekeeping.hpp"
 #include "server/http/metrics_listener.hpp"
 #include "server/http/server.hpp"
@@ -63,6 +64,7 @@ struct Reloader {
   server::ReloadCounters& counters;
   server::TlsState* tls;  // null: plain text
   server::rlqs::Service* quota = nullptr;
+  server::OverlaidRules* overlaid = nullptr;  // rules over xDS: the push in force, read again with new overlays
 
   // The certificate is installed first: when it is refused, nothing else of the reload is.
   absl::Status install_tls(const std::shared_ptr<const server::TlsMaterial>& next) const {
@@ -87,6 +89,7 @@ struct Reloader {
       refused = absl::FailedPreconditionError("changing tls.http needs a restart");
     }
     if (refused.ok()) refused = install_tls(next->tls);
+    if (refused.ok() && overlaid != nullptr) refused = overlaid->set_overlays(next->config.rls.overlays);
     if (!refused.ok()) {
       counters.failed();
       spdlog::error("reload ({}) rejected, the old configuration keeps serving: {}", why,
@@ -139,21 +142,27 @@ absl::Status start_grpc(const Loaded& loaded, server::RlsService& rls, const ser
   return absl::OkStatus();
 }
 
-// Rules over xDS: each response is checked like a rules directory (and against the storage), then
-// published at once; the stream ACKs it after. `grpc` (set once it exists) hears the first rules.
+// Rules over xDS: each response is read with the overlays, checked like a rules directory (and
+// against the storage), then published at once; the stream ACKs it after. `grpc` (set once it
+// exists) hears the first rules. `overlaid` keeps the push in force for a reload's overlays.
 std::unique_ptr<server::XdsClient> make_xds(const server::Config& c, server::RlsService& rls,
-                                            std::atomic<server::GrpcServer*>& grpc) {
-  auto apply = [&rls, &grpc, merge = c.rls.merge_domains,
-                storage = c.storage](const server::discoveryv3::DiscoveryResponse& r) -> absl::Status {
-    auto rules = server::rules_from_resources(r.resources(), merge);
-    if (!rules.ok()) return rules.status();
-    if (auto s = server::check_rules_storage(**rules, storage); !s.ok()) return s;
-    rls.reload(*rules);
-    spdlog::info("xDS: rules of version {} in force: {} domains", r.version_info(), (*rules)->domains.size());
+                                            std::atomic<server::GrpcServer*>& grpc,
+                                            std::shared_ptr<server::OverlaidRules>& overlaid) {
+  auto self = std::make_shared<server::XdsClient*>(nullptr);  // set below, before the stream starts
+  auto publish = [&rls, &grpc, self, storage = c.storage](std::shared_ptr<const server::RlsConfig> rules,
+                                                          const std::string& version, std::uint64_t unmatched) {
+    if (auto s = server::check_rules_storage(*rules, storage); !s.ok()) return s;
+    rls.reload(rules);
+    spdlog::info("xDS: rules of version {} in force: {} domains", version, rules->domains.size());
+    (*self)->set_overlays_unmatched(unmatched);
     if (auto* g = grpc.load()) g->set_ready(true);
     return absl::OkStatus();
   };
-  return std::make_unique<server::XdsClient>(c.rls.xds, std::move(apply));
+  overlaid = std::make_shared<server::OverlaidRules>(c.rls.merge_domains, c.rls.overlays, std::move(publish));
+  auto client = std::make_unique<server::XdsClient>(
+      c.rls.xds, [o = overlaid](const server::discoveryv3::DiscoveryResponse& r) { return o->apply(r); });
+  *self = client.get();
+  return client;
 }
 
 // The storage of a start: with "background" an unreachable server is no error (decisions follow
@@ -245,8 +254,9 @@ int failed_to_start(const absl::Status& why) {
 // default (start_without_rules false) the service listens only once they have.
 absl::StatusOr<std::unique_ptr<server::XdsClient>> start_xds(const server::Config& c, server::RlsService& rls,
                                                              server::Service& service,
-                                                             std::atomic<server::GrpcServer*>& grpc_for_xds) {
-  std::unique_ptr<server::XdsClient> xds = make_xds(c, rls, grpc_for_xds);
+                                                             std::atomic<server::GrpcServer*>& grpc_for_xds,
+                                                             std::shared_ptr<server::OverlaidRules>& overlaid) {
+  std::unique_ptr<server::XdsClient> xds = make_xds(c, rls, grpc_for_xds, overlaid);
   if (auto s = xds->start(); !s.ok()) return s;
   service.set_not_ready([x = xds.get()] {
     return x->has_rules() ? std::string() : std::string("no rate-limit rules have come over xDS yet");
@@ -343,11 +353,12 @@ int run(const ServeArgs& args) {
   auto quota = *std::move(opened_quota);  // outlives the gRPC server
   std::unique_ptr<server::GrpcServer> grpc;
   std::atomic<server::GrpcServer*> grpc_for_xds{nullptr};
+  std::shared_ptr<server::OverlaidRules> overlaid;  // with xDS: the overlays a reload changes
   std::unique_ptr<server::XdsClient> xds;
   const server::XdsSettings& xds_settings = loaded->config.rls.xds;
   if (loaded->rules || xds_settings.enabled() || quota) rls = make_rls(*loaded, service);
   if (xds_settings.enabled()) {
-    auto started = start_xds(loaded->config, *rls, service, grpc_for_xds);
+    auto started = start_xds(loaded->config, *rls, service, grpc_for_xds, overlaid);
     if (!started.ok()) return failed_to_start(started.status());
     xds = *std::move(started);
   }
@@ -369,12 +380,11 @@ int run(const ServeArgs& args) {
   log_started(*installed, http.port(), http_tls != nullptr);
   auto metrics = start_metrics(installed->metrics, service);  // envoyproxy's USE_PROMETHEUS / PROMETHEUS_ADDR
   if (!metrics.ok()) return failed_to_start(metrics.status());
-  // The signals are ours before the port files say that we are up: a SIGHUP or SIGTERM sent by
-  // whoever waits for those files must not meet the default action (exit).
+  // Ours before the port files say that we are up: a SIGHUP or SIGTERM must not meet the default exit.
   boost::asio::io_context control;
   boost::asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
   write_port_files(args, grpc.get(), http.port());
-  Reloader reload{args, installed->rls.config_dir, service, rls.get(), reloads, tls->get(), quota.get()};
+  Reloader reload{args, installed->rls.config_dir, service, rls.get(), reloads, tls->get(), quota.get(), overlaid.get()};
   watch_and_wait(control, signals, args.config_path, installed->rls.config_dir, reload, [&] {
     terminating.store(true);
     if (grpc) grpc->shutdown(installed->http.drain_timeout);
@@ -422,6 +432,10 @@ std::function<int()> add_serve(CLI::App& app) {
                 "add RateLimit / X-RateLimit-* headers to ShouldRateLimit responses");
   return [args] {
     const server::GrpcRuntime grpc_runtime;  // outlives everything run() makes: gRPC's threads end before the process
+    // In Envoy Gateway's Deployment (command /bin/ratelimit, no arguments) the file is named by
+    // the environment: the container's env takes FLOODGATE_CONFIG (docs/envoy-gateway.md).
+    const char* file = std::getenv("FLOODGATE_CONFIG");
+    if (args->config_path.empty() && args->envoyproxy_env && file != nullptr) args->config_path = file;
     return run(*args);
   };
 }

@@ -12,6 +12,7 @@
 
 #include "server/config/policy.hpp"
 #include "server/config/yaml_errors.hpp"
+#include "server/config/overlays.hpp"
 
 namespace floodgate::server {
 
@@ -175,12 +176,16 @@ void parse_rls(const std::string& source, const YAML::Node& rls, RlsSettings& r)
   check_keys(source, rls,
              {"config", "xds", "listen", "response_headers", "merge_domains", "dynamic_metadata", "shadow_mode",
               "quota_mode", "max_message_bytes", "max_descriptors", "max_entries", "max_string_bytes",
-              "healthcheck_needs_rules"},
+              "healthcheck_needs_rules", "overlays"},
              "rls");
   if (rls["config"] && rls["xds"]) {
     fail(source, rls["xds"], "rls.config and rls.xds are two sources of rules: give one");
   }
   if (const YAML::Node& xds = rls["xds"]) parse_xds(source, xds, r.xds);
+  if (const YAML::Node& o = rls["overlays"]) {
+    if (rls["config"]) fail(source, o, "rls.overlays apply to rules over xDS; a rules file sets algorithm, burst and fail itself");
+    r.overlays = parse_overlays(source, o);
+  }
   if (const auto& n = rls["healthcheck_needs_rules"]) {
     r.healthcheck_needs_rules = scalar<bool>(source, n, "rls.healthcheck_needs_rules");
   }

@@ -14,6 +14,7 @@
 #include "floodgate/policy.hpp"
 #include "server/config/limits.hpp"
 #include "server/config/policy.hpp"
+#include "server/config/overlays.hpp"
 
 namespace floodgate::server {
 
@@ -75,6 +76,8 @@ struct XdsSettings {
 struct RlsSettings {
   std::string config_dir;  ///< a directory of envoyproxy/ratelimit YAML files; empty: no gRPC
   XdsSettings xds;         ///< rules pushed by a control plane instead
+  /// `rls.overlays`: algorithm, burst and fail for rules pushed over xDS (server/config/overlays.hpp).
+  std::vector<RlsOverlay> overlays;
   /// envoyproxy's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: /healthcheck answers 500 until a set
   /// of rules is in force.
   bool healthcheck_needs_rules = false;

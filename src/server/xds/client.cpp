@@ -155,6 +155,9 @@ void XdsClient::render(PromText& out) const {
              streams_.load(std::memory_order_relaxed));
   out.single("floodgate_xds_connected", "gauge", "1 while the ADS stream is open",
              std::uint64_t{connected_.load(std::memory_order_relaxed) ? 1u : 0u});
+  out.single("floodgate_xds_overlays_unmatched", "gauge",
+             "rls.overlays that match no rule of the rules in force (a typo, or a policy not pushed now)",
+             overlays_unmatched_.load(std::memory_order_relaxed));
 }
 
 }  // namespace floodgate::server

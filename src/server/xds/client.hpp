@@ -50,7 +50,11 @@ class XdsClient {
   /// A set of rules has been applied (ready to serve).
   [[nodiscard]] bool has_rules() const noexcept { return applied_.load(std::memory_order_acquire) > 0; }
 
-  /// floodgate_xds_* families: updates applied and refused, streams opened, connected now.
+  /// How many of rls.overlays matched no rule of the rules in force (floodgate_xds_overlays_unmatched).
+  void set_overlays_unmatched(std::uint64_t n) noexcept { overlays_unmatched_.store(n, std::memory_order_relaxed); }
+
+  /// floodgate_xds_* families: updates applied and refused, streams opened, connected now,
+  /// overlays that match nothing.
   void render(PromText& out) const;
 
  private:
@@ -70,6 +74,7 @@ class XdsClient {
   std::atomic<std::uint64_t> refused_{0};
   std::atomic<std::uint64_t> streams_{0};
   std::atomic<bool> connected_{false};
+  std::atomic<std::uint64_t> overlays_unmatched_{0};
 };
 
 }  // namespace floodgate::server

@@ -24,6 +24,15 @@ struct Refused {
   std::string message;
 };
 
+// Where descriptors() is: the resource's domain, the keys down to here, and the overlays with
+// how many rules each matched.
+struct Walk {
+  std::string domain;
+  std::vector<std::string> keys;
+  const std::vector<RlsOverlay>& overlays;
+  std::vector<std::uint64_t>& hits;
+};
+
 // A string that the rules parser must keep a string ("true" stays text): tagged as quoted.
 YAML::Node text(const std::string& s) {
   YAML::Node n(s);
@@ -78,8 +87,23 @@ void additions(const Value& v, const std::string& where, YAML::Node& node, YAML:
   }
 }
 
+// The first overlay that matches a rule with a rate sets what metadata.floodgate left unset.
+void overlay(Walk& walk, const rlconf::RateLimitDescriptor& d, YAML::Node& rate_limit) {
+  if (!d.has_rate_limit() || d.rate_limit().unlimited() || d.rate_limit().requests_per_unit() == 0) return;
+  for (std::size_t i = 0; i < walk.overlays.size(); ++i) {
+    const RlsOverlay& o = walk.overlays[i];
+    if (!o.matches(walk.domain, walk.keys)) continue;
+    ++walk.hits[i];
+    const YAML::Node& set = rate_limit;  // const: looking does not add a key
+    if (!o.algorithm.empty() && !set["algorithm"]) rate_limit["algorithm"] = o.algorithm;
+    if (o.burst > 0 && !set["burst"]) rate_limit["burst"] = std::to_string(o.burst);
+    if (!o.fail.empty() && !set["fail"]) rate_limit["fail"] = o.fail;
+    return;
+  }
+}
+
 YAML::Node descriptors(const google::protobuf::RepeatedPtrField<rlconf::RateLimitDescriptor>& list,
-                       const std::string& prefix) {
+                       const std::string& prefix, Walk& walk) {
   YAML::Node out(YAML::NodeType::Sequence);
   for (const rlconf::RateLimitDescriptor& d : list) {
     YAML::Node node(YAML::NodeType::Map);
@@ -122,11 +146,14 @@ YAML::Node descriptors(const google::protobuf::RepeatedPtrField<rlconf::RateLimi
       }
       if (meta.size() > 0) node["metadata"] = meta;
     }
+    walk.keys.push_back(d.key());
+    overlay(walk, d, rate_limit);
     if (d.has_rate_limit()) node["rate_limit"] = rate_limit;
     if (d.shadow_mode()) node["shadow_mode"] = "true";
     if (d.detailed_metric()) node["detailed_metric"] = "true";
     if (d.quota_mode()) node["quota_mode"] = "true";
-    if (d.descriptors_size() > 0) node["descriptors"] = descriptors(d.descriptors(), path);
+    if (d.descriptors_size() > 0) node["descriptors"] = descriptors(d.descriptors(), path, walk);
+    walk.keys.pop_back();
     out.push_back(node);
   }
   return out;
@@ -149,7 +176,9 @@ std::string without_position(const std::string& message, const std::string& sour
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const RlsConfig>> rules_from_resources(
-    const google::protobuf::RepeatedPtrField<google::protobuf::Any>& resources, bool merge) {
+    const google::protobuf::RepeatedPtrField<google::protobuf::Any>& resources, bool merge,
+    const std::vector<RlsOverlay>& overlays, std::vector<std::uint64_t>* overlay_hits) {
+  std::vector<std::uint64_t> hits(overlays.size(), 0);
   auto config = std::make_shared<RlsConfig>();
   config->source = "xDS";
   std::set<std::string> names;
@@ -170,7 +199,8 @@ absl::StatusOr<std::shared_ptr<const RlsConfig>> rules_from_resources(
     YAML::Node root(YAML::NodeType::Map);
     root["domain"] = text(rc.domain());
     try {
-      root["descriptors"] = descriptors(rc.descriptors(), "");
+      Walk walk{rc.domain(), {}, overlays, hits};
+      root["descriptors"] = descriptors(rc.descriptors(), "", walk);
     } catch (const Refused& r) {
       return absl::InvalidArgumentError(fmt::format("{}: {}", source, r.message));
     }
@@ -178,6 +208,7 @@ absl::StatusOr<std::shared_ptr<const RlsConfig>> rules_from_resources(
       return absl::InvalidArgumentError(without_position(std::string(s.message()), source));
     }
   }
+  if (overlay_hits != nullptr) *overlay_hits = std::move(hits);
   return std::shared_ptr<const RlsConfig>(std::move(config));
 }
 

@@ -2,13 +2,16 @@
 // response, read into an RlsConfig by the same parser as a rules directory.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <google/protobuf/any.pb.h>
 #include <google/protobuf/repeated_ptr_field.h>
 
 #include "absl/status/statusor.h"
+#include "server/config/overlays.hpp"
 #include "server/rls/rules.hpp"
 
 namespace floodgate::server {
@@ -27,7 +30,13 @@ extern const char* const kRateLimitConfigTypeUrl;
 /// Errors (InvalidArgument) name the resource and the field: `resource "foo": the rate_limit of
 /// "k1_v1": invalid unit "UNKNOWN" (…)`; a resource of another type, one that does not parse, two
 /// resources of one name. Pure: no I/O.
+///
+/// `overlays` (rls.overlays): the first that matches a rule with a rate sets its algorithm, burst
+/// and fail where metadata.floodgate does not; the rate stays the pushed one. `overlay_hits`
+/// (optional) receives how many rules each overlay matched, in order (0: a typo, or a policy
+/// that Envoy Gateway does not push now).
 absl::StatusOr<std::shared_ptr<const RlsConfig>> rules_from_resources(
-    const google::protobuf::RepeatedPtrField<google::protobuf::Any>& resources, bool merge);
+    const google::protobuf::RepeatedPtrField<google::protobuf::Any>& resources, bool merge,
+    const std::vector<RlsOverlay>& overlays = {}, std::vector<std::uint64_t>* overlay_hits = nullptr);
 
 }  // namespace floodgate::server

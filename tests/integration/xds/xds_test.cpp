@@ -17,6 +17,7 @@
 
 #include "../http/server_fixture.hpp"
 #include "control_plane.hpp"
+#include "envoy_gateway_shapes.hpp"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "server/config/config.hpp"
 #include "server/xds/rules_resource.hpp"
@@ -748,6 +749,89 @@ TEST(Xds, AReservationAndACalendarRulePushedOverXds) {
             "Debian's tzdata)");
   EXPECT_EQ(call({{"tenant", "t"}}, 1), "OK left 998");
 }
+
+// An overlay in floodgate's file turns a rule Envoy Gateway pushes into GCRA with a burst, by the
+// BackendTrafficPolicy's namespace/name and rule index; the push is shaped as Envoy Gateway's
+// testdata (envoy_gateway_shapes.hpp: distinct-match.yaml, then multiple-rules.yaml). A fixed
+// window of 5 per second would let 5 calls in at once; GCRA with burst 2 lets 2 in, then one every
+// 200 ms (evenly spaced), and says when the next one fits.
+TEST(Xds, AnOverlayGivesEnvoyGatewaysRuleGcraWithABurst) {
+  ControlPlane cp;
+  cp.push("1", {envoy_gateway::distinct_match()});
+  Floodgate fg(cp.address(), "",
+               "  overlays:\n"
+               "    - match: {policy: test-namespace/test-policy-1, rule: 0}\n"
+               "      algorithm: gcra\n      burst: 2\n"
+               "    - match: {policy: test-namespace/test-polcy-1}\n      algorithm: gcra\n");
+  ASSERT_TRUE(acked(cp.answer_to("1"), "1"));
+  const std::string policy_rule = "test-namespace/test-policy-1/rule/0";
+  auto code = [](const std::string& answer) { return answer.substr(0, answer.find(' ')); };
+  // What Envoy sends for the route's actions: the route, the policy's rule, the selector's value.
+  auto burst_then_spaced = [&](const std::string& match_value) {
+    auto call = [&] {
+      return fg.call("first-listener",
+                     {{"first-route", "first-route"}, {policy_rule, policy_rule}, {"rule-0-match-0", match_value}});
+    };
+    EXPECT_EQ(call(), "OK 5/SECOND left 1");
+    EXPECT_EQ(call(), "OK 5/SECOND left 0");
+    EXPECT_EQ(code(call()), "OVER_LIMIT");  // a fixed window of 5 would allow it
+    std::this_thread::sleep_for(milliseconds(260));  // one emission interval (200 ms) later
+    EXPECT_EQ(code(call()), "OK");
+    EXPECT_EQ(code(call()), "OVER_LIMIT");
+  };
+  burst_then_spaced("alice");
+  std::string metrics = fg.process().request(http::verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("floodgate_xds_overlays_unmatched 1\n"), std::string::npos) << metrics;  // the typo
+
+  // Envoy Gateway pushes the policy with a second rule: the overlay is applied again to rule 0,
+  // and rule 1, which it does not name, stays a fixed window.
+  const std::string n2 = cp.push("2", {envoy_gateway::multiple_rules()});
+  ASSERT_TRUE(acked(cp.answer_to(n2), "2"));
+  burst_then_spaced("rule-0-match-0");
+  const std::string rule1 = "test-namespace/test-policy-1/rule/1";
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(code(fg.call("first-listener", {{"first-route", "first-route"}, {rule1, rule1},
+                                              {"rule-1-match-0", "rule-1-match-0"}})), "OK");
+  }
+  metrics = fg.process().request(http::verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("floodgate_xds_overlays_unmatched 1\n"), std::string::npos) << metrics;
+
+  // A reload with a bad overlay is refused naming its field: the overlay in force stays.
+  const std::string file = (fg.process().dir() / "floodgate.yaml").string();
+  const std::string text = read_file(file);
+  using Edits = std::vector<std::pair<std::string, std::string>>;
+  auto reload = [&](const Edits& edits, const std::string& result, int count) {
+    std::string next = text;
+    for (const auto& [from, to] : edits) next.replace(next.find(from), from.size(), to);
+    fg.process().write_config(next);
+    kill(fg.process().pid(), SIGHUP);  // the file's watcher may reload it too: counts are at least
+    const std::string name = "floodgate_config_reloads_total{result=\"" + result + "\"} ";
+    auto reloads = [&] {
+      const std::string m = fg.process().request(http::verb::get, "/metrics").body();
+      const auto at = m.find(name);
+      return at == std::string::npos ? 0 : std::stoi(m.substr(at + name.size()));
+    };
+    for (int i = 0; i < 200 && reloads() < count; ++i) std::this_thread::sleep_for(milliseconds(20));
+    EXPECT_GE(reloads(), count) << name;
+    std::this_thread::sleep_for(milliseconds(50));  // a second reload of the same file, if any, is done
+  };
+  reload({{"burst: 2", "burst: 0"}}, "failed", 1);
+  EXPECT_NE(fg.process().log_text().find("rls.overlays[0].burst must be a whole number from 1 to"), std::string::npos);
+  std::this_thread::sleep_for(milliseconds(500));  // the bucket full again
+  burst_then_spaced("rule-0-match-0");
+  // A reload that changes the overlays reads the push in force again: a burst of 3 now, and the
+  // typo fixed (the second overlay names rule 1: nothing unmatched).
+  reload({{"burst: 2", "burst: 3"}, {"test-polcy-1}\n      algorithm: gcra", "test-policy-1, rule: 1}\n      fail: closed"}},
+         "ok", 1);
+  std::this_thread::sleep_for(milliseconds(700));
+  const std::vector<std::pair<std::string, std::string>> rule0{
+      {"first-route", "first-route"}, {policy_rule, policy_rule}, {"rule-0-match-0", "rule-0-match-0"}};
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(code(fg.call("first-listener", rule0)), "OK") << i;
+  EXPECT_EQ(code(fg.call("first-listener", rule0)), "OVER_LIMIT");
+  EXPECT_NE(fg.process().request(http::verb::get, "/metrics").body().find("floodgate_xds_overlays_unmatched 0\n"),
+            std::string::npos);
+}
+
 
 }  // namespace
 }  // namespace floodgate::testing

@@ -1,0 +1,118 @@
+// rls.overlays: reading them (every error names the field) and matching a pushed rule's path.
+#include "server/config/overlays.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
+
+#include "floodgate/algorithms.hpp"
+#include "floodgate/rate.hpp"
+#include "server/config/yaml_errors.hpp"
+
+namespace floodgate::server {
+
+namespace {
+
+using yaml::fail;
+using yaml::scalar;
+
+// "NAMESPACE/NAME/rule/RULE" as Envoy Gateway names a BackendTrafficPolicy's rule in its keys
+// (RULE: the rule's index in the policy, or its name).
+bool names_policy_rule(std::string_view key, const std::string& policy, const std::string& rule) {
+  const std::string prefix = policy + "/rule/";
+  if (!key.starts_with(prefix) || key.size() == prefix.size()) return false;
+  const std::string_view which = key.substr(prefix.size());
+  return rule.empty() ? which.find('/') == std::string_view::npos : which == rule;
+}
+
+RlsOverlay parse_one(const std::string& source, const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap()) fail(source, node, where + " must be a map (match, algorithm, burst, fail)");
+  yaml::check_keys(source, node, {"match", "algorithm", "burst", "fail"}, where);
+  RlsOverlay o;
+  o.where = where;
+  const YAML::Node& match = node["match"];
+  if (!match || !match.IsMap()) fail(source, node, where + " needs a match (policy, rule, domain, descriptor)");
+  yaml::check_keys(source, match, {"domain", "policy", "rule", "descriptor"}, where + ".match");
+  if (match["domain"]) o.domain = scalar<std::string>(source, match["domain"], where + ".match.domain");
+  if (match["policy"]) {
+    o.policy = scalar<std::string>(source, match["policy"], where + ".match.policy");
+    const auto slash = o.policy.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == o.policy.size() ||
+        o.policy.find('/', slash + 1) != std::string::npos) {
+      fail(source, match["policy"], where + ".match.policy must be NAMESPACE/NAME of a BackendTrafficPolicy, not \"" +
+                                        o.policy + "\"");
+    }
+  }
+  if (match["rule"]) {
+    if (!match["policy"]) fail(source, match["rule"], where + ".match.rule needs match.policy (a rule of the policy)");
+    o.rule = scalar<std::string>(source, match["rule"], where + ".match.rule");
+    if (o.rule.empty() || o.rule.find('/') != std::string::npos) {
+      fail(source, match["rule"], where + ".match.rule must be the rule's index or name, without '/'");
+    }
+  }
+  if (match["descriptor"]) o.descriptor = scalar<std::string>(source, match["descriptor"], where + ".match.descriptor");
+  if (o.policy.empty() && o.descriptor.empty()) {
+    fail(source, match, where + ".match needs a policy (NAMESPACE/NAME) or a descriptor key");
+  }
+  if (const YAML::Node& a = node["algorithm"]) {
+    o.algorithm = scalar<std::string>(source, a, where + ".algorithm");
+    auto s = parse_strategy(o.algorithm);
+    if (!s.ok()) fail(source, a, where + ".algorithm: " + std::string(s.status().message()));
+    if (*s == Strategy::kConcurrency) {
+      fail(source, a, where + ".algorithm: concurrency needs a reservation, which an overlay cannot give");
+    }
+  }
+  if (node["burst"]) {
+    o.burst = yaml::integer(source, node["burst"], where + ".burst", 1, kMaxAmount);
+    const auto s = parse_strategy(o.algorithm.empty() ? "fixed-window" : o.algorithm);
+    if (*s != Strategy::kTokenBucket && *s != Strategy::kLeakyBucket && *s != Strategy::kGcra) {
+      fail(source, node["burst"], where + ".burst needs algorithm token-bucket, leaky-bucket or gcra beside it");
+    }
+  }
+  if (const YAML::Node& f = node["fail"]) {
+    o.fail = scalar<std::string>(source, f, where + ".fail");
+    if (o.fail != "open" && o.fail != "closed") fail(source, f, where + ".fail must be open or closed");
+  }
+  if (o.algorithm.empty() && o.burst == 0 && o.fail.empty()) {
+    fail(source, node, where + " changes nothing: give algorithm, burst or fail");
+  }
+  return o;
+}
+
+}  // namespace
+
+bool RlsOverlay::matches(std::string_view rule_domain, const std::vector<std::string>& path_keys) const {
+  if (!domain.empty() && domain != rule_domain) return false;
+  if (!policy.empty() && std::none_of(path_keys.begin(), path_keys.end(), [this](const std::string& k) {
+        return names_policy_rule(k, policy, rule);
+      })) {
+    return false;
+  }
+  return descriptor.empty() || std::find(path_keys.begin(), path_keys.end(), descriptor) != path_keys.end();
+}
+
+std::vector<RlsOverlay> parse_overlays(const std::string& source, const YAML::Node& list) {
+  if (!list.IsSequence()) fail(source, list, "rls.overlays must be a list");
+  std::vector<RlsOverlay> out;
+  for (std::size_t i = 0; i < list.size(); ++i) out.push_back(parse_one(source, list[i], fmt::format("rls.overlays[{}]", i)));
+  return out;
+}
+
+std::uint64_t report_unmatched_overlays(const std::vector<RlsOverlay>& overlays,
+                                        const std::vector<std::uint64_t>& hits, const std::string& version) {
+  std::uint64_t unmatched = 0;
+  for (std::size_t i = 0; i < overlays.size() && i < hits.size(); ++i) {
+    if (hits[i] > 0) continue;
+    const RlsOverlay& o = overlays[i];
+    ++unmatched;
+    spdlog::warn("{} matches no rule of the rules of version {} (policy \"{}\"{}{}{})", o.where, version, o.policy,
+                 o.rule.empty() ? "" : fmt::format(", rule \"{}\"", o.rule),
+                 o.domain.empty() ? "" : fmt::format(", domain \"{}\"", o.domain),
+                 o.descriptor.empty() ? "" : fmt::format(", descriptor \"{}\"", o.descriptor));
+  }
+  return unmatched;
+}
+
+}  // namespace floodgate::server
