@@ -2,6 +2,7 @@
 # The gRPC rate-limit service end to end: the real binary on loopback, driven by @grpc/grpc-js.
 #   run.sh install NODE_DIR                        npm ci of package-lock.json into NODE_DIR
 #   run.sh test FLOODGATE NODE_DIR STORAGE [REDIS_PORT_FILE]
+#   run.sh token-budget FLOODGATE NODE_DIR        examples/envoy/token-budget as Envoy calls it
 # STORAGE is a storage URL, "redis-fixture" for the server whose port REDIS_PORT_FILE holds, or
 # "redis-cluster-fixture" for the cluster whose ports (p1,p2,p3) that file holds.
 set -euo pipefail
@@ -12,13 +13,28 @@ if [[ "$1" == install ]]; then
   node_dir="$2"
   mkdir -p "$node_dir"
   cp "$here/package.json" "$here/package-lock.json" "$here/rls_client.js" "$here/tls_client.js" \
-    "$here/health_client.js" "$node_dir/"
+    "$here/health_client.js" "$here/token_budget_client.js" "$node_dir/"
   (cd "$node_dir" && npm ci --no-audit --no-fund --silent)
   exit 0
 fi
 
 floodgate="$2"
 node_dir="$3"
+if [[ "$1" == token-budget ]]; then
+  # The example's own configuration and rules, on ports of this run's.
+  source "$here/../../support/scratch_dir.sh"  # $work, cleaned up on exit
+  example="$here/../../../examples/envoy/token-budget"
+  "$floodgate" serve --config "$example/floodgate.yaml" --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 \
+    --threads 2 --port-file "$work/http.port" --grpc-port-file "$work/grpc.port" 2>"$work/serve.log" &
+  echo $! >"$work/pid"
+  for _ in $(seq 200); do [[ -s "$work/http.port" ]] && break; sleep 0.05; done
+  [[ -s "$work/grpc.port" ]] || { echo "floodgate serve did not start:"; cat "$work/serve.log"; exit 1; }
+  if ! node "$node_dir/token_budget_client.js" "$(cat "$work/grpc.port")" "$proto"; then
+    echo "floodgate log:"; cat "$work/serve.log"; exit 1
+  fi
+  kill "$(cat "$work/pid")"
+  exit 0
+fi
 storage="$4"
 if [[ "$storage" == redis-fixture ]]; then
   port="$(cat "${5:?REDIS_PORT_FILE}" 2>/dev/null || true)"
