@@ -3,35 +3,15 @@
 //   node rls_client.js GRPC_PORT HTTP_PORT PROTO_DIR
 // Prints "N passed, M failed"; exits 1 on any failure.
 'use strict';
-const grpc = require('@grpc/grpc-js');
-const protoLoader = require('@grpc/proto-loader');
 const http = require('http');
+const { grpc, rlsClient, checks } = require('./wire_check');
 
 const [grpcPort, httpPort, protoDir] = process.argv.slice(2);
-const definition = protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', {
-  includeDirs: [protoDir], keepCase: true, longs: Number, enums: String, defaults: true,
-});
-const rls = grpc.loadPackageDefinition(definition).envoy.service.ratelimit.v3;
-const client = new rls.RateLimitService(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
+const { client, call } = rlsClient(grpcPort, protoDir);
+const { check, finish } = checks();
 
 // Values of this run's own, so that runs against a shared Redis do not meet.
 const run = `${process.pid}-${Date.now()}`;
-let passed = 0;
-let failed = 0;
-function check(ok, what, detail) {
-  if (ok) {
-    passed++;
-  } else {
-    failed++;
-    console.log(`FAIL: ${what}${detail === undefined ? '' : ': ' + JSON.stringify(detail)}`);
-  }
-}
-
-function call(request) {
-  return new Promise((resolve) => {
-    client.ShouldRateLimit(request, { deadline: Date.now() + 5000 }, (err, res) => resolve({ err, res }));
-  });
-}
 const descriptor = (...pairs) => ({ entries: pairs.map(([key, value]) => ({ key, value })) });
 const headers = (res) => Object.fromEntries(res.response_headers_to_add.map((h) => [h.key, h.value]));
 
@@ -334,8 +314,7 @@ async function main() {
   check(!metrics.includes(run), 'no descriptor value in the metrics');
 
   client.close();
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 ? 0 : 1);
+  finish();
 }
 
 main().catch((e) => {

@@ -13,7 +13,7 @@ if [[ "$1" == install ]]; then
   node_dir="$2"
   mkdir -p "$node_dir"
   cp "$here/package.json" "$here/package-lock.json" "$here/rls_client.js" "$here/tls_client.js" \
-    "$here/health_client.js" "$here/token_budget_client.js" "$node_dir/"
+    "$here/health_client.js" "$here/token_budget_client.js" "$here/wire_check.js" "$node_dir/"
   (cd "$node_dir" && npm ci --no-audit --no-fund --silent)
   exit 0
 fi

@@ -7,31 +7,11 @@
 // of the stream (apply_on_stream_done): the same two with the tokens used, which settles the
 // reservation and frees the slot. Prints "N passed, M failed"; exits 1 on any failure.
 'use strict';
-const grpc = require('@grpc/grpc-js');
-const protoLoader = require('@grpc/proto-loader');
+const { rlsClient, checks } = require('./wire_check');
 
 const [grpcPort, protoDir] = process.argv.slice(2);
-const definition = protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', {
-  includeDirs: [protoDir], keepCase: true, longs: Number, enums: String, defaults: true,
-});
-const rls = grpc.loadPackageDefinition(definition).envoy.service.ratelimit.v3;
-const client = new rls.RateLimitService(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
-
-let passed = 0;
-let failed = 0;
-function check(ok, what, detail) {
-  if (ok) {
-    passed++;
-  } else {
-    failed++;
-    console.log(`FAIL: ${what}${detail === undefined ? '' : ': ' + JSON.stringify(detail)}`);
-  }
-}
-function call(request) {
-  return new Promise((resolve) => {
-    client.ShouldRateLimit(request, { deadline: Date.now() + 5000 }, (err, res) => resolve({ err, res }));
-  });
-}
+const { client, call } = rlsClient(grpcPort, protoDir);
+const { check, finish } = checks();
 
 const budget = 100000;  // rules/ai.yaml: 100,000 tokens a minute per user
 const user = `alice-${process.pid}`;
@@ -90,7 +70,9 @@ async function main() {
 }
 
 main().then(() => {
-  console.log(`${passed} passed, ${failed} failed`);
   client.close();
-  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+  finish();
+}).catch((e) => {
+  console.log(`FAIL: ${e.stack}`);
+  process.exit(1);
 });
