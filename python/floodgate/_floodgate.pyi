@@ -1,6 +1,6 @@
 """Type stubs of floodgate._floodgate (the C++ engine; see the docstrings with help())."""
 
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 Key = Union[str, bytes]
 
@@ -60,6 +60,9 @@ class Storage:
     def probe(self) -> None: ...
 
 def open_storage(url: str, *, background: bool = False) -> Storage: ...
+def limits_calls(
+    limiter: Limiter, strategy: str, anchor: str, native_key_for: Callable[..., str]
+) -> tuple[Callable[..., bool], Callable[..., bool]]: ...
 
 class Reservation:
     @property

@@ -55,5 +55,6 @@ void bind_errors(py::module_& m);
 void bind_clock(py::module_& m);
 void bind_policy(py::module_& m);
 void bind_limiter(py::module_& m);
+void bind_limits_calls(py::module_& m);
 
 }  // namespace floodgate::python

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_floodgate, m) {
   floodgate::python::bind_clock(m);
   floodgate::python::bind_policy(m);
   floodgate::python::bind_limiter(m);
+  floodgate::python::bind_limits_calls(m);
 }

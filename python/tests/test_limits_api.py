@@ -116,5 +116,77 @@ class Strategies(unittest.TestCase):
         self.assertFalse(window.hit(Foreign(), "a"))
 
 
+class CallPath(unittest.TestCase):
+    """hit and test are decided in C++: the key, the item's policy and the arguments' checks must
+    be the ones of the Python methods they replace (RateLimiter.hit, item.key_for)."""
+
+    ALL = (limits.FixedWindowRateLimiter, limits.MovingWindowRateLimiter,
+           limits.SlidingWindowCounterRateLimiter, limits.TokenBucketRateLimiter,
+           limits.GCRARateLimiter, limits.LeakyBucketRateLimiter)
+
+    def setUp(self):
+        self.clock = floodgate.ManualClock(1000.0)
+        self.storage = limits.storage_from_string("memory://")
+
+    def test_the_key_is_item_key_for(self):
+        class Named(str):
+            def __str__(self):
+                return "shown"
+
+        item = limits.parse("3/minute")
+        idents = [("user", 42, b"x", 1.5), (), ("é", "a/b"), (Named("hidden"),), (True, None)]
+        for cls in self.ALL:
+            strategy = cls(self.storage, clock=self.clock)
+            for ids in idents:
+                self.assertTrue(strategy.hit(item, *ids, cost=2))
+                # The Python path (get_window_stats → item.key_for) sees the C++ path's charge.
+                self.assertEqual(strategy.get_window_stats(item, *ids).remaining, 1, (cls.__name__, ids))
+                self.assertTrue(strategy.test(item, *ids))
+                self.assertFalse(strategy.test(item, *ids, cost=2))
+                strategy.clear(item, *ids)
+                self.assertTrue(strategy.test(item, *ids, cost=3))
+
+    def test_a_subclass_key_for_is_used(self):
+        class Shared(limits.RateLimitItemPerMinute):
+            def key_for(self, *identifiers):
+                return "one-key-for-all"
+
+        window = limits.FixedWindowRateLimiter(self.storage, clock=self.clock)
+        item = Shared(2)
+        self.assertTrue(window.hit(item, "a"))
+        self.assertTrue(window.hit(item, "b"))
+        self.assertFalse(window.hit(item, "c"))
+
+    def test_bad_arguments_charge_nothing(self):
+        item = limits.parse("5/minute")
+        for cls in self.ALL:
+            strategy = cls(self.storage, clock=self.clock)
+            for call in (strategy.hit, strategy.test):
+                for kwargs, error, text in (
+                    ({"cost": -1}, floodgate.InvalidArgument, "^cost: "),
+                    ({"cost": 2**53 + 1}, floodgate.InvalidArgument, "^cost: "),
+                    ({"cost": 1.0}, TypeError, "^cost: expected an int"),
+                    ({"cost": True}, TypeError, "^cost: expected an int"),
+                    ({"cost": None}, TypeError, "^cost: expected an int"),
+                    ({"weight": 1}, TypeError, "'weight'"),
+                ):
+                    with self.assertRaisesRegex(error, text):
+                        call(item, "k", **kwargs)
+                with self.assertRaisesRegex(TypeError, "item"):
+                    call()
+                with self.assertRaises(UnicodeDecodeError):
+                    call(item, b"\xff")
+                with self.assertRaises(AttributeError):
+                    call(object(), "k")
+            self.assertEqual(strategy.get_window_stats(item, "k").remaining, 5, cls.__name__)
+
+    def test_many_items_beyond_the_cache(self):
+        window = limits.FixedWindowRateLimiter(self.storage, clock=self.clock)
+        items = [limits.RateLimitItemPerHour(n) for n in range(1, 5001)]
+        self.assertTrue(all(window.hit(item, "k", cost=item.amount) for item in items))
+        self.assertFalse(any(window.test(item, "k") for item in items))
+        self.assertEqual(window.get_window_stats(items[-1], "k").remaining, 0)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -20,6 +20,7 @@ dist="${1:-dist}"
 here=tests/packaging
 shopt -s nullglob
 debs=("$dist"/floodgate_*.deb) devs=("$dist"/floodgate-dev_*.deb) images=("$dist"/floodgate-*-oci.tar)
+pys=("$dist"/python3-floodgate_*.deb)
 shopt -u nullglob
 if ((${#debs[@]} != 1 || ${#devs[@]} != 1 || ${#images[@]} != 1)); then
   echo "check.sh: expected one floodgate_*.deb, floodgate-dev_*.deb and floodgate-*-oci.tar in $dist (scripts/package.sh)" >&2
@@ -31,7 +32,7 @@ work="$(mktemp -d)"
 chmod 0755 "$work"
 installed=""
 cleanup() {
-  if [[ -n "$installed" ]]; then dpkg --purge floodgate floodgate-dev >/dev/null 2>&1 || true; fi
+  if [[ -n "$installed" ]]; then dpkg --purge floodgate floodgate-dev python3-floodgate >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -95,6 +96,37 @@ done
 if dpkg-query -W floodgate floodgate-dev >/dev/null 2>&1; then left+=("dpkg's database"); fi
 ((${#left[@]} == 0)) || { echo "check.sh: left after dpkg --purge: ${left[*]}" >&2; exit 1; }
 echo "installed, served, purged: nothing left"
+
+section "python3-floodgate: lintian, apt install, import from a clean shell, purge"
+if ((${#pys[@]} == 1)); then
+  py="${pys[0]}"
+  cp "$py" "$work/" && chmod 0644 "$work/$(basename "$py")"
+  setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$work" TMPDIR="$work" \
+    lintian --fail-on error,warning --display-level '>=warning' "$work/$(basename "$py")"
+  find /tmp -maxdepth 1 -name 'mldbm-*' -user 65534 -newer "$work/before-lintian" -exec rm -rf {} +
+  installed=1
+  apt-get install -y -q --no-install-recommends "$work/$(basename "$py")" >/dev/null
+  # From an empty directory and environment, with Debian's interpreter: the installed module only.
+  (cd "$work" && env -i PATH=/usr/bin:/bin /usr/bin/python3 -I -c '
+import floodgate, floodgate.limits as limits
+assert floodgate.__file__.startswith("/usr/lib/python3/dist-packages/floodgate/"), floodgate.__file__
+window = limits.MovingWindowRateLimiter(limits.storage_from_string("memory://"))
+item = limits.parse("2/minute")
+decisions = [window.hit(item, "user", 42) for _ in range(3)]
+assert decisions == [True, True, False], decisions
+assert window.get_window_stats(item, "user", 42).remaining == 0
+print("import floodgate.limits: 2/minute admitted", decisions)')
+  dpkg --purge python3-floodgate >/dev/null
+  installed=""
+  if [[ -e /usr/lib/python3/dist-packages/floodgate ]] || dpkg-query -W python3-floodgate >/dev/null 2>&1; then
+    echo "check.sh: left after dpkg --purge python3-floodgate: $(ls -d /usr/lib/python3/dist-packages/floodgate 2>/dev/null)" >&2
+    exit 1
+  fi
+  echo "python3-floodgate: lintian clean, installed, imported, purged: nothing left"
+elif grep -q '^pybind11_DIR:PATH=/' build/release/CMakeCache.txt 2>/dev/null; then
+  echo "check.sh: the build has the Python module but $dist has no python3-floodgate_*.deb" >&2
+  exit 1
+fi
 
 section "the image"
 rootfs="$work/rootfs"

@@ -53,12 +53,11 @@ class RateLimitItem:
         return self.GRANULARITY.seconds * self.multiples
 
     def key_for(self, *identifiers: bytes | str | int | float) -> str:
-        """The storage key of this limit for `identifiers` (bytes decoded, others with str())."""
-        try:  # identifiers that are all str (the usual case): one join
-            return "/".join((self.namespace, *identifiers, self._suffix))
-        except TypeError:
-            parts = [i.decode() if isinstance(i, bytes) else str(i) for i in identifiers]
-            return "/".join((self.namespace, *parts, self._suffix))
+        """The storage key of this limit for `identifiers` (bytes decoded, others with str(), as
+        `limits` makes them: a str subclass's own __str__ counts). The strategies build the same
+        key in C++."""
+        parts = [i if type(i) is str else i.decode() if isinstance(i, bytes) else str(i) for i in identifiers]
+        return "/".join((self.namespace, *parts, self._suffix))
 
     def __eq__(self, other: object) -> bool:
         return (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .. import _floodgate
+from .items import RateLimitItem
 from .storage import Storage
 
 
@@ -33,6 +34,9 @@ class RateLimiter:
         self._limiter = _floodgate.Limiter(engine, clock)
         self._clock = self._limiter.clock
         self._policies: dict[tuple[int, int], _floodgate.Policy] = {}
+        # hit and test run in C++ (key, policy and decision without a Python frame); the methods
+        # below say what they do and serve subclasses that call them through the class.
+        self.hit, self.test = _floodgate.limits_calls(self._limiter, self.STRATEGY, self.ANCHOR, RateLimitItem.key_for)
 
     def _policy(self, item) -> _floodgate.Policy:
         shape = (item.amount, item.get_expiry())
