@@ -22,7 +22,7 @@ class RateLimiter:
     `storage`: a Storage from storage_from_string (or a floodgate.Storage). `clock`: a
     floodgate.ManualClock for tests (the system clock by default), the one keyword `limits` lacks.
     Items are this package's RateLimitItems or `limits`' own (anything with amount, get_expiry()
-    and key_for()). Thread-safe; the GIL is released while the storage works.
+    and key_for()). Thread-safe; the GIL is released while a networked storage works (docs/python.md).
     """
 
     STRATEGY = ""
