@@ -155,7 +155,7 @@ TEST(XdsOverlays, ACalendarOrAReservationWithBadValuesIsRefusedNamingItsField) {
             pre + "29: rls.overlays[0].calendar.time_zone: unknown time zone \"Mars/Olympus\": expected an IANA name "
                   "such as Europe/Berlin or UTC, found in the system's zoneinfo (/usr/share/zoneinfo, Debian's tzdata)");
   EXPECT_EQ(refused(m + "      calendar: {time_zone: UTC, zone: UTC}\n"),
-            pre + "39: unknown key \"zone\" in rls.overlays[0].calendar (known: time_zone, anchor_day)");
+            pre + "34: unknown key \"zone\" in rls.overlays[0].calendar (known: time_zone, anchor_day)");
   for (const std::string bad : {"0", "-1", "32", "9007199254740992", "1e3", "\"x\"", "null"}) {
     EXPECT_NE(refused(m + "      calendar: {time_zone: UTC, anchor_day: " + bad + "}\n")
                   .find("rls.overlays[0].calendar.anchor_day must be a whole number from 1 to 31"),
