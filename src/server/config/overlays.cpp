@@ -126,6 +126,18 @@ RlsOverlay parse_one(const std::string& source, const YAML::Node& node, const st
   return o;
 }
 
+// Whether every rule `later` matches, `first` matches too: each part `first` gives, `later` gives
+// alike (an empty part matches any).
+bool covers(const RlsOverlay& first, const RlsOverlay& later) {
+  const auto part = [](const std::string& a, const std::string& b) { return a.empty() || a == b; };
+  return part(first.domain, later.domain) && part(first.policy, later.policy) && part(first.rule, later.rule) &&
+         part(first.descriptor, later.descriptor);
+}
+
+bool same_match(const RlsOverlay& a, const RlsOverlay& b) {
+  return a.domain == b.domain && a.policy == b.policy && a.rule == b.rule && a.descriptor == b.descriptor;
+}
+
 }  // namespace
 
 bool RlsOverlay::matches(std::string_view rule_domain, const std::vector<std::string>& path_keys) const {
@@ -144,10 +156,11 @@ std::vector<RlsOverlay> parse_overlays(const std::string& source, const YAML::No
   for (std::size_t i = 0; i < list.size(); ++i) {
     RlsOverlay o = parse_one(source, list[i], fmt::format("rls.overlays[{}]", i));
     for (const RlsOverlay& before : out) {
-      if (before.domain == o.domain && before.policy == o.policy && before.rule == o.rule &&
-          before.descriptor == o.descriptor) {
-        fail(source, list[i]["match"], o.where + ".match is the match of " + before.where +
-                                           ": only the first would ever apply (put both changes in one overlay)");
+      if (covers(before, o)) {
+        fail(source, list[i]["match"],
+             o.where + ".match is " + (same_match(before, o) ? "the match" : "within the match") + " of " +
+                 before.where + ", and the first overlay that matches a rule applies: this one never would (" +
+                 (same_match(before, o) ? "put both changes in one overlay)" : "put the narrower one first)"));
       }
     }
     out.push_back(std::move(o));

@@ -53,8 +53,9 @@ struct RlsOverlay {
 /// Reads `rls.overlays` (a list). Errors (yaml::Error) name the field: "rls.overlays[1].burst must
 /// be a whole number from 1 to …", an unknown key, an overlay that matches on nothing, an
 /// algorithm that floodgate does not know, concurrency without a reservation, a calendar beside
-/// an algorithm other than the fixed window, an unknown time zone, two overlays with one match.
-/// What depends on the pushed rule (a calendar on a unit without one) is checked at each push.
+/// an algorithm other than the fixed window, an unknown time zone, an overlay whose match an
+/// earlier one covers (the first that matches applies: it never would). What depends on the
+/// pushed rule (a calendar on a unit without one) is checked at each push (rules_from_resources).
 std::vector<RlsOverlay> parse_overlays(const std::string& source, const YAML::Node& list);
 
 /// Logs a warning for each overlay that matched no rule (`hits[i]` == 0) of the rules of

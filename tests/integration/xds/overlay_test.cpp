@@ -183,10 +183,18 @@ TEST(XdsOverlays, ACalendarOrAReservationWithBadValuesIsRefusedNamingItsField) {
             "fg.yaml:6:14: rls.overlays[0].burst needs algorithm token-bucket, leaky-bucket or gcra beside it");
   EXPECT_EQ(refused(m + "      algorithm: concurrency\n      calendar: {time_zone: UTC}\n      reservation: {id_key: rid}\n"),
             "fg.yaml:6:17: rls.overlays[0].calendar runs on the fixed window only, not algorithm concurrency");
-  // The same match twice: the second would never apply.
+  // The same match twice, or a narrower one after a wider one: the second would never apply.
   EXPECT_EQ(refused(m + "      algorithm: gcra\n" + m + "      fail: closed\n"),
-            "fg.yaml:6:14: rls.overlays[1].match is the match of rls.overlays[0]: only the first would ever apply "
-            "(put both changes in one overlay)");
+            "fg.yaml:6:14: rls.overlays[1].match is the match of rls.overlays[0], and the first overlay that "
+            "matches a rule applies: this one never would (put both changes in one overlay)");
+  EXPECT_EQ(refused(m + "      algorithm: gcra\n    - match: {policy: default/per-user, rule: 2, domain: d}\n"
+                        "      fail: closed\n"),
+            "fg.yaml:6:14: rls.overlays[1].match is within the match of rls.overlays[0], and the first overlay that "
+            "matches a rule applies: this one never would (put the narrower one first)");
+  // The narrower first is what it means: rule 2 closed, the policy's other rules gcra.
+  EXPECT_EQ(overlays("    - match: {policy: default/per-user, rule: 2}\n      fail: closed\n" + m +
+                     "      algorithm: gcra\n    - match: {descriptor: user}\n      algorithm: gcra\n").size(),
+            3u);
   const auto o = overlays(m + "      calendar: {time_zone: Europe/Berlin, anchor_day: 31}\n"
                               "      reservation: {id_key: rid, ttl_ms: 60000}\n");
   ASSERT_EQ(o.size(), 1u);
