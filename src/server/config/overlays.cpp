@@ -106,6 +106,10 @@ void parse_changes(const std::string& source, const YAML::Node& node, const std:
     }
   }
   if (const YAML::Node& r = node["reservation"]) parse_reservation(source, r, where, o);
+  if (strategy == Strategy::kConcurrency && o.reservation_ttl_ms != 0) {
+    fail(source, node["reservation"]["ttl_ms"],
+         where + ".reservation.ttl_ms does not apply to concurrency: a lease lives one unit of the rule's rate");
+  }
   if (strategy == Strategy::kConcurrency && o.reservation_id_key.empty()) {
     fail(source, node["algorithm"],
          where + ".algorithm: concurrency needs reservation {id_key} beside it: the descriptor entry with the "

@@ -183,6 +183,9 @@ TEST(XdsOverlays, ACalendarOrAReservationWithBadValuesIsRefusedNamingItsField) {
             "fg.yaml:6:14: rls.overlays[0].burst needs algorithm token-bucket, leaky-bucket or gcra beside it");
   EXPECT_EQ(refused(m + "      algorithm: concurrency\n      calendar: {time_zone: UTC}\n      reservation: {id_key: rid}\n"),
             "fg.yaml:6:17: rls.overlays[0].calendar runs on the fixed window only, not algorithm concurrency");
+  EXPECT_EQ(refused(m + "      algorithm: concurrency\n      reservation: {id_key: rid, ttl_ms: 5000}\n"),
+            "fg.yaml:6:42: rls.overlays[0].reservation.ttl_ms does not apply to concurrency: a lease lives one unit "
+            "of the rule's rate");
   // The same match twice, or a narrower one after a wider one: the second would never apply.
   EXPECT_EQ(refused(m + "      algorithm: gcra\n" + m + "      fail: closed\n"),
             "fg.yaml:6:14: rls.overlays[1].match is the match of rls.overlays[0], and the first overlay that "
@@ -252,7 +255,7 @@ TEST(XdsOverlays, AReservationOnTheRequestIdSelectorMovesTheRuleAboveIt) {
   const std::string policy_rule = "test-namespace/test-policy-1/rule/0";
   auto rules = read(eg::distinct_user_and_request_id(4, eg::rlconf::MINUTE),
                     "    - match: {policy: test-namespace/test-policy-1, rule: 0}\n"
-                    "      algorithm: concurrency\n      reservation: {id_key: rule-0-match-1, ttl_ms: 5000}\n");
+                    "      algorithm: concurrency\n      reservation: {id_key: rule-0-match-1}\n");
   ASSERT_TRUE(rules.ok()) << rules.status();
   const server::RlsDomain& d = *(*rules)->find("first-listener");
   const server::RlsNode& rule = *d.root.children.at(server::rls_child_key("first-route", "first-route"))
@@ -262,7 +265,6 @@ TEST(XdsOverlays, AReservationOnTheRequestIdSelectorMovesTheRuleAboveIt) {
   EXPECT_TRUE(user.children.empty());  // the request id's own descriptor is gone
   EXPECT_EQ(user.rule->strategy, Strategy::kConcurrency);
   EXPECT_EQ(user.rule->reservation_id_key, "rule-0-match-1");
-  EXPECT_EQ(user.rule->reservation_ttl, 5000 * 1000);
   EXPECT_EQ(user.rule->requests_per_unit, 4u);  // the slots: Envoy Gateway's rate
   EXPECT_EQ(d.reservation_id_keys, std::vector<std::string>{"rule-0-match-1"});
   ASSERT_EQ((*rules)->rules.size(), 1u);
