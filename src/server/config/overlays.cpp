@@ -9,6 +9,7 @@
 
 #include "floodgate/algorithms.hpp"
 #include "floodgate/rate.hpp"
+#include "floodgate/storage.hpp"
 #include "server/config/yaml_errors.hpp"
 
 namespace floodgate::server {
@@ -27,11 +28,7 @@ bool names_policy_rule(std::string_view key, const std::string& policy, const st
   return rule.empty() ? which.find('/') == std::string_view::npos : which == rule;
 }
 
-RlsOverlay parse_one(const std::string& source, const YAML::Node& node, const std::string& where) {
-  if (!node.IsMap()) fail(source, node, where + " must be a map (match, algorithm, burst, fail)");
-  yaml::check_keys(source, node, {"match", "algorithm", "burst", "fail"}, where);
-  RlsOverlay o;
-  o.where = where;
+void parse_match(const std::string& source, const YAML::Node& node, const std::string& where, RlsOverlay& o) {
   const YAML::Node& match = node["match"];
   if (!match || !match.IsMap()) fail(source, node, where + " needs a match (policy, rule, domain, descriptor)");
   yaml::check_keys(source, match, {"domain", "policy", "rule", "descriptor"}, where + ".match");
@@ -56,18 +53,45 @@ RlsOverlay parse_one(const std::string& source, const YAML::Node& node, const st
   if (o.policy.empty() && o.descriptor.empty()) {
     fail(source, match, where + ".match needs a policy (NAMESPACE/NAME) or a descriptor key");
   }
+}
+
+// `calendar: {time_zone, anchor_day}`, as a rule file's; the unit is the pushed rule's.
+void parse_calendar(const std::string& source, const YAML::Node& c, const std::string& where, RlsOverlay& o) {
+  const std::string at = where + ".calendar";
+  if (!c.IsMap()) fail(source, c, at + " must be a map: {time_zone: <IANA zone>, anchor_day: <1-31, months only>}");
+  yaml::check_keys(source, c, {"time_zone", "anchor_day"}, at);
+  if (!c["time_zone"]) fail(source, c, at + " needs a time_zone (an IANA name such as Europe/Berlin, or UTC)");
+  o.time_zone = scalar<std::string>(source, c["time_zone"], at + ".time_zone");
+  if (c["anchor_day"]) o.anchor_day = static_cast<int>(yaml::integer(source, c["anchor_day"], at + ".anchor_day", 1, 31));
+  auto checked = Calendar::make(CalendarUnit::kMonth, o.time_zone, o.anchor_day == 0 ? 1 : o.anchor_day);
+  if (!checked.ok()) fail(source, c["time_zone"], at + ".time_zone: " + std::string(checked.status().message()));
+}
+
+// `reservation: {id_key, ttl_ms}`, as a rule file's descriptor.
+void parse_reservation(const std::string& source, const YAML::Node& r, const std::string& where, RlsOverlay& o) {
+  const std::string at = where + ".reservation";
+  if (!r.IsMap()) fail(source, r, at + " must be a map with id_key (and ttl_ms)");
+  yaml::check_keys(source, r, {"id_key", "ttl_ms"}, at);
+  if (!r["id_key"]) fail(source, r, at + " needs an id_key: the descriptor key that carries the request's id");
+  o.reservation_id_key = scalar<std::string>(source, r["id_key"], at + ".id_key");
+  if (o.reservation_id_key.empty()) fail(source, r["id_key"], at + ".id_key is empty");
+  if (r["ttl_ms"]) {
+    o.reservation_ttl_ms = yaml::integer(source, r["ttl_ms"], at + ".ttl_ms", 1, kMaxReservationTtl / 1000);
+  }
+}
+
+// algorithm, burst, fail, calendar, reservation: each alone, then together.
+void parse_changes(const std::string& source, const YAML::Node& node, const std::string& where, RlsOverlay& o) {
+  Strategy strategy = Strategy::kFixedWindow;
   if (const YAML::Node& a = node["algorithm"]) {
     o.algorithm = scalar<std::string>(source, a, where + ".algorithm");
     auto s = parse_strategy(o.algorithm);
     if (!s.ok()) fail(source, a, where + ".algorithm: " + std::string(s.status().message()));
-    if (*s == Strategy::kConcurrency) {
-      fail(source, a, where + ".algorithm: concurrency needs a reservation, which an overlay cannot give");
-    }
+    strategy = *s;
   }
   if (node["burst"]) {
     o.burst = yaml::integer(source, node["burst"], where + ".burst", 1, kMaxAmount);
-    const auto s = parse_strategy(o.algorithm.empty() ? "fixed-window" : o.algorithm);
-    if (*s != Strategy::kTokenBucket && *s != Strategy::kLeakyBucket && *s != Strategy::kGcra) {
+    if (strategy != Strategy::kTokenBucket && strategy != Strategy::kLeakyBucket && strategy != Strategy::kGcra) {
       fail(source, node["burst"], where + ".burst needs algorithm token-bucket, leaky-bucket or gcra beside it");
     }
   }
@@ -75,10 +99,47 @@ RlsOverlay parse_one(const std::string& source, const YAML::Node& node, const st
     o.fail = scalar<std::string>(source, f, where + ".fail");
     if (o.fail != "open" && o.fail != "closed") fail(source, f, where + ".fail must be open or closed");
   }
-  if (o.algorithm.empty() && o.burst == 0 && o.fail.empty()) {
-    fail(source, node, where + " changes nothing: give algorithm, burst or fail");
+  if (const YAML::Node& c = node["calendar"]) {
+    parse_calendar(source, c, where, o);
+    if (strategy != Strategy::kFixedWindow) {
+      fail(source, c, where + ".calendar runs on the fixed window only, not algorithm " + o.algorithm);
+    }
   }
+  if (const YAML::Node& r = node["reservation"]) parse_reservation(source, r, where, o);
+  if (strategy == Strategy::kConcurrency && o.reservation_ttl_ms != 0) {
+    fail(source, node["reservation"]["ttl_ms"],
+         where + ".reservation.ttl_ms does not apply to concurrency: a lease lives one unit of the rule's rate");
+  }
+  if (strategy == Strategy::kConcurrency && o.reservation_id_key.empty()) {
+    fail(source, node["algorithm"],
+         where + ".algorithm: concurrency needs reservation {id_key} beside it: the descriptor entry with the "
+                 "request's id, whose second call (Envoy's apply_on_stream_done) releases the lease");
+  }
+  if (o.algorithm.empty() && o.burst == 0 && o.fail.empty() && o.time_zone.empty() && o.reservation_id_key.empty()) {
+    fail(source, node, where + " changes nothing: give algorithm, burst, fail, calendar or reservation");
+  }
+}
+
+RlsOverlay parse_one(const std::string& source, const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap()) fail(source, node, where + " must be a map (match, algorithm, burst, fail, calendar, reservation)");
+  yaml::check_keys(source, node, {"match", "algorithm", "burst", "fail", "calendar", "reservation"}, where);
+  RlsOverlay o;
+  o.where = where;
+  parse_match(source, node, where, o);
+  parse_changes(source, node, where, o);
   return o;
+}
+
+// Whether every rule `later` matches, `first` matches too: each part `first` gives, `later` gives
+// alike (an empty part matches any).
+bool covers(const RlsOverlay& first, const RlsOverlay& later) {
+  const auto part = [](const std::string& a, const std::string& b) { return a.empty() || a == b; };
+  return part(first.domain, later.domain) && part(first.policy, later.policy) && part(first.rule, later.rule) &&
+         part(first.descriptor, later.descriptor);
+}
+
+bool same_match(const RlsOverlay& a, const RlsOverlay& b) {
+  return a.domain == b.domain && a.policy == b.policy && a.rule == b.rule && a.descriptor == b.descriptor;
 }
 
 }  // namespace
@@ -96,7 +157,18 @@ bool RlsOverlay::matches(std::string_view rule_domain, const std::vector<std::st
 std::vector<RlsOverlay> parse_overlays(const std::string& source, const YAML::Node& list) {
   if (!list.IsSequence()) fail(source, list, "rls.overlays must be a list");
   std::vector<RlsOverlay> out;
-  for (std::size_t i = 0; i < list.size(); ++i) out.push_back(parse_one(source, list[i], fmt::format("rls.overlays[{}]", i)));
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    RlsOverlay o = parse_one(source, list[i], fmt::format("rls.overlays[{}]", i));
+    for (const RlsOverlay& before : out) {
+      if (covers(before, o)) {
+        fail(source, list[i]["match"],
+             o.where + ".match is " + (same_match(before, o) ? "the match" : "within the match") + " of " +
+                 before.where + ", and the first overlay that matches a rule applies: this one never would (" +
+                 (same_match(before, o) ? "put both changes in one overlay)" : "put the narrower one first)"));
+      }
+    }
+    out.push_back(std::move(o));
+  }
   return out;
 }
 

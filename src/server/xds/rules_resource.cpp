@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "ratelimit/config/ratelimit/v3/rls_conf.pb.h"
+#include "server/xds/overlay_apply.hpp"
 
 namespace floodgate::server {
 
@@ -88,22 +89,63 @@ void additions(const Value& v, const std::string& where, YAML::Node& node, YAML:
 }
 
 // The first overlay that matches a rule with a rate sets what metadata.floodgate left unset.
-void overlay(Walk& walk, const rlconf::RateLimitDescriptor& d, YAML::Node& rate_limit) {
-  if (!d.has_rate_limit() || d.rate_limit().unlimited() || d.rate_limit().requests_per_unit() == 0) return;
-  for (std::size_t i = 0; i < walk.overlays.size(); ++i) {
-    const RlsOverlay& o = walk.overlays[i];
-    if (!o.matches(walk.domain, walk.keys)) continue;
-    ++walk.hits[i];
-    const YAML::Node& set = rate_limit;  // const: looking does not add a key
-    if (!o.algorithm.empty() && !set["algorithm"]) rate_limit["algorithm"] = o.algorithm;
-    if (o.burst > 0 && !set["burst"]) rate_limit["burst"] = std::to_string(o.burst);
-    if (!o.fail.empty() && !set["fail"]) rate_limit["fail"] = o.fail;
-    return;
+// Returns the overlay ("rls.overlays[0]") if the rule moves onto the descriptor above
+// (OverlayApplied::lift), else "".
+std::string overlay(Walk& walk, const rlconf::RateLimitDescriptor& d, const std::string& path, YAML::Node& node,
+             YAML::Node& rate_limit) {
+  if (!d.has_rate_limit() || d.rate_limit().unlimited() || d.rate_limit().requests_per_unit() == 0) return {};
+  const std::string unit = rlconf::RateLimitUnit_IsValid(d.rate_limit().unit())
+                               ? rlconf::RateLimitUnit_Name(d.rate_limit().unit())
+                               : std::to_string(d.rate_limit().unit());
+  const PushedRule rule{walk.domain, walk.keys, path, d.value(), unit, d.descriptors_size() > 0};
+  OverlayApplied applied = apply_overlay(walk.overlays, walk.hits, rule, node, rate_limit);
+  if (!applied.error.empty()) throw Refused{std::move(applied.error)};
+  return applied.lift ? applied.overlay : std::string();
+}
+
+// A rule lifted from `child` (its own key carries the request's id) onto `parent`, which must
+// have no rule of its own.
+void lift_rule(YAML::Node& parent, const YAML::Node& child, const std::string& parent_path) {
+  if (parent["rate_limit"]) {
+    throw Refused{fmt::format("{}.reservation.id_key \"{}\" is the key of descriptor \"{}\", whose rule then moves "
+                              "onto descriptor \"{}\", which has a rate_limit of its own", child["overlay"].Scalar(),
+                              child["key"].Scalar(), child["path"].Scalar(), parent_path)};
+  }
+  for (const char* key : kLiftedRuleKeys) {
+    if (child[key]) parent[key] = child[key];
   }
 }
 
+// A pushed rate_limit as a rules file writes it.
+YAML::Node rate_limit_of(const rlconf::RateLimitPolicy& p) {
+  YAML::Node rate_limit(YAML::NodeType::Map);
+  if (!p.name().empty()) rate_limit["name"] = text(p.name());
+  if (p.replaces_size() > 0) {
+    YAML::Node replaces(YAML::NodeType::Sequence);
+    for (const auto& r : p.replaces()) {
+      YAML::Node item(YAML::NodeType::Map);
+      item["name"] = text(r.name());
+      replaces.push_back(item);
+    }
+    rate_limit["replaces"] = replaces;
+  }
+  if (p.unlimited()) {
+    rate_limit["unlimited"] = "true";
+    // A unit beside unlimited is refused, as in a file; UNKNOWN (0) is no unit at all.
+    if (p.unit() != rlconf::UNKNOWN) rate_limit["unit"] = text(rlconf::RateLimitUnit_Name(p.unit()));
+  } else {
+    const std::string unit = rlconf::RateLimitUnit_IsValid(p.unit()) ? rlconf::RateLimitUnit_Name(p.unit())
+                                                                      : std::to_string(p.unit());
+    rate_limit["unit"] = text(unit);
+    rate_limit["requests_per_unit"] = std::to_string(p.requests_per_unit());
+  }
+  return rate_limit;
+}
+
+// The descriptors of `list`; a rule that an overlay lifts (see overlay) goes into `lifted`, for the
+// descriptor above (null at the top: refused).
 YAML::Node descriptors(const google::protobuf::RepeatedPtrField<rlconf::RateLimitDescriptor>& list,
-                       const std::string& prefix, Walk& walk) {
+                       const std::string& prefix, Walk& walk, YAML::Node* lifted) {
   YAML::Node out(YAML::NodeType::Sequence);
   for (const rlconf::RateLimitDescriptor& d : list) {
     YAML::Node node(YAML::NodeType::Map);
@@ -111,30 +153,7 @@ YAML::Node descriptors(const google::protobuf::RepeatedPtrField<rlconf::RateLimi
     if (!d.value().empty()) node["value"] = text(d.value());
     const std::string path = prefix + (prefix.empty() ? "" : ".") + d.key() + (d.value().empty() ? "" : "_" + d.value());
     const std::string where = fmt::format("descriptor \"{}\"", path);
-    YAML::Node rate_limit(YAML::NodeType::Map);
-    if (d.has_rate_limit()) {
-      const rlconf::RateLimitPolicy& p = d.rate_limit();
-      if (!p.name().empty()) rate_limit["name"] = text(p.name());
-      if (p.replaces_size() > 0) {
-        YAML::Node replaces(YAML::NodeType::Sequence);
-        for (const auto& r : p.replaces()) {
-          YAML::Node item(YAML::NodeType::Map);
-          item["name"] = text(r.name());
-          replaces.push_back(item);
-        }
-        rate_limit["replaces"] = replaces;
-      }
-      if (p.unlimited()) {
-        rate_limit["unlimited"] = "true";
-        // A unit beside unlimited is refused, as in a file; UNKNOWN (0) is no unit at all.
-        if (p.unit() != rlconf::UNKNOWN) rate_limit["unit"] = text(rlconf::RateLimitUnit_Name(p.unit()));
-      } else {
-        const std::string unit = rlconf::RateLimitUnit_IsValid(p.unit()) ? rlconf::RateLimitUnit_Name(p.unit())
-                                                                          : std::to_string(p.unit());
-        rate_limit["unit"] = text(unit);
-        rate_limit["requests_per_unit"] = std::to_string(p.requests_per_unit());
-      }
-    }
+    YAML::Node rate_limit = d.has_rate_limit() ? rate_limit_of(d.rate_limit()) : YAML::Node(YAML::NodeType::Map);
     if (d.has_metadata()) {
       YAML::Node meta(YAML::NodeType::Map);
       for (const auto& [k, v] : d.metadata().fields()) {
@@ -147,14 +166,29 @@ YAML::Node descriptors(const google::protobuf::RepeatedPtrField<rlconf::RateLimi
       if (meta.size() > 0) node["metadata"] = meta;
     }
     walk.keys.push_back(d.key());
-    overlay(walk, d, rate_limit);
+    const std::string lift = overlay(walk, d, path, node, rate_limit);
     if (d.has_rate_limit()) node["rate_limit"] = rate_limit;
     if (d.shadow_mode()) node["shadow_mode"] = "true";
     if (d.detailed_metric()) node["detailed_metric"] = "true";
     if (d.quota_mode()) node["quota_mode"] = "true";
-    if (d.descriptors_size() > 0) node["descriptors"] = descriptors(d.descriptors(), path, walk);
+    if (d.descriptors_size() > 0) {
+      YAML::Node from_below(YAML::NodeType::Null);
+      node["descriptors"] = descriptors(d.descriptors(), path, walk, &from_below);
+      if (from_below.IsMap()) lift_rule(node, from_below, path);
+    }
     walk.keys.pop_back();
-    out.push_back(node);
+    if (lift.empty()) {
+      out.push_back(node);
+      continue;
+    }
+    if (lifted == nullptr || lifted->IsMap()) {
+      throw Refused{fmt::format("{}.reservation.id_key \"{}\" is the key of descriptor \"{}\", whose rule then "
+                                "moves onto the descriptor above it, and {}", lift, d.key(), path,
+                                lifted == nullptr ? "it has none" : "another rule moves there too")};
+    }
+    *lifted = node;
+    (*lifted)["path"] = path;
+    (*lifted)["overlay"] = lift;
   }
   return out;
 }
@@ -200,7 +234,7 @@ absl::StatusOr<std::shared_ptr<const RlsConfig>> rules_from_resources(
     root["domain"] = text(rc.domain());
     try {
       Walk walk{rc.domain(), {}, overlays, hits};
-      root["descriptors"] = descriptors(rc.descriptors(), "", walk);
+      root["descriptors"] = descriptors(rc.descriptors(), "", walk, nullptr);
     } catch (const Refused& r) {
       return absl::InvalidArgumentError(fmt::format("{}: {}", source, r.message));
     }

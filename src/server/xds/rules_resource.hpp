@@ -31,8 +31,10 @@ extern const char* const kRateLimitConfigTypeUrl;
 /// "k1_v1": invalid unit "UNKNOWN" (…)`; a resource of another type, one that does not parse, two
 /// resources of one name. Pure: no I/O.
 ///
-/// `overlays` (rls.overlays): the first that matches a rule with a rate sets its algorithm, burst
-/// and fail where metadata.floodgate does not; the rate stays the pushed one. `overlay_hits`
+/// `overlays` (rls.overlays): the first that matches a rule with a rate sets its algorithm, burst,
+/// fail, calendar and reservation where metadata.floodgate does not (xds/overlay_apply.hpp: a rule
+/// whose own key is the reservation's id moves onto the descriptor above); the rate stays the
+/// pushed one. An overlay that the rule does not allow is an error naming the overlay's field. `overlay_hits`
 /// (optional) receives how many rules each overlay matched, in order (0: a typo, or a policy
 /// that Envoy Gateway does not push now).
 absl::StatusOr<std::shared_ptr<const RlsConfig>> rules_from_resources(

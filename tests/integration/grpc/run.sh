@@ -3,6 +3,7 @@
 #   run.sh install NODE_DIR                        npm ci of package-lock.json into NODE_DIR
 #   run.sh test FLOODGATE NODE_DIR STORAGE [REDIS_PORT_FILE]
 #   run.sh token-budget FLOODGATE NODE_DIR        examples/envoy/token-budget as Envoy calls it
+#   run.sh ai-gateway FLOODGATE NODE_DIR          Envoy AI Gateway's budget on a rule over xDS
 # STORAGE is a storage URL, "redis-fixture" for the server whose port REDIS_PORT_FILE holds, or
 # "redis-cluster-fixture" for the cluster whose ports (p1,p2,p3) that file holds.
 set -euo pipefail
@@ -13,13 +14,22 @@ if [[ "$1" == install ]]; then
   node_dir="$2"
   mkdir -p "$node_dir"
   cp "$here/package.json" "$here/package-lock.json" "$here/rls_client.js" "$here/tls_client.js" \
-    "$here/health_client.js" "$here/token_budget_client.js" "$here/wire_check.js" "$node_dir/"
+    "$here/health_client.js" "$here/token_budget_client.js" "$here/ai_gateway_client.js" "$here/wire_check.js" \
+    "$node_dir/"
   (cd "$node_dir" && npm ci --no-audit --no-fund --silent)
   exit 0
 fi
 
 floodgate="$2"
 node_dir="$3"
+if [[ "$1" == ai-gateway ]]; then
+  # The script is the control plane too, and starts the binary itself (its log in $work).
+  source "$here/../../support/scratch_dir.sh"  # $work, cleaned up on exit
+  if ! node "$node_dir/ai_gateway_client.js" "$floodgate" "$proto" "$work"; then
+    echo "floodgate log:"; cat "$work/serve.log"; exit 1
+  fi
+  exit 0
+fi
 if [[ "$1" == token-budget ]]; then
   # The example's own configuration and rules, on ports of this run's.
   source "$here/../../support/scratch_dir.sh"  # $work, cleaned up on exit

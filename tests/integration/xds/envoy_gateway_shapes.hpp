@@ -42,9 +42,28 @@ inline rlconf::RateLimitConfig listener(std::initializer_list<rlconf::RateLimitD
   return c;
 }
 
-// testdata/out/ratelimit-config/distinct-match.yaml: a Distinct header selector (no value), 5/SECOND.
-inline rlconf::RateLimitConfig distinct_match() {
-  return listener({route_rule("test-namespace/test-policy-1/rule/0", "rule-0-match-0", "", 5, rlconf::SECOND)});
+// testdata/out/ratelimit-config/distinct-match.yaml: a Distinct header selector (no value), 5/SECOND
+// (or the policy's other rate: month-year-rule.yaml has MONTH and YEAR).
+inline rlconf::RateLimitConfig distinct_match(std::uint32_t requests_per_unit = 5,
+                                              rlconf::RateLimitUnit unit = rlconf::SECOND) {
+  return listener(
+      {route_rule("test-namespace/test-policy-1/rule/0", "rule-0-match-0", "", requests_per_unit, unit)});
+}
+
+// A rule with two Distinct header selectors (x-user-id, then x-request-id): nested one below the
+// other in the order of the rule's selectors, the rate on the last, as multiple-matches.yaml nests
+// its two selectors; each keyed as distinct-match.yaml's ("rule-0-match-N", no value).
+inline rlconf::RateLimitConfig distinct_user_and_request_id(std::uint32_t requests_per_unit,
+                                                            rlconf::RateLimitUnit unit) {
+  rlconf::RateLimitConfig c = distinct_match(requests_per_unit, unit);
+  rlconf::RateLimitDescriptor& rule = *c.mutable_descriptors(0)->mutable_descriptors(0);
+  rlconf::RateLimitDescriptor request_id = rule.descriptors(0);
+  request_id.set_key("rule-0-match-1");
+  rule.clear_descriptors();
+  rlconf::RateLimitDescriptor& user = *rule.add_descriptors();
+  user.set_key("rule-0-match-0");
+  *user.add_descriptors() = std::move(request_id);
+  return c;
 }
 
 // testdata/out/ratelimit-config/multiple-rules.yaml: the policy's rules 0 (5/SECOND) and 1

@@ -125,13 +125,180 @@ TEST(XdsOverlays, ABadOverlayIsRefusedNamingItsField) {
   EXPECT_EQ(refused("    - match: {policy: default/per-user}\n      burst: 5\n"),
             "fg.yaml:5:14: rls.overlays[0].burst needs algorithm token-bucket, leaky-bucket or gcra beside it");
   EXPECT_EQ(refused("    - match: {policy: default/per-user}\n      algorithm: concurrency\n"),
-            "fg.yaml:5:18: rls.overlays[0].algorithm: concurrency needs a reservation, which an overlay cannot give");
+            "fg.yaml:5:18: rls.overlays[0].algorithm: concurrency needs reservation {id_key} beside it: the descriptor "
+            "entry with the request's id, whose second call (Envoy's apply_on_stream_done) releases the lease");
   EXPECT_EQ(refused("    - match: {policy: default/per-user, rules: 0}\n      algorithm: gcra\n"),
             "fg.yaml:4:41: unknown key \"rules\" in rls.overlays[0].match (known: domain, policy, rule, descriptor)");
   EXPECT_EQ(refused("    - match: {domain: first-listener}\n      algorithm: gcra\n"),
             "fg.yaml:4:14: rls.overlays[0].match needs a policy (NAMESPACE/NAME) or a descriptor key");
   EXPECT_EQ(refused("    - match: {policy: default/per-user}\n"),
-            "fg.yaml:4:7: rls.overlays[0] changes nothing: give algorithm, burst or fail");
+            "fg.yaml:4:7: rls.overlays[0] changes nothing: give algorithm, burst, fail, calendar or reservation");
+}
+
+// The new fields with hostile values: each refused at load, naming the field.
+TEST(XdsOverlays, ACalendarOrAReservationWithBadValuesIsRefusedNamingItsField) {
+  const std::string m = "    - match: {policy: default/per-user}\n";
+  const std::string pre = "fg.yaml:5:";
+  EXPECT_EQ(refused(m + "      calendar: null\n"),
+            pre + "17: rls.overlays[0].calendar must be a map: {time_zone: <IANA zone>, anchor_day: <1-31, months only>}");
+  EXPECT_EQ(refused(m + "      calendar: true\n"),
+            pre + "17: rls.overlays[0].calendar must be a map: {time_zone: <IANA zone>, anchor_day: <1-31, months only>}");
+  EXPECT_EQ(refused(m + "      calendar: [UTC]\n"),
+            pre + "17: rls.overlays[0].calendar must be a map: {time_zone: <IANA zone>, anchor_day: <1-31, months only>}");
+  EXPECT_EQ(refused(m + "      calendar: {}\n"),
+            pre + "17: rls.overlays[0].calendar needs a time_zone (an IANA name such as Europe/Berlin, or UTC)");
+  EXPECT_EQ(refused(m + "      calendar: {time_zone: null}\n"),
+            pre + "29: rls.overlays[0].calendar.time_zone must be a single value");
+  EXPECT_EQ(refused(m + "      calendar: {time_zone: [UTC]}\n"),
+            pre + "29: rls.overlays[0].calendar.time_zone must be a single value");
+  EXPECT_EQ(refused(m + "      calendar: {time_zone: Mars/Olympus}\n"),
+            pre + "29: rls.overlays[0].calendar.time_zone: unknown time zone \"Mars/Olympus\": expected an IANA name "
+                  "such as Europe/Berlin or UTC, found in the system's zoneinfo (/usr/share/zoneinfo, Debian's tzdata)");
+  EXPECT_EQ(refused(m + "      calendar: {time_zone: UTC, zone: UTC}\n"),
+            pre + "34: unknown key \"zone\" in rls.overlays[0].calendar (known: time_zone, anchor_day)");
+  for (const std::string bad : {"0", "-1", "32", "9007199254740992", "1e3", "\"x\"", "null"}) {
+    EXPECT_NE(refused(m + "      calendar: {time_zone: UTC, anchor_day: " + bad + "}\n")
+                  .find("rls.overlays[0].calendar.anchor_day must be a whole number from 1 to 31"),
+              std::string::npos)
+        << bad << ": " << refused(m + "      calendar: {time_zone: UTC, anchor_day: " + bad + "}\n");
+  }
+  EXPECT_EQ(refused(m + "      algorithm: gcra\n      calendar: {time_zone: UTC}\n"),
+            "fg.yaml:6:17: rls.overlays[0].calendar runs on the fixed window only, not algorithm gcra");
+  EXPECT_EQ(refused(m + "      reservation: null\n"),
+            pre + "20: rls.overlays[0].reservation must be a map with id_key (and ttl_ms)");
+  EXPECT_EQ(refused(m + "      reservation: request_id\n"),
+            pre + "20: rls.overlays[0].reservation must be a map with id_key (and ttl_ms)");
+  EXPECT_EQ(refused(m + "      reservation: {ttl_ms: 1000}\n"),
+            pre + "20: rls.overlays[0].reservation needs an id_key: the descriptor key that carries the request's id");
+  EXPECT_EQ(refused(m + "      reservation: {id_key: \"\"}\n"), pre + "29: rls.overlays[0].reservation.id_key is empty");
+  EXPECT_EQ(refused(m + "      reservation: {id_key: {a: b}}\n"),
+            pre + "29: rls.overlays[0].reservation.id_key must be a single value");
+  for (const std::string bad : {"0", "-5", "86400001", "9007199254740992", "\"soon\"", "null", "1.5"}) {
+    EXPECT_NE(refused(m + "      reservation: {id_key: rid, ttl_ms: " + bad + "}\n")
+                  .find("rls.overlays[0].reservation.ttl_ms must be a whole number from 1 to 86400000"),
+              std::string::npos)
+        << bad << ": " << refused(m + "      reservation: {id_key: rid, ttl_ms: " + bad + "}\n");
+  }
+  EXPECT_EQ(refused(m + "      algorithm: concurrency\n      burst: 2\n      reservation: {id_key: rid}\n"),
+            "fg.yaml:6:14: rls.overlays[0].burst needs algorithm token-bucket, leaky-bucket or gcra beside it");
+  EXPECT_EQ(refused(m + "      algorithm: concurrency\n      calendar: {time_zone: UTC}\n      reservation: {id_key: rid}\n"),
+            "fg.yaml:6:17: rls.overlays[0].calendar runs on the fixed window only, not algorithm concurrency");
+  EXPECT_EQ(refused(m + "      algorithm: concurrency\n      reservation: {id_key: rid, ttl_ms: 5000}\n"),
+            "fg.yaml:6:42: rls.overlays[0].reservation.ttl_ms does not apply to concurrency: a lease lives one unit "
+            "of the rule's rate");
+  // The same match twice, or a narrower one after a wider one: the second would never apply.
+  EXPECT_EQ(refused(m + "      algorithm: gcra\n" + m + "      fail: closed\n"),
+            "fg.yaml:6:14: rls.overlays[1].match is the match of rls.overlays[0], and the first overlay that "
+            "matches a rule applies: this one never would (put both changes in one overlay)");
+  EXPECT_EQ(refused(m + "      algorithm: gcra\n    - match: {policy: default/per-user, rule: 2, domain: d}\n"
+                        "      fail: closed\n"),
+            "fg.yaml:6:14: rls.overlays[1].match is within the match of rls.overlays[0], and the first overlay that "
+            "matches a rule applies: this one never would (put the narrower one first)");
+  // The narrower first is what it means: rule 2 closed, the policy's other rules gcra.
+  EXPECT_EQ(overlays("    - match: {policy: default/per-user, rule: 2}\n      fail: closed\n" + m +
+                     "      algorithm: gcra\n    - match: {descriptor: user}\n      algorithm: gcra\n").size(),
+            3u);
+  const auto o = overlays(m + "      calendar: {time_zone: Europe/Berlin, anchor_day: 31}\n"
+                              "      reservation: {id_key: rid, ttl_ms: 60000}\n");
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o[0].time_zone, "Europe/Berlin");
+  EXPECT_EQ(o[0].anchor_day, 31);
+  EXPECT_EQ(o[0].reservation_id_key, "rid");
+  EXPECT_EQ(o[0].reservation_ttl_ms, 60000);
+}
+
+// A calendar: the pushed unit read as a calendar period in the zone; a unit without one is
+// refused at the push (or the reload that reads it again), naming the overlay's field.
+TEST(XdsOverlays, ACalendarReadsTheRulesUnitInItsZoneAndIsRefusedOnAUnitWithoutOne) {
+  const auto read = [](const eg::rlconf::RateLimitConfig& c, const std::string& yaml) {
+    google::protobuf::RepeatedPtrField<google::protobuf::Any> resources;
+    resources.Add()->PackFrom(c);
+    return server::rules_from_resources(resources, false, overlays(yaml));
+  };
+  const std::string policy_rule = "test-namespace/test-policy-1/rule/0";
+  auto rules = read(eg::distinct_match(1000, eg::rlconf::MONTH),
+                    "    - match: {policy: test-namespace/test-policy-1}\n"
+                    "      calendar: {time_zone: Europe/Berlin, anchor_day: 15}\n");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  const server::RlsRule& r = leaf(**rules, policy_rule, "rule-0-match-0", "");
+  ASSERT_TRUE(r.calendar);
+  EXPECT_EQ(r.calendar.unit, CalendarUnit::kMonth);
+  EXPECT_EQ(r.calendar.anchor_day, 15);
+  EXPECT_EQ(r.calendar.zone.name(), "Europe/Berlin");
+  EXPECT_EQ(r.requests_per_unit, 1000u);
+  ASSERT_NE(r.policy, nullptr);
+  EXPECT_EQ(r.policy->limits().front().calendar.unit, CalendarUnit::kMonth);
+  const std::string path = "first-route_first-route." + policy_rule + "_" + policy_rule + ".rule-0-match-0";
+  for (const auto unit : {eg::rlconf::SECOND, eg::rlconf::MINUTE, eg::rlconf::HOUR}) {
+    auto no = read(eg::distinct_match(5, unit), "    - match: {policy: test-namespace/test-policy-1}\n"
+                                                "      calendar: {time_zone: UTC}\n");
+    EXPECT_EQ(std::string(no.status().message()),
+              "resource \"first-listener\": rls.overlays[0].calendar: descriptor \"" + path + "\" has unit " +
+                  eg::rlconf::RateLimitUnit_Name(unit) + ", which has no calendar period (day, week, month or year)");
+  }
+  auto day = read(eg::distinct_match(5, eg::rlconf::DAY), "    - match: {policy: test-namespace/test-policy-1}\n"
+                                                        "      calendar: {time_zone: UTC, anchor_day: 2}\n");
+  EXPECT_EQ(std::string(day.status().message()),
+            "resource \"first-listener\": rls.overlays[0].calendar.anchor_day applies to unit month only; descriptor \"" +
+                path + "\" has unit DAY");
+}
+
+// A reservation whose id is Envoy Gateway's Distinct selector on x-request-id: the rule moves onto
+// the selector above it (x-user-id), so that the id entry, taken out before matching, leaves a
+// descriptor that finds it; concurrency takes its leases there.
+TEST(XdsOverlays, AReservationOnTheRequestIdSelectorMovesTheRuleAboveIt) {
+  const auto read = [](const eg::rlconf::RateLimitConfig& c, const std::string& yaml) {
+    google::protobuf::RepeatedPtrField<google::protobuf::Any> resources;
+    resources.Add()->PackFrom(c);
+    return server::rules_from_resources(resources, false, overlays(yaml));
+  };
+  const std::string policy_rule = "test-namespace/test-policy-1/rule/0";
+  auto rules = read(eg::distinct_user_and_request_id(4, eg::rlconf::MINUTE),
+                    "    - match: {policy: test-namespace/test-policy-1, rule: 0}\n"
+                    "      algorithm: concurrency\n      reservation: {id_key: rule-0-match-1}\n");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  const server::RlsDomain& d = *(*rules)->find("first-listener");
+  const server::RlsNode& rule = *d.root.children.at(server::rls_child_key("first-route", "first-route"))
+                                     ->children.at(server::rls_child_key(policy_rule, policy_rule));
+  const server::RlsNode& user = *rule.children.at(server::rls_default_key("rule-0-match-0"));
+  ASSERT_NE(user.rule, nullptr);
+  EXPECT_TRUE(user.children.empty());  // the request id's own descriptor is gone
+  EXPECT_EQ(user.rule->strategy, Strategy::kConcurrency);
+  EXPECT_EQ(user.rule->reservation_id_key, "rule-0-match-1");
+  EXPECT_EQ(user.rule->requests_per_unit, 4u);  // the slots: Envoy Gateway's rate
+  EXPECT_EQ(d.reservation_id_keys, std::vector<std::string>{"rule-0-match-1"});
+  ASSERT_EQ((*rules)->rules.size(), 1u);
+
+  // The id on a selector above the rule, a selector with one value, or an id selector with no
+  // selector above it that could hold the rule: refused, naming the field.
+  auto above = read(eg::distinct_user_and_request_id(4, eg::rlconf::MINUTE),
+                    "    - match: {policy: test-namespace/test-policy-1}\n      reservation: {id_key: rule-0-match-0}\n");
+  EXPECT_NE(std::string(above.status().message())
+                .find("rls.overlays[0].reservation.id_key \"rule-0-match-0\" is a descriptor above the rule"),
+            std::string::npos) << above.status();
+  auto valued = read(eg::multiple_rules(),
+                     "    - match: {policy: test-namespace/test-policy-1, rule: 0}\n"
+                     "      reservation: {id_key: rule-0-match-0}\n");
+  EXPECT_NE(std::string(valued.status().message())
+                .find("rls.overlays[0].reservation.id_key \"rule-0-match-0\": descriptor \"first-route_first-route."
+                      "test-namespace/test-policy-1/rule/0_test-namespace/test-policy-1/rule/0.rule-0-match-0_rule-0-"
+                      "match-0\" matches the one value \"rule-0-match-0\", not each request's id"),
+            std::string::npos) << valued.status();
+  eg::rlconf::RateLimitConfig top;
+  top.set_name("l");
+  top.set_domain("l");
+  top.add_descriptors()->set_key("request-id");
+  top.mutable_descriptors(0)->mutable_rate_limit()->set_requests_per_unit(3);
+  top.mutable_descriptors(0)->mutable_rate_limit()->set_unit(eg::rlconf::MINUTE);
+  auto at_top = read(top, "    - match: {descriptor: request-id}\n      reservation: {id_key: request-id}\n");
+  EXPECT_EQ(std::string(at_top.status().message()),
+            "resource \"l\": rls.overlays[0].reservation.id_key \"request-id\" is the key of descriptor "
+            "\"request-id\", whose rule then moves onto the descriptor above it, and it has none");
+  // An id entry the rules do not name (an action added to Envoy Gateway's route): as in a rules file.
+  auto apart = read(eg::distinct_match(100, eg::rlconf::HOUR),
+                    "    - match: {policy: test-namespace/test-policy-1}\n      reservation: {id_key: request_id}\n");
+  ASSERT_TRUE(apart.ok()) << apart.status();
+  EXPECT_EQ(leaf(**apart, policy_rule, "rule-0-match-0", "").reservation_id_key, "request_id");
 }
 
 // The example's ConfigMap holds a file that floodgate reads, with the overlay the docs show.

@@ -846,6 +846,150 @@ TEST(Xds, AnOverlayGivesEnvoyGatewaysRuleGcraWithABurst) {
             std::string::npos);
 }
 
+using Entries = std::vector<std::pair<std::string, std::string>>;
+
+// One descriptor of `entries` with `hits` (the hits_addend of Envoy's rate limit on the route) in
+// `domain_name`: "OK left 20", the code and limit_remaining of its status; `out` gets the answer.
+std::string hits_call(const std::shared_ptr<grpc::Channel>& channel, const std::string& domain_name,
+                      const Entries& entries, std::uint64_t hits, rlsv3::RateLimitResponse* out = nullptr) {
+  rlsv3::RateLimitRequest req;
+  req.set_domain(domain_name);
+  auto* d = req.add_descriptors();
+  for (const auto& [k, v] : entries) {
+    auto* e = d->add_entries();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  d->mutable_hits_addend()->set_value(hits);
+  rlsv3::RateLimitResponse answer;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  const grpc::Status s = rlsv3::RateLimitService::NewStub(channel)->ShouldRateLimit(&ctx, req, &answer);
+  if (!s.ok()) return "error " + s.error_message();
+  if (out != nullptr) *out = answer;
+  return rlsv3::RateLimitResponse::Code_Name(answer.statuses(0).code()) + " left " +
+         std::to_string(answer.statuses(0).limit_remaining());
+}
+
+// The file of `fg` rewritten as `next` and reloaded (SIGHUP): waits until the reloads counted with
+// `result` ("ok", "failed") reach `count`.
+void reload_with(Floodgate& fg, const std::string& next, const std::string& result, int count) {
+  fg.process().write_config(next);
+  kill(fg.process().pid(), SIGHUP);  // the file's watcher may reload it too: counts are at least
+  const std::string name = "floodgate_config_reloads_total{result=\"" + result + "\"} ";
+  auto reloads = [&] {
+    const std::string m = fg.process().request(http::verb::get, "/metrics").body();
+    const auto at = m.find(name);
+    return at == std::string::npos ? 0 : std::stoi(m.substr(at + name.size()));
+  };
+  for (int i = 0; i < 200 && reloads() < count; ++i) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_GE(reloads(), count) << name;
+  std::this_thread::sleep_for(milliseconds(50));  // a second reload of the same file, if any, is done
+}
+
+const std::string kPolicyRule = "test-namespace/test-policy-1/rule/0";
+
+// An overlay reads Envoy Gateway's `unit: DAY` as a calendar day in a time zone: the day resets at
+// the zone's midnight (Asia/Kolkata: UTC+5:30 all year), not at envoyproxy's midnight UTC. A rule
+// of a unit without a calendar period is refused at the push and at a reload, naming the field.
+TEST(Xds, AnOverlayGivesEnvoyGatewaysDailyRuleACalendarDayInItsZone) {
+  ControlPlane cp;
+  cp.push("1", {envoy_gateway::distinct_match(3, rlconf::DAY)});
+  Floodgate fg(cp.address(), "",
+               "  overlays:\n"
+               "    - match: {policy: test-namespace/test-policy-1, rule: 0}\n"
+               "      calendar: {time_zone: Asia/Kolkata}\n");
+  ASSERT_TRUE(acked(cp.answer_to("1"), "1"));
+  const Entries alice{{"first-route", "first-route"}, {kPolicyRule, kPolicyRule}, {"rule-0-match-0", "alice"}};
+  rlsv3::RateLimitResponse r;
+  const std::time_t now = std::time(nullptr);
+  ASSERT_EQ(hits_call(fg.channel(), "first-listener", alice, 1, &r), "OK left 2");
+  const std::int64_t into_local_day = (static_cast<std::int64_t>(now) + 19'800) % 86'400;
+  EXPECT_NEAR(static_cast<double>(r.statuses(0).duration_until_reset().seconds()),
+              static_cast<double>(86'400 - into_local_day), 2.0);
+  EXPECT_EQ(r.statuses(0).current_limit().unit(), rlsv3::RateLimitResponse::RateLimit::DAY);
+  EXPECT_EQ(r.statuses(0).current_limit().requests_per_unit(), 3u);  // Envoy Gateway's rate
+
+  // The policy's rate becomes 5 per second: no calendar second exists, the push is refused
+  // naming the overlay's field, and the day rule keeps deciding.
+  const std::string n2 = cp.push("2", {envoy_gateway::distinct_match()});
+  const auto nack = cp.answer_to(n2);
+  EXPECT_EQ(nack.request.version_info(), "1");
+  EXPECT_EQ(nack.request.error_detail().message(),
+            "resource \"first-listener\": rls.overlays[0].calendar: descriptor \"first-route_first-route." +
+                kPolicyRule + "_" + kPolicyRule + ".rule-0-match-0\" has unit SECOND, which has no calendar period "
+                "(day, week, month or year)");
+  EXPECT_EQ(hits_call(fg.channel(), "first-listener", alice, 1), "OK left 1");
+
+  // A reload whose overlay gives the day an anchor day (months only) is refused: the old overlay
+  // keeps serving.
+  const std::string file = (fg.process().dir() / "floodgate.yaml").string();
+  std::string next = read_file(file);
+  next.replace(next.find("Asia/Kolkata}"), 13, "Asia/Kolkata, anchor_day: 3}");
+  reload_with(fg, next, "failed", 1);
+  EXPECT_NE(fg.process().log_text().find("rls.overlays[0].calendar.anchor_day applies to unit month only; descriptor"),
+            std::string::npos);
+  ASSERT_EQ(hits_call(fg.channel(), "first-listener", alice, 1, &r), "OK left 0");
+  EXPECT_NEAR(static_cast<double>(r.statuses(0).duration_until_reset().seconds()),
+              static_cast<double>(86'400 - (static_cast<std::int64_t>(std::time(nullptr)) + 19'800) % 86'400), 2.0);
+}
+
+// Envoy Gateway's rule with a Distinct selector on x-user-id and one on x-request-id, and a
+// response cost (so that Envoy calls again when the stream ends, the same entries): an overlay
+// makes its 2 per minute 2 requests in progress per user, each lease released by that second call.
+TEST(Xds, AnOverlayGivesEnvoyGatewaysRuleAConcurrencyLimitReleasedAtTheStreamsEnd) {
+  ControlPlane cp;
+  cp.push("1", {envoy_gateway::distinct_user_and_request_id(2, rlconf::MINUTE)});
+  Floodgate fg(cp.address(), "",
+               "  overlays:\n"
+               "    - match: {policy: test-namespace/test-policy-1, rule: 0}\n"
+               "      algorithm: concurrency\n      reservation: {id_key: rule-0-match-1}\n");
+  ASSERT_TRUE(acked(cp.answer_to("1"), "1"));
+  // Envoy's call, at the request and again at the stream's end: route, policy rule, the user, the id.
+  const auto call = [&](const std::string& user, const std::string& id) {
+    return hits_call(fg.channel(), "first-listener",
+                     {{"first-route", "first-route"}, {kPolicyRule, kPolicyRule}, {"rule-0-match-0", user},
+                      {"rule-0-match-1", id}}, 1);
+  };
+  EXPECT_EQ(call("alice", "r1"), "OK left 1");
+  EXPECT_EQ(call("alice", "r2"), "OK left 0");
+  EXPECT_EQ(call("alice", "r3"), "OVER_LIMIT left 0");  // a third in progress; 2 per minute would say the same
+  EXPECT_EQ(call("bob", "r4"), "OK left 1");             // bob's own slots
+  EXPECT_EQ(call("alice", "r1"), "OK left 1");           // r1's stream ends: its lease is released
+  EXPECT_EQ(call("alice", "r3"), "OK left 0");           // within the minute: a rate would refuse a third
+  EXPECT_EQ(call("alice", "r5"), "OVER_LIMIT left 0");
+  EXPECT_EQ(call("alice", "r2"), "OK left 1");
+  EXPECT_EQ(call("alice", "r3"), "OK left 2");
+}
+
+// Envoy AI Gateway's token budget on a rule Envoy Gateway pushes: the request's call carries the
+// estimate (the rule's request cost), the call when the stream ends the usage (its response cost,
+// hits_addend from the dynamic metadata io.envoy.ai_gateway:llm_total_token). An overlay's
+// reservation on the x-request-id selector reserves the estimate, then settles the usage.
+TEST(Xds, AnOverlayGivesEnvoyGatewaysRuleATokenBudgetReservedThenSettled) {
+  ControlPlane cp;
+  cp.push("1", {envoy_gateway::distinct_user_and_request_id(100, rlconf::HOUR)});
+  Floodgate fg(cp.address(), "",
+               "  overlays:\n"
+               "    - match: {policy: test-namespace/test-policy-1, rule: 0}\n"
+               "      reservation: {id_key: rule-0-match-1, ttl_ms: 600000}\n");
+  ASSERT_TRUE(acked(cp.answer_to("1"), "1"));
+  const auto call = [&](const std::string& user, const std::string& id, std::uint64_t tokens) {
+    return hits_call(fg.channel(), "first-listener",
+                     {{"first-route", "first-route"}, {kPolicyRule, kPolicyRule}, {"rule-0-match-0", user},
+                      {"rule-0-match-1", id}}, tokens);
+  };
+  // r1 reserves its estimate of 80; r2's 30 does not fit beside it (each request id counted apart
+  // would let it in); r1 ends having used 10 (70 refunded); r3 fits, and ends using 50.
+  EXPECT_EQ(call("alice", "r1", 80), "OK left 20");
+  EXPECT_EQ(call("alice", "r2", 30), "OVER_LIMIT left 20");
+  EXPECT_EQ(call("alice", "r1", 10), "OK left 90");
+  EXPECT_EQ(call("alice", "r3", 30), "OK left 60");
+  EXPECT_EQ(call("alice", "r3", 50), "OK left 40");
+  EXPECT_EQ(call("alice", "r1", 99), "OK left 40");  // a second settle of r1 changes nothing
+  EXPECT_EQ(call("bob", "r4", 1), "OK left 99");     // bob's own budget
+}
+
 
 }  // namespace
 }  // namespace floodgate::testing
