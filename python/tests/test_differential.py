@@ -1,6 +1,7 @@
 """floodgate.limits against the `limits` package it replaces: the same random call sequences
 (items, costs, identifiers, hit/test/get_window_stats/clear, times stepped on both clocks) must get
-the same decisions from the fixed window, the moving window and the sliding window counter.
+the same decisions from the fixed window, the moving window and the sliding window counter, on
+`limits`' memory storage and on Redis (RedisDifferential).
 
 `limits` is whichever is first on sys.path: 5.8 (PYTHONPATH=…/limits-5.8.0, the reference) or
 Debian's python3-limits 2.8, compared only where 2.8 agrees with 5.8 (no sliding window counter,
@@ -141,10 +142,13 @@ def repr_rate(item):
 
 
 def take_back(storage, key, cost, before):
-    """Undoes a refused fixed-window hit in `limits`' memory storage: the window it opened (the
-    key was empty), or the cost it added (decr; limits 2.8 has none, so its counter directly)."""
+    """Undoes a refused fixed-window hit in `limits`' storage: the window it opened (the key was
+    empty), or the cost it added (decr; Redis: DECRBY on its prefixed key; limits 2.8's memory
+    storage has none, so its counter directly)."""
     if before == 0:
         storage.clear(key)
+    elif hasattr(storage, "prefixed_key"):
+        storage.get_connection().decrby(storage.prefixed_key(key), cost)
     elif hasattr(storage, "decr"):
         storage.decr(key, cost)
     else:
@@ -173,20 +177,68 @@ REDIS_PORT_FILE = os.environ.get("FLOODGATE_REDIS_PORT_FILE", "")
 
 @unittest.skipUnless(REDIS_PORT_FILE and MODERN, "needs a Redis server (FLOODGATE_REDIS_PORT_FILE) and limits 5.8")
 class RedisDifferential(Differential):
-    """The same sequences on Redis, for the moving window: `limits` decides it on the caller's
-    timestamps (which the test steps), and floodgate with `clock=client`. Its fixed window and
-    sliding window counter on Redis follow the server's key TTLs, which no test can step."""
+    """The same sequences on Redis. The moving window on stepped clocks: `limits` decides it on the
+    caller's timestamps, and floodgate with `clock=client`. `limits`' fixed window and sliding
+    window counter on Redis follow the server's key TTLs, which no test can step: they are compared
+    on the real clock inside periods of days (costs, refusals, test, remaining, clear), never
+    across a window's or bucket's edge (RealClock)."""
 
     def setUp(self):
-        port = open(REDIS_PORT_FILE).read().strip()
+        with open(REDIS_PORT_FILE) as f:
+            port = f.read().strip()
         self.PEER_URL = f"redis://127.0.0.1:{port}/0"
         self.OUR_URL = f"redis://127.0.0.1:{port}/0?clock=client"
 
     def test_fixed_window(self):
-        self.skipTest("limits' Redis fixed window runs on the server's TTLs")
+        self.check_real_time("fixed", peer_strategies.FixedWindowRateLimiter, fl.FixedWindowRateLimiter)
 
     def test_sliding_window_counter(self):
-        self.skipTest("limits' Redis sliding window counter runs on the server's TTLs")
+        self.check_real_time("sliding", peer_strategies.SlidingWindowCounterRateLimiter,
+                             fl.SlidingWindowCounterRateLimiter)
+
+    def check_real_time(self, name, peer_cls, ours_cls):
+        sequences = max(1, SEQUENCES // 3)
+        peer_storage = peer_storage_from_string(self.PEER_URL)
+        ours_storage = fl.storage_from_string(self.OUR_URL.split("?")[0])  # the server's clock, as limits
+        calls = 0
+        for seed in range(sequences):
+            RealClock.clear_of_edges()
+            rng = random.Random(seed)
+            theirs, ours = peer_cls(peer_storage), ours_cls(ours_storage)
+            space = f"R{seed}-{time.time_ns()}"
+            items = [fl.parse(r) for r in rng.sample(RealClock.RATES, 2)]
+            items = [type(i)(i.amount, i.multiples, namespace=space) for i in items]
+            peer_items = [type(peer.parse(repr_rate(i)))(i.amount, i.multiples, namespace=space) for i in items]
+            for n in range(CALLS):
+                k = rng.randrange(len(items))
+                who = rng.choice([("user", 1), ("user", 2), ("k",)])
+                op = rng.choices(["hit", "test", "stats", "clear"], [60, 15, 20, 2])[0]
+                cost = self.cost(rng, name, items[k])
+                where = f"{name} (Redis, real clock) seed {seed} call {n}: {op} {items[k]} {who} cost {cost}"
+                if op == "stats":  # remaining only: the two reset times are read at two instants
+                    got = ours.get_window_stats(items[k], *who)
+                    want = theirs.get_window_stats(peer_items[k], *who)
+                    self.assertEqual(got[1], want[1], where + f": remaining, floodgate {got} limits {want}")
+                else:
+                    self.compare(op, name, ours, theirs, peer_storage, items[k], peer_items[k], who, cost, where)
+                calls += 1
+        print(f"\n{name} (Redis, real clock): {sequences} sequences, {calls} calls, limits {peer.__version__}: same decisions")
+        self.assertEqual(calls, sequences * CALLS)
+
+
+class RealClock:
+    """Periods of days, so that a sequence (well under a minute) never meets the end of a fixed
+    window (it opens at the first hit) or a sliding window counter's bucket (aligned to the epoch)
+    unless it starts within a minute of one: then it waits the edge out."""
+
+    RATES = ["3/day", "5 per 2 days", "4/day", "2/day", "7 per 3 days"]
+    PERIODS = (86400, 2 * 86400, 3 * 86400)
+
+    @classmethod
+    def clear_of_edges(cls):
+        now = time.time()
+        wait = max((-now % p) + 1 if -now % p < 60 else 0 for p in cls.PERIODS)
+        time.sleep(wait)
 
 
 if __name__ == "__main__":
