@@ -3,8 +3,9 @@
 
 usage: PYTHONPATH=build/release/python [LIMITS_SRC=DIR] python3 bench/peers/py_floodgate.py [memory|redis]
   env: LIMITS_SRC (a source tree holding limits/, as for py_limits.py; unset: the interpreter's),
-       BENCH_SECONDS (time cap per measurement, default 1), REPS (runs per row, the median is
-       shown; default 3), REDIS_PORT (redis mode, default 6390), THREADS (default "1,4,16")
+       BENCH_SECONDS (time cap per measurement, default 1), REPS (runs per row, the two libraries
+       interleaved, the medians shown; default 3), REDIS_PORT (redis mode, default 6390),
+       THREADS (default "1,4,16"), ONE_KEY_ONLY=1 (the one-key rows alone: a quick run)
 
 For each strategy `limits` has (and those it lacks, floodgate only): one key and 100k keys in the
 harness's shared random order (py_limits.visit_order), a limit never reached (10**9 per hour),
@@ -26,6 +27,7 @@ NKEYS = 100_000
 SECONDS = float(os.environ.get("BENCH_SECONDS", "1"))
 REPS = int(os.environ.get("REPS", "3"))
 THREADS = [int(t) for t in os.environ.get("THREADS", "1,4,16").split(",")]
+ONE_KEY_ONLY = os.environ.get("ONE_KEY_ONLY", "0")
 NAMES = ["FixedWindowRateLimiter", "MovingWindowRateLimiter", "SlidingWindowCounterRateLimiter",
          "TokenBucketRateLimiter", "GCRARateLimiter"]
 
@@ -55,15 +57,24 @@ def rate(hit, item, keys, threads=1):
     return sum(counts) / (time.perf_counter() - t0)
 
 
-def median_rate(make, item, keys, threads=1):
-    rates = []
+def one_rate(make, item, keys, threads):
+    strategy, done = make()
+    for k in keys[: min(len(keys), NKEYS)]:  # warm-up: every key exists
+        strategy.hit(item, k)
+    r = rate(strategy.hit, item, keys, threads)
+    done()
+    return r
+
+
+def median_rates(make_ours, make_theirs, items, keys, threads=1):
+    """Medians of REPS runs of each library, the two interleaved run by run (a noisy neighbour
+    then weighs on both)."""
+    ours, theirs = [], []
     for _ in range(REPS):
-        strategy, done = make()
-        for k in keys[: min(len(keys), NKEYS)]:  # warm-up: every key exists
-            strategy.hit(item, k)
-        rates.append(rate(strategy.hit, item, keys, threads))
-        done()
-    return statistics.median(rates)
+        ours.append(one_rate(make_ours, items[0], keys, threads))
+        if make_theirs:
+            theirs.append(one_rate(make_theirs, items[1], keys, threads))
+    return statistics.median(ours), (statistics.median(theirs) if theirs else None)
 
 
 def makers(mode, name):
@@ -101,10 +112,9 @@ def main():
     print("|---|---|---|---|---|---|")
     for name in NAMES:
         make_theirs, make_ours = makers(mode, name)
-        rows = [(1, [all_keys[0]], 1)] + [(NKEYS, visit_order(all_keys), t) for t in THREADS]
+        rows = [(1, [all_keys[0]], 1)] + [(NKEYS, visit_order(all_keys), t) for t in THREADS if ONE_KEY_ONLY != "1"]
         for nkeys, keys, threads in rows:
-            ours = median_rate(make_ours, item_ours, keys, threads)
-            theirs = median_rate(make_theirs, item_theirs, keys, threads) if make_theirs else None
+            ours, theirs = median_rates(make_ours, make_theirs, (item_ours, item_theirs), keys, threads)
             ratio = f"{ours / theirs:.1f}" if theirs else "–"
             shown = f"{theirs:,.0f}" if theirs else "(none)"
             print(f"| {name.replace('RateLimiter', '')} | {nkeys:,} | {threads} | {shown} | {ours:,.0f} | {ratio} |",
