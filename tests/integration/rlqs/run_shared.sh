@@ -30,7 +30,7 @@ case "$mode" in
     export RLQS_BUCKETS=6 ;;
   outage)
     read -r own_port own_dir < <("$fixture" start-server "$redis_dir")
-    stop_own() { [[ -f "$own_dir/redis.pid" ]] && kill "$(cat "$own_dir/redis.pid")" 2>/dev/null; rm -rf "$own_dir"; }
+    stop_own() { if [[ -f "$own_dir/redis.pid" ]]; then kill "$(cat "$own_dir/redis.pid")" 2>/dev/null || true; fi; rm -rf "$own_dir"; }
     trap 'stop_own; scratch_cleanup' EXIT
     url="redis://127.0.0.1:$own_port?prefix=$prefix"
     export RLQS_STORE_DOWN="redis-cli -p $own_port shutdown nosave >/dev/null 2>&1 || true"
