@@ -548,6 +548,7 @@ async function refreshLive() {
         ? p.top_denied.map((k) => `<tr><td>${escapeHtml(k.key)}</td><td class="n">${k.count}${k.error ? ` (±${k.error})` : ''}</td></tr>`).join('')
         : '<tr><td class="empty" colspan="2">no denials</td></tr>';
     }
+    window.floodgateRlqs.drawRlqs($('rlqs'), json.rlqs, escapeHtml);
     document.body.dataset.liveUpdated = String(Date.now());
   } catch (err) {
     const e = $('live-error');

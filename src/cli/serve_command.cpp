@@ -290,6 +290,9 @@ void add_service_hooks(server::Service& service, ExtraMetrics extra, std::atomic
     if (extra.rls != nullptr) extra.rls->metrics().render(out);
     if (extra.xds != nullptr) extra.xds->render(out);
   });
+  if (extra.quota != nullptr) {
+    service.set_extra_live([quota = extra.quota](server::JsonOut& out) { quota->render_live(out); });
+  }
   service.set_healthcheck([&terminating, x = extra.xds, needs_rules] {
     if (terminating.load()) return std::string("terminating: draining the calls in flight");
     if (needs_rules && x != nullptr && !x->has_rules()) return std::string("no rate-limit rules loaded yet");

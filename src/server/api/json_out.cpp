@@ -1,6 +1,8 @@
 // The service's JSON writer (see api/json_out.hpp).
 #include "server/api/json_out.hpp"
 
+#include <cmath>
+
 #include <boost/json/serialize.hpp>
 #include <boost/json/string_view.hpp>
 #include <fmt/format.h>
@@ -99,6 +101,13 @@ JsonOut& JsonOut::num(std::int64_t v) {
 }
 
 JsonOut& JsonOut::num(std::uint64_t v) {
+  value_start();
+  fmt::format_to(std::back_inserter(out_), "{}", v);
+  return *this;
+}
+
+JsonOut& JsonOut::real(double v) {
+  if (!std::isfinite(v)) return null();
   value_start();
   fmt::format_to(std::back_inserter(out_), "{}", v);
   return *this;

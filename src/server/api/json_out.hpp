@@ -27,6 +27,7 @@ class JsonOut {
   JsonOut& num(std::int64_t v);
   JsonOut& num(std::uint64_t v);
   JsonOut& num(int v) { return num(static_cast<std::int64_t>(v)); }
+  JsonOut& real(double v);  ///< the shortest decimal that reads back as `v`; NaN or ±inf as null
   JsonOut& seconds(Micros us);  ///< µs as decimal seconds; kNever as null
   JsonOut& boolean(bool v);
   JsonOut& null();

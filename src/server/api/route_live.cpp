@@ -1,6 +1,7 @@
 // GET /v1/live: per configured policy (and "inline"), decisions per second over the last
 // LiveStats::kSeconds seconds, totals since start, the degraded state and the most-denied keys;
-// and the storage: its servers and the degraded decisions of the whole pipeline.
+// and the storage: its servers and the degraded decisions of the whole pipeline; then the keys of
+// set_extra_live (the RLQS split).
 #include "server/api/json_out.hpp"
 #include "server/api/service.hpp"
 #include "storage/url.hpp"
@@ -77,7 +78,9 @@ bool Service::route_live(const Request&, Response& res, Pending&, const Installe
   };
   for (const ServicePolicy& sp : in.config->policies) one(sp.policy->name(), in.metric_slots.at(&sp), &sp);
   if (in.config->allow_inline) one("inline", inline_slot_, nullptr);
-  j.end().end();
+  j.end();
+  if (extra_live_) extra_live_(j);
+  j.end();
   respond(res, http::status::ok, j.take());
   res.set(http::field::cache_control, "no-store");
   return false;

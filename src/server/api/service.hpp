@@ -21,6 +21,8 @@
 
 namespace floodgate::server {
 
+class JsonOut;
+
 /// Routes and answers the API (docs/http-api.md):
 ///   POST /v1/hit, POST /v1/test, GET /v1/stats, DELETE /v1/keys, GET /v1/auth,
 ///   GET /metrics, GET /healthz, GET /readyz; the dashboard: GET / (the page), POST /v1/simulate
@@ -126,6 +128,8 @@ class Service {
 
   /// Families appended to `/metrics` (e.g. the gRPC service's counters). Set before serving.
   void set_extra_metrics(std::function<void(PromText&)> extra) { extra_metrics_ = std::move(extra); }
+  /// Keys appended to GET /v1/live's object (e.g. the RLQS split, "rlqs"). Set before serving.
+  void set_extra_live(std::function<void(JsonOut&)> extra) { extra_live_ = std::move(extra); }
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
   /// The text of GET /metrics (Prometheus exposition 0.0.4), for another listener that serves it.
   /// Thread-safe.
@@ -196,6 +200,7 @@ class Service {
   JsonRls json_rls_;
   std::atomic<Micros> recovered_at_{0};  // when the storage last answered after not answering
   std::function<void(PromText&)> extra_metrics_;
+  std::function<void(JsonOut&)> extra_live_;
   std::function<std::string()> not_ready_;
   std::function<std::string()> healthcheck_;
 };

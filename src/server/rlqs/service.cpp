@@ -1,6 +1,9 @@
 // The RLQS service: the registry of streams, the table and the rules they share.
 #include "server/rlqs/service.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 
 namespace floodgate::server::rlqs {
 
@@ -22,11 +25,21 @@ Service::Service(std::shared_ptr<const Rules> rules, std::shared_ptr<const Clock
   sync_ = std::make_unique<QuotaSync>(
       options_.storage, options_.table.split, [this](const std::vector<Assignment>& out) { deliver(out, 0); },
       options_.sync);
+  // Every bucket each period; in between, every short_retry, those granted less than they asked.
   syncer_ = std::thread([this] {
+    const auto period = std::chrono::microseconds(options_.sync.period);
+    const auto step = std::min(period, std::chrono::microseconds(std::max<Micros>(1, options_.sync.short_retry)));
+    using Steady = std::chrono::steady_clock;
+    Steady::time_point next = Steady::now() + period;
     std::unique_lock<std::mutex> lock(stop_mu_);
-    while (!stop_cv_.wait_for(lock, std::chrono::microseconds(options_.sync.period), [this] { return stop_; })) {
+    while (!stop_cv_.wait_until(lock, std::min(next, Steady::now() + step), [this] { return stop_; })) {
       lock.unlock();
-      sync_->sync(table_, false, now());
+      if (Steady::now() >= next) {
+        sync_->sync(table_, false, now());
+        next = Steady::now() + period;
+      } else {
+        sync_->sync_short(table_, now());
+      }
       lock.lock();
     }
   });

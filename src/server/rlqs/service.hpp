@@ -18,6 +18,10 @@
 #include "server/rlqs/sync.hpp"
 #include "server/rlqs/table.hpp"
 
+namespace floodgate::server {
+class JsonOut;
+}  // namespace floodgate::server
+
 namespace floodgate::server::rlqs {
 
 namespace rlqsv3 = envoy::service::rate_limit_quota::v3;
@@ -71,6 +75,8 @@ class Service final : public rlqsv3::RateLimitQuotaService::CallbackService {
   /// Per rule: floodgate_rlqs_rule_{clients,buckets,assigned_rate,reported_rate}; and
   /// floodgate_rlqs_sync_errors_total.
   void render_rule_metrics(PromText& out) const;
+  /// GET /v1/live's "rlqs" (live.cpp): per limited rule, its limit and this instance's split of it.
+  void render_live(JsonOut& out) const;
 
   // For streams.
   Table& table() noexcept { return table_; }

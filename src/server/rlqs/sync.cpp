@@ -57,10 +57,18 @@ QuotaSync::QuotaSync(std::shared_ptr<Storage> storage, SplitOptions split, Deliv
 
 void QuotaSync::sync(Table& table, bool fresh_only, Micros now) {
   if (fresh_only && !table.has_fresh()) return;
+  run(table, fresh_only ? Table::Pick::kFresh : Table::Pick::kAll, now);
+}
+
+void QuotaSync::sync_short(Table& table, Micros now) {
+  if (table.has_short()) run(table, Table::Pick::kShort, now);
+}
+
+void QuotaSync::run(Table& table, Table::Pick pick, Micros now) {
   // Read under the sync's lock: what a bucket asks for is what the last grant left it.
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Table::Local> released;
-  const std::vector<Table::Local> locals = table.locals(fresh_only, &released);
+  const std::vector<Table::Local> locals = table.locals(pick, &released);
   for (const Table::Local& l : released) {  // no clients left here: the grant goes back at once
     const QuotaClaim claim{{}, 0, l.shape.total, now + options_.ttl_periods * options_.period};
     if (auto r = storage_->share_quota(l.key, member_, claim, now); !r.ok()) fail(l.key, r.status());

@@ -2,6 +2,9 @@
 #include "server/rlqs/table.hpp"
 
 #include <algorithm>
+#include <string_view>
+
+#include "absl/container/flat_hash_set.h"
 
 namespace floodgate::server::rlqs {
 
@@ -197,7 +200,7 @@ Shape Table::split_shape(const Bucket& bucket) const {
   return s;
 }
 
-std::vector<Table::Local> Table::locals(bool fresh_only, std::vector<Local>* released) {
+std::vector<Table::Local> Table::locals(Pick pick, std::vector<Local>* released) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Local> out;
   const auto add = [&](const std::string& key, const Bucket& b) {
@@ -206,15 +209,18 @@ std::vector<Table::Local> Table::locals(bool fresh_only, std::vector<Local>* rel
     for (const auto& [id, e] : b.clients) l.claims.push_back(Claim{e.demand, e.sent ? e.held : 0});
     out.push_back(std::move(l));
   };
-  if (fresh_only) {
-    for (const std::string& key : fresh_) {
-      const auto it = buckets_.find(key);
-      if (it != buckets_.end() && it->second.expiry == 0) add(key, it->second);
-    }
-  } else {
+  if (pick == Pick::kAll) {
     for (const auto& [key, b] : buckets_) add(key, b);
+  } else {
+    std::vector<std::string>& keys = pick == Pick::kFresh ? fresh_ : short_;
+    absl::flat_hash_set<std::string_view> seen;
+    for (const std::string& key : keys) {
+      const auto it = buckets_.find(key);
+      if (it == buckets_.end() || !seen.insert(it->first).second) continue;
+      if (pick == Pick::kFresh ? it->second.expiry == 0 : it->second.budget < it->second.requested) add(key, it->second);
+    }
   }
-  fresh_.clear();
+  (pick == Pick::kShort ? short_ : fresh_).clear();
   if (released != nullptr) released->swap(released_);
   return out;
 }
@@ -222,6 +228,11 @@ std::vector<Table::Local> Table::locals(bool fresh_only, std::vector<Local>* rel
 bool Table::has_fresh() const {
   std::lock_guard<std::mutex> lock(mu_);
   return !fresh_.empty() || !released_.empty();
+}
+
+bool Table::has_short() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !short_.empty();
 }
 
 void Table::grant(const std::string& key, const Shape& shape, std::uint64_t budget, std::uint64_t requested,
@@ -234,6 +245,7 @@ void Table::grant(const std::string& key, const Shape& shape, std::uint64_t budg
   b.budget = std::min(budget, shape.total);
   b.requested = std::min(requested, shape.total);
   b.expiry = expiry;
+  if (b.budget < b.requested) short_.push_back(key);  // asked again soon (sync.hpp)
   if (changed) rebalance(key, b, 0, now, out);
 }
 

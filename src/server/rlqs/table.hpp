@@ -96,11 +96,16 @@ class Table {
     std::uint64_t requested = 0;  ///< the grant to ask for (the last sync's own fair share)
     bool fresh = false;           ///< never granted yet
   };
-  /// Every bucket's (`fresh_only`: those never granted yet), and the buckets released since the
-  /// last call (no clients left: their grant is to be given back; `released`).
-  std::vector<Local> locals(bool fresh_only, std::vector<Local>* released = nullptr);
-  /// Whether a bucket was created since the last locals(true) or any bucket was released (cheap).
+  /// Which buckets locals() gives: every one; those never granted yet; those granted less than
+  /// they asked at their last sync (the other instances had not given it back yet).
+  enum class Pick : std::uint8_t { kAll, kFresh, kShort };
+  /// The picked buckets', and the buckets released since the last call (no clients left: their
+  /// grant is to be given back; `released`).
+  std::vector<Local> locals(Pick pick, std::vector<Local>* released = nullptr);
+  /// Whether a bucket was created since the last locals(kFresh) or any bucket was released (cheap).
   [[nodiscard]] bool has_fresh() const;
+  /// Whether a bucket was granted less than it asked since the last locals(kShort) (cheap).
+  [[nodiscard]] bool has_short() const;
   /// The sync's outcome for `key` (of `shape`; a bucket whose shape changed since is left): its
   /// clients are split `budget` until `expiry` (then 0), and `requested` is asked next time.
   /// Appends the assignments that changed.
@@ -156,6 +161,7 @@ class Table {
   std::uint64_t seq_ = 0;                             // guarded by mu_
   std::vector<Local> released_;                       // guarded by mu_
   std::vector<std::string> fresh_;                    // guarded by mu_: buckets created since
+  std::vector<std::string> short_;                    // guarded by mu_: granted less than asked since
   std::atomic<std::uint64_t> refused_{0};
 };
 

@@ -4,7 +4,7 @@
 // Checks: the page loads in < 1 s; Hit past the limit gives a blocked request and changed counts in
 // every lane, and the concurrency lane denies the request over N; a 100 req/s stream grows every lane while the page stays responsive (frame gaps and
 // event-loop lag measured in the page); the live view's counters and most-denied keys follow
-// requests to /v1/hit; nothing is fetched from another origin; a narrow screen does not overflow.
+// requests to /v1/hit; the RLQS panel lists the server's quota rule; nothing is fetched from another origin; a narrow screen does not overflow.
 // Writes screenshots and figures.json to ARTIFACT_DIR.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
@@ -53,11 +53,15 @@ policies:
     key: {header: X-Real-IP}
     fail: closed
 `);
+// An RLQS rule (Envoy's quota service): the live view's split panel lists it.
+mkdirSync(path.join(dir, 'rlqs.d'));
+writeFileSync(path.join(dir, 'rlqs.d', 'edge.yaml'), 'domain: edge\nbuckets:\n  - match: {api: chat}\n    limit: 600/minute\n');
 const portFile = path.join(dir, 'port');
 // The admin token the page is given through its address (/#token=…), as scripts/run.sh prints it.
 const adminToken = 'browser-test-admin-token-0123';
 const server = spawn(binary, ['serve', '--config', path.join(dir, 'floodgate.yaml'), '--listen', '127.0.0.1:0',
-  '--port-file', portFile, '--threads', '2', '--log-level', 'warn'],
+  '--port-file', portFile, '--threads', '2', '--log-level', 'warn', '--grpc-listen', '127.0.0.1:0',
+  '--rlqs-config', path.join(dir, 'rlqs.d')],
   { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, FLOODGATE_ADMIN_TOKEN: adminToken } });
 let browser;
 async function cleanup() {
@@ -344,6 +348,12 @@ try {
   const axes = await page.$$eval('article.policy .axis', (es) => es.map((e) => e.textContent));
   check(axes.length >= 2 && axes.every((a) => a === axes[0] && a.endsWith('now')),
     `live: the cards share one time axis (${axes.join(' | ')})`);
+  // The RLQS panel: the rule, its limit (600/minute: 10/s) and no client yet.
+  const split = await until('the RLQS panel', () => page.$eval('#rlqs', (p) => !p.hidden && [...p.querySelectorAll('tbody tr')]
+    .map((tr) => ({ rule: tr.dataset.rule, limit: tr.querySelector('.limit').textContent,
+      clients: tr.querySelector('.clients').textContent, assigned: tr.querySelector('.assigned').textContent }))));
+  check(split.length === 1 && split[0].rule === 'edge.yaml:3 edge' && split[0].limit === '10' && split[0].clients === '0' &&
+    split[0].assigned === '0', `live: the RLQS panel lists the rule with its limit (${JSON.stringify(split)})`);
   await page.waitForTimeout(1200);
   await page.screenshot({ path: path.join(artifacts, 'live.png'), fullPage: true });
 

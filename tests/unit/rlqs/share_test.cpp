@@ -152,5 +152,39 @@ TEST(RlqsShare, TwoInstancesKeepOneLimit) {
   EXPECT_LE(periods, 2) << "converged after " << periods + 1 << " sync periods";
 }
 
+// The second instance to see a bucket is granted nothing while the first holds the whole rate. It
+// syncs first in the next period (still nothing: the first has not shrunk yet); the first shrinks at
+// its own sync; the second, short of what it asked, syncs again a short_retry later and takes the
+// rest then, not a period later.
+TEST(RlqsShare, AnInstanceGrantedLessThanItAskedTakesTheRestAtItsShortRetry) {
+  auto store = std::make_shared<MemoryStorage>();
+  Table a(shared());
+  Table b(shared());
+  QuotaSync sa(store, {}, [](const std::vector<Assignment>&) {});
+  QuotaSync sb(store, {}, [](const std::vector<Assignment>&) {});
+  std::vector<Assignment> out;
+  Micros now = kSecond;
+  ASSERT_TRUE(a.report(report(1, now), out));
+  sa.sync(a, true, now);
+  ASSERT_TRUE(b.report(report(2, now), out));
+  sb.sync(b, true, now);
+  ASSERT_EQ(a.held_sum("edge|chat"), 100u);
+  ASSERT_EQ(b.held_sum("edge|chat"), 0u);
+  EXPECT_TRUE(b.has_short());
+  now += kSecond;
+  ASSERT_TRUE(a.report(report(1, now, 1, 200), out));
+  ASSERT_TRUE(b.report(report(2, now, 1, 20), out));
+  sb.sync(b, false, now);
+  EXPECT_EQ(b.held_sum("edge|chat"), 0u) << "the first instance has not shrunk yet";
+  sa.sync(a, false, now);
+  EXPECT_EQ(a.held_sum("edge|chat"), 78u);
+  EXPECT_FALSE(a.has_short());
+  now += sb.options().short_retry;
+  sb.sync_short(b, now);
+  EXPECT_EQ(b.held_sum("edge|chat"), 22u) << "taken at the short retry, not at the next period";
+  EXPECT_LE(a.held_sum("edge|chat") + b.held_sum("edge|chat"), 100u);
+  EXPECT_FALSE(b.has_short()) << "granted what it asked: back to the period";
+}
+
 }  // namespace
 }  // namespace floodgate::server::rlqs
