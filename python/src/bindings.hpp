@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include <pybind11/pybind11.h>
@@ -10,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "floodgate/clock.hpp"
+#include "floodgate/policy.hpp"
 
 namespace floodgate::python {
 
@@ -50,6 +52,9 @@ Micros checked_seconds(py::handle value, const char* argument, double min_second
 inline double to_seconds(Micros d) noexcept {
   return d == kNever ? INFINITY : static_cast<double>(d) / 1e6;
 }
+
+/// "clock" or "first-hit" (also "first_hit"); floodgate.InvalidArgument naming `anchor` otherwise.
+Anchor parse_anchor(const std::string& anchor);
 
 void bind_errors(py::module_& m);
 void bind_clock(py::module_& m);

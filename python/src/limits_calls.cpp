@@ -2,7 +2,6 @@
 // C functions of CPython's fast calling convention: the key is built, the policy found and the
 // decision made without a Python frame. A pybind11 binding of the same call spends most of its
 // time in argument dispatch and in the Decision object it returns (docs/python.md "Performance").
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -24,40 +23,48 @@ struct ItemEntry {
   std::string prefix;
   std::string suffix;
 };
+using Entry = std::shared_ptr<const ItemEntry>;
 
-/// The state behind one strategy's hit and test: its limiter, its strategy, the items seen.
+/// The state behind one strategy's hit, test and policy: its limiter, its strategy, the items seen.
 struct LimitsCalls {
   std::shared_ptr<PyLimiter> limiter;
   Strategy strategy;
   Anchor anchor;
   py::object native_key_for;  // floodgate.limits.RateLimitItem.key_for
   bool release_gil;           // a networked storage: the call waits on a round trip
-  std::unordered_map<PyObject*, ItemEntry> items;
+  std::unordered_map<PyObject*, Entry> items;
 };
 
-constexpr std::size_t kMaxItems = 4096;  // items are few (one per limit string): past this, uncached
+// Items are usually few (one per limit string); code that parses its limit strings on every call
+// makes new ones all the time: the cache then starts over when it reaches this many.
+constexpr std::size_t kMaxItems = 4096;
 
-/// The entry of `item`: from the cache, or made (and cached while there is room). Entries are never
-/// erased, so a reference stays valid while the GIL is released or Python code runs.
-const ItemEntry& entry_for(LimitsCalls& calls, PyObject* item, std::optional<ItemEntry>& uncached) {
+/// The entry of `item` (its policy: `amount` per `get_expiry()` seconds of the strategy, as the one
+/// policy "limits" whose keys are the items' keys), from the cache or made and cached. A caller
+/// holds the entry while the GIL is released or Python code runs (the cache may start over then).
+Entry entry_for(LimitsCalls& calls, PyObject* item) {
   if (auto it = calls.items.find(item); it != calls.items.end()) return it->second;
   py::handle h(item);
   const std::int64_t amount = checked_count(h.attr("amount"), "item.amount");
   const std::int64_t expiry = checked_count(h.attr("get_expiry")(), "item.get_expiry()");
   PolicyOptions options;
   options.anchor = calls.anchor;
-  ItemEntry e{py::reinterpret_borrow<py::object>(h),
-              value_or_raise(Policy::make("limits", calls.strategy, fmt::format("{} per {} seconds", amount, expiry), options),
-                             "item"),
-              false, {}, {}};
+  auto e = std::make_shared<ItemEntry>(ItemEntry{
+      py::reinterpret_borrow<py::object>(h),
+      value_or_raise(Policy::make("limits", calls.strategy, fmt::format("{} per {} seconds", amount, expiry), options),
+                     "item"),
+      false, {}, {}});
   py::object key_for = py::type::of(h).attr("key_for");
   if (key_for.is(calls.native_key_for)) {
-    e.native_key = true;
-    e.prefix = h.attr("namespace").cast<std::string>();
-    e.suffix = h.attr("_suffix").cast<std::string>();
+    e->native_key = true;
+    e->prefix = h.attr("namespace").cast<std::string>();
+    e->suffix = h.attr("_suffix").cast<std::string>();
   }
   if (calls.items.size() >= kMaxItems) {
-    return uncached.emplace(std::move(e));
+    auto dropped = std::move(calls.items);  // released (items' __del__ may run) once the map is whole
+    calls.items.clear();
+    calls.items.emplace(item, e);
+    return e;
   }
   return calls.items.emplace(item, std::move(e)).first->second;
 }
@@ -116,26 +123,12 @@ std::int64_t cost_of(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames)
 
 enum class Call { kHit, kTest };
 
-template <Call kCall>
-PyObject* decide(PyObject* capsule, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
-  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+/// `f()`, a new reference, as a C function of CPython returns it: a C++ exception becomes the
+/// Python exception it stands for (pybind11's, or RuntimeError) and nullptr.
+template <class F>
+PyObject* as_c_call(F&& f) noexcept {
   try {
-    if (nargs < 1) throw py::type_error("missing the required argument 'item'");
-    auto& calls = *static_cast<LimitsCalls*>(PyCapsule_GetPointer(capsule, "floodgate.limits_calls"));
-    const std::int64_t cost = cost_of(args, nargs, kwnames);
-    std::optional<ItemEntry> spare;
-    const ItemEntry& e = entry_for(calls, args[0], spare);
-    const std::string key = key_of(e, args, nargs);
-    Limiter& limiter = *calls.limiter->limiter;
-    auto run = [&] { return kCall == Call::kHit ? limiter.hit(e.policy, key, cost) : limiter.test(e.policy, key, cost); };
-    absl::StatusOr<Decision> d;
-    if (calls.release_gil) {
-      d = without_gil(run);
-    } else {
-      d = run();
-    }
-    if (!d.ok()) raise_status(d.status(), "cost");
-    return PyBool_FromLong(d->allowed ? 1 : 0);
+    return f();
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (py::builtin_exception& e) {
@@ -146,6 +139,35 @@ PyObject* decide(PyObject* capsule, PyObject* const* args, Py_ssize_t nargsf, Py
   return nullptr;
 }
 
+LimitsCalls& calls_of(PyObject* capsule) {
+  return *static_cast<LimitsCalls*>(PyCapsule_GetPointer(capsule, "floodgate.limits_calls"));
+}
+
+template <Call kCall>
+PyObject* decide(PyObject* capsule, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+  return as_c_call([&]() -> PyObject* {
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 1) throw py::type_error("missing the required argument 'item'");
+    LimitsCalls& calls = calls_of(capsule);
+    const std::int64_t cost = cost_of(args, nargs, kwnames);
+    const Entry held = entry_for(calls, args[0]);
+    const std::string key = key_of(*held, args, nargs);
+    Limiter& limiter = *calls.limiter->limiter;
+    auto run = [&] {
+      return kCall == Call::kHit ? limiter.hit(held->policy, key, cost) : limiter.test(held->policy, key, cost);
+    };
+    const absl::StatusOr<Decision> d = calls.release_gil ? without_gil(run) : run();
+    if (!d.ok()) raise_status(d.status());
+    return PyBool_FromLong(d->allowed ? 1 : 0);
+  });
+}
+
+PyObject* policy_of(PyObject* capsule, PyObject* item) noexcept {
+  return as_c_call([&] { return py::cast(entry_for(calls_of(capsule), item)->policy).release().ptr(); });
+}
+
+PyMethodDef kPolicyDef{"policy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&policy_of)), METH_O,
+                       "policy(item) -> floodgate.Policy: the policy hit and test decide `item` with."};
 PyMethodDef kHitDef{"hit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&decide<Call::kHit>)),
                     METH_FASTCALL | METH_KEYWORDS,
                     "hit(item, *identifiers, cost=1) -> bool: consumes `cost` if the limit allows it."};
@@ -157,8 +179,7 @@ py::tuple make_limits_calls(std::shared_ptr<PyLimiter> limiter, const std::strin
                             const std::string& anchor, py::object native_key_for) {
   auto calls = std::make_unique<LimitsCalls>();
   calls->strategy = value_or_raise(parse_strategy(strategy), "strategy");
-  if (anchor != "clock" && anchor != "first-hit") throw py::value_error("anchor: expected clock or first-hit");
-  calls->anchor = anchor == "first-hit" ? Anchor::kFirstHit : Anchor::kClock;
+  calls->anchor = parse_anchor(anchor);
   calls->release_gil = limiter->storage->traits().networked;
   calls->limiter = std::move(limiter);
   calls->native_key_for = std::move(native_key_for);
@@ -168,8 +189,9 @@ py::tuple make_limits_calls(std::shared_ptr<PyLimiter> limiter, const std::strin
   calls.release();
   py::object hit = py::reinterpret_steal<py::object>(PyCFunction_New(&kHitDef, capsule.ptr()));
   py::object test = py::reinterpret_steal<py::object>(PyCFunction_New(&kTestDef, capsule.ptr()));
-  if (!hit || !test) throw py::error_already_set();
-  return py::make_tuple(hit, test);
+  py::object policy = py::reinterpret_steal<py::object>(PyCFunction_New(&kPolicyDef, capsule.ptr()));
+  if (!hit || !test || !policy) throw py::error_already_set();
+  return py::make_tuple(hit, test, policy);
 }
 
 }  // namespace
@@ -177,9 +199,10 @@ py::tuple make_limits_calls(std::shared_ptr<PyLimiter> limiter, const std::strin
 void bind_limits_calls(py::module_& m) {
   m.def("limits_calls", &make_limits_calls, py::arg("limiter"), py::arg("strategy"), py::arg("anchor"),
         py::arg("native_key_for"),
-        R"(The (hit, test) functions of one floodgate.limits strategy: hit(item, *identifiers, cost=1)
-and test(…) decide in C++ from the item (cached by identity with its policy) and the identifiers
-(joined as `limits` joins them). The GIL is released while a networked storage answers; on the
+        R"(The (hit, test, policy) functions of one floodgate.limits strategy: hit(item, *identifiers,
+cost=1) and test(…) decide in C++ from the item (cached by identity with its policy) and the
+identifiers (joined as `limits` joins them); policy(item) is that policy, for the strategy's other
+methods. The GIL is released while a networked storage answers; on the
 in-memory storage the decision (about 0.1 µs) is made holding it.)");
 }
 

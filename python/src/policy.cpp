@@ -11,14 +11,6 @@ namespace floodgate::python {
 
 namespace {
 
-Anchor parse_anchor(const std::string& anchor) {
-  if (anchor == "clock") return Anchor::kClock;
-  if (anchor == "first-hit" || anchor == "first_hit") return Anchor::kFirstHit;
-  raise_status(absl::InvalidArgumentError(
-                   fmt::format("unknown anchor \"{}\": expected clock or first-hit", anchor)),
-               "anchor");
-}
-
 FailMode parse_fail(const std::string& fail) {
   if (fail == "open") return FailMode::kOpen;
   if (fail == "closed") return FailMode::kClosed;
@@ -47,6 +39,14 @@ std::string describe_decision(const Decision& d) {
 }
 
 }  // namespace
+
+Anchor parse_anchor(const std::string& anchor) {
+  if (anchor == "clock") return Anchor::kClock;
+  if (anchor == "first-hit" || anchor == "first_hit") return Anchor::kFirstHit;
+  raise_status(absl::InvalidArgumentError(
+                   fmt::format("unknown anchor \"{}\": expected clock or first-hit", anchor)),
+               "anchor");
+}
 
 void bind_policy(py::module_& m) {
   py::class_<Policy>(m, "Policy", R"(A strategy and one or more limits that a request must all satisfy.

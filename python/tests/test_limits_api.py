@@ -118,7 +118,7 @@ class Strategies(unittest.TestCase):
 
 class CallPath(unittest.TestCase):
     """hit and test are decided in C++: the key, the item's policy and the arguments' checks must
-    be the ones of the Python methods they replace (RateLimiter.hit, item.key_for)."""
+    be the ones of item.key_for and of the strategy's other methods."""
 
     ALL = (limits.FixedWindowRateLimiter, limits.MovingWindowRateLimiter,
            limits.SlidingWindowCounterRateLimiter, limits.TokenBucketRateLimiter,
@@ -186,6 +186,14 @@ class CallPath(unittest.TestCase):
         self.assertTrue(all(window.hit(item, "k", cost=item.amount) for item in items))
         self.assertFalse(any(window.test(item, "k") for item in items))
         self.assertEqual(window.get_window_stats(items[-1], "k").remaining, 0)
+
+    def test_an_item_parsed_on_every_call_counts_on_one_key(self):
+        # New item objects each call (code that parses its limit strings per request): the cache
+        # starts over past its bound, and every one of them still decides on the same key.
+        window = limits.MovingWindowRateLimiter(self.storage, clock=self.clock)
+        admitted = sum(window.hit(limits.parse("3000/hour"), "k") for _ in range(5000))
+        self.assertEqual(admitted, 3000)
+        self.assertEqual(window.get_window_stats(limits.parse("3000/hour"), "k").remaining, 0)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from .. import _floodgate
 from .items import RateLimitItem
@@ -23,7 +23,17 @@ class RateLimiter:
     floodgate.ManualClock for tests (the system clock by default), the one keyword `limits` lacks.
     Items are this package's RateLimitItems or `limits`' own (anything with amount, get_expiry()
     and key_for()). Thread-safe; the GIL is released while a networked storage works (docs/python.md).
+
+    hit(item, *identifiers, cost=1) -> bool: consumes `cost` if the limit allows it; True when it
+    did. A refused hit consumes nothing.
+    test(item, *identifiers, cost=1) -> bool: whether a hit of `cost` would be allowed now,
+    consuming nothing.
+    Both decide in C++ without a Python frame (the key built as item.key_for builds it); a bad cost
+    raises floodgate.InvalidArgument or TypeError naming `cost`, and charges nothing.
     """
+
+    hit: Callable[..., bool]
+    test: Callable[..., bool]
 
     STRATEGY = ""
     ANCHOR = "clock"
@@ -33,28 +43,11 @@ class RateLimiter:
         engine = storage.storage if isinstance(storage, Storage) else storage
         self._limiter = _floodgate.Limiter(engine, clock)
         self._clock = self._limiter.clock
-        self._policies: dict[tuple[int, int], _floodgate.Policy] = {}
-        # hit and test run in C++ (key, policy and decision without a Python frame); the methods
-        # below say what they do and serve subclasses that call them through the class.
-        self.hit, self.test = _floodgate.limits_calls(self._limiter, self.STRATEGY, self.ANCHOR, RateLimitItem.key_for)
-
-    def _policy(self, item) -> _floodgate.Policy:
-        shape = (item.amount, item.get_expiry())
-        policy = self._policies.get(shape)
-        if policy is None:
-            policy = _floodgate.Policy(
-                f"{shape[0]} per {shape[1]} seconds", self.STRATEGY, name="limits", anchor=self.ANCHOR
-            )
-            self._policies[shape] = policy
-        return policy
-
-    def hit(self, item, *identifiers, cost: int = 1) -> bool:
-        """Consumes `cost` if the limit allows it; True when it did. A refused hit consumes nothing."""
-        return self._limiter.hit(self._policy(item), item.key_for(*identifiers), cost).allowed
-
-    def test(self, item, *identifiers, cost: int = 1) -> bool:
-        """Whether a hit of `cost` would be allowed now, consuming nothing."""
-        return self._limiter.test(self._policy(item), item.key_for(*identifiers), cost).allowed
+        # hit and test are C functions (the class docstring); `_policy` is an item's policy, the
+        # one they decide with.
+        self.hit, self.test, self._policy = _floodgate.limits_calls(
+            self._limiter, self.STRATEGY, self.ANCHOR, RateLimitItem.key_for
+        )
 
     def get_window_stats(self, item, *identifiers) -> WindowStats:
         """(reset_time, remaining): when the key is back to full capacity, how many units fit."""
