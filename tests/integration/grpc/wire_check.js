@@ -1,5 +1,6 @@
-// What the Node clients of Envoy's RateLimitService share: the service's client from our .proto
-// files, its call as a promise, and the count of checks with the exit that follows it.
+// What the Node clients of Envoy's rate-limit services share: the RateLimitService's client from our
+// .proto files and its call as a promise, the RateLimitQuotaService's package, and the count of
+// checks with the exit that follows it.
 'use strict';
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
@@ -14,6 +15,14 @@ function rlsClient(grpcPort, protoDir) {
     client.ShouldRateLimit(request, { deadline: Date.now() + 5000 }, (err, res) => resolve({ err, res }));
   });
   return { client, call };
+}
+
+// envoy.service.rate_limit_quota.v3 from our .proto files (its RateLimitQuotaService client class).
+function rlqsPackage(protoDir) {
+  const definition = protoLoader.loadSync('envoy/service/rate_limit_quota/v3/rlqs.proto', {
+    includeDirs: [protoDir], keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
+  });
+  return grpc.loadPackageDefinition(definition).envoy.service.rate_limit_quota.v3;
 }
 
 // check(ok, what, detail) counts; finish() prints "N passed, M failed" and exits 1 on any failure
@@ -36,4 +45,4 @@ function checks() {
   return { check, finish };
 }
 
-module.exports = { grpc, rlsClient, checks };
+module.exports = { grpc, rlsClient, rlqsPackage, checks };

@@ -5,29 +5,16 @@
 // Usage: node rlqs_client.js GRPC_PORT HTTP_PORT PROTO_DIR RULES_FILE SERVER_PID
 // Prints "N passed, M failed"; exits 1 on any failure.
 'use strict';
-const grpc = require('@grpc/grpc-js');
-const protoLoader = require('@grpc/proto-loader');
+const { grpc, rlqsPackage, checks } = require('../grpc/wire_check');
 const fs = require('fs');
 const http = require('http');
 
 const [grpcPort, httpPort, protoDir, rulesFile, serverPid] = process.argv.slice(2);
-const definition = protoLoader.loadSync('envoy/service/rate_limit_quota/v3/rlqs.proto', {
-  includeDirs: [protoDir], keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
-});
-const rlqs = grpc.loadPackageDefinition(definition).envoy.service.rate_limit_quota.v3;
+const rlqs = rlqsPackage(protoDir);
 const client = new rlqs.RateLimitQuotaService(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
 
 const figures = [];
-let passed = 0;
-let failed = 0;
-function check(ok, what, detail) {
-  if (ok) {
-    passed++;
-  } else {
-    failed++;
-    console.log(`FAIL: ${what}${detail === undefined ? '' : ': ' + JSON.stringify(detail)}`);
-  }
-}
+const { check, finish } = checks();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // Lets the pushes of a rebalance reach the other streams (a report's answer may come after them).
 const settle = () => sleep(100);
@@ -251,9 +238,8 @@ async function main() {
   await flood();
   await reload();
   for (const f of figures) console.log(`figure: ${f}`);
-  console.log(`${passed} passed, ${failed} failed`);
   client.close();
-  process.exit(failed === 0 ? 0 : 1);
+  finish();
 }
 
 main().catch((e) => { console.log(`FAIL: ${e.stack}`); process.exit(1); });

@@ -7,28 +7,15 @@
 // (shell commands): after the convergence the store goes down, and the Envoys' assignments must be
 // kept until the grants expire, then be 0 (docs/rlqs.md), then come back once the store is up.
 'use strict';
-const grpc = require('@grpc/grpc-js');
-const protoLoader = require('@grpc/proto-loader');
+const { grpc, rlqsPackage, checks } = require('../grpc/wire_check');
 const http = require('http');
 const { execSync } = require('child_process');
 
 const [grpcA, grpcB, httpA, httpB, protoDir] = process.argv.slice(2);
-const definition = protoLoader.loadSync('envoy/service/rate_limit_quota/v3/rlqs.proto', {
-  includeDirs: [protoDir], keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
-});
-const rlqs = grpc.loadPackageDefinition(definition).envoy.service.rate_limit_quota.v3;
+const rlqs = rlqsPackage(protoDir);
 const clients = [grpcA, grpcB].map((p) => new rlqs.RateLimitQuotaService(`127.0.0.1:${p}`, grpc.credentials.createInsecure()));
 
-let passed = 0;
-let failed = 0;
-function check(ok, what, detail) {
-  if (ok) {
-    passed++;
-  } else {
-    failed++;
-    console.log(`FAIL: ${what}${detail === undefined ? '' : ': ' + JSON.stringify(detail)}`);
-  }
-}
+const { check, finish } = checks();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const LIMIT = 100;
 const ROUND_MS = 250;
@@ -224,8 +211,7 @@ async function main() {
   }
   check(fleet.every((e) => !e.error), 'no stream error', fleet.map((e) => e.error && e.error.message));
   for (const e of fleet) e.stream.end();
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 ? 0 : 1);
+  finish();
 }
 
 main().catch((e) => { console.log(`FAIL: ${e.stack}`); process.exit(1); });

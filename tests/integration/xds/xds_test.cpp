@@ -669,6 +669,31 @@ TEST(XdsResources, ReservationAndCalendarTravelInTheDescriptorsMetadata) {
                        "or year only");
 }
 
+using Entries = std::vector<std::pair<std::string, std::string>>;
+
+// One descriptor of `entries` with `hits` (the hits_addend of Envoy's rate limit on the route) in
+// `domain_name`: "OK left 20", the code and limit_remaining of its status; `out` gets the answer.
+std::string hits_call(const std::shared_ptr<grpc::Channel>& channel, const std::string& domain_name,
+                      const Entries& entries, std::uint64_t hits, rlsv3::RateLimitResponse* out = nullptr) {
+  rlsv3::RateLimitRequest req;
+  req.set_domain(domain_name);
+  auto* d = req.add_descriptors();
+  for (const auto& [k, v] : entries) {
+    auto* e = d->add_entries();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  d->mutable_hits_addend()->set_value(hits);
+  rlsv3::RateLimitResponse answer;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  const grpc::Status s = rlsv3::RateLimitService::NewStub(channel)->ShouldRateLimit(&ctx, req, &answer);
+  if (!s.ok()) return "error " + s.error_message();
+  if (out != nullptr) *out = answer;
+  return rlsv3::RateLimitResponse::Code_Name(answer.statuses(0).code()) + " left " +
+         std::to_string(answer.statuses(0).limit_remaining());
+}
+
 // Over the wire: a reservation rule pushed by the control plane reserves the estimate of the
 // request's first call and settles the usage at its second (Envoy's apply_on_stream_done call,
 // the same request id); a calendar rule's month ends at its anchor day, not after 30 days.
@@ -688,27 +713,9 @@ TEST(Xds, AReservationAndACalendarRulePushedOverXds) {
   Floodgate fg(cp.address());
   EXPECT_TRUE(acked(cp.answer_to("1"), "1"));
 
-  auto stub = rlsv3::RateLimitService::NewStub(fg.channel());
   // "OK left 20": the code and limit_remaining of the call's only descriptor.
-  const auto call = [&](const std::vector<std::pair<std::string, std::string>>& entries, std::uint64_t hits,
-                        rlsv3::RateLimitResponse* out = nullptr) {
-    rlsv3::RateLimitRequest req;
-    req.set_domain("ai");
-    auto* d = req.add_descriptors();
-    for (const auto& [k, v] : entries) {
-      auto* e = d->add_entries();
-      e->set_key(k);
-      e->set_value(v);
-    }
-    d->mutable_hits_addend()->set_value(hits);
-    rlsv3::RateLimitResponse answer;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    const grpc::Status s = stub->ShouldRateLimit(&ctx, req, &answer);
-    if (!s.ok()) return "error " + s.error_message();
-    if (out != nullptr) *out = answer;
-    return rlsv3::RateLimitResponse::Code_Name(answer.statuses(0).code()) + " left " +
-           std::to_string(answer.statuses(0).limit_remaining());
+  const auto call = [&](const Entries& entries, std::uint64_t hits, rlsv3::RateLimitResponse* out = nullptr) {
+    return hits_call(fg.channel(), "ai", entries, hits, out);
   };
   // Request 1 reserves its estimate of 80; request 2's 30 does not fit beside it and reserves
   // nothing; request 1's stream ends having used 10 (a refund of 70); request 2 sent again fits
@@ -748,6 +755,22 @@ TEST(Xds, AReservationAndACalendarRulePushedOverXds) {
             "expected an IANA name such as Europe/Berlin or UTC, found in the system's zoneinfo (/usr/share/zoneinfo, "
             "Debian's tzdata)");
   EXPECT_EQ(call({{"tenant", "t"}}, 1), "OK left 998");
+}
+
+// The file of `fg` rewritten as `next` and reloaded (SIGHUP): waits until the reloads counted with
+// `result` ("ok", "failed") reach `count`.
+void reload_with(Floodgate& fg, const std::string& next, const std::string& result, int count) {
+  fg.process().write_config(next);
+  kill(fg.process().pid(), SIGHUP);  // the file's watcher may reload it too: counts are at least
+  const std::string name = "floodgate_config_reloads_total{result=\"" + result + "\"} ";
+  auto reloads = [&] {
+    const std::string m = fg.process().request(http::verb::get, "/metrics").body();
+    const auto at = m.find(name);
+    return at == std::string::npos ? 0 : std::stoi(m.substr(at + name.size()));
+  };
+  for (int i = 0; i < 200 && reloads() < count; ++i) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_GE(reloads(), count) << name;
+  std::this_thread::sleep_for(milliseconds(50));  // a second reload of the same file, if any, is done
 }
 
 // An overlay in floodgate's file turns a rule Envoy Gateway pushes into GCRA with a burst, by the
@@ -817,17 +840,7 @@ TEST(Xds, AnOverlayGivesEnvoyGatewaysRuleGcraWithABurst) {
   auto reload = [&](const Edits& edits, const std::string& result, int count) {
     std::string next = text;
     for (const auto& [from, to] : edits) next.replace(next.find(from), from.size(), to);
-    fg.process().write_config(next);
-    kill(fg.process().pid(), SIGHUP);  // the file's watcher may reload it too: counts are at least
-    const std::string name = "floodgate_config_reloads_total{result=\"" + result + "\"} ";
-    auto reloads = [&] {
-      const std::string m = fg.process().request(http::verb::get, "/metrics").body();
-      const auto at = m.find(name);
-      return at == std::string::npos ? 0 : std::stoi(m.substr(at + name.size()));
-    };
-    for (int i = 0; i < 200 && reloads() < count; ++i) std::this_thread::sleep_for(milliseconds(20));
-    EXPECT_GE(reloads(), count) << name;
-    std::this_thread::sleep_for(milliseconds(50));  // a second reload of the same file, if any, is done
+    reload_with(fg, next, result, count);
   };
   reload({{"burst: 2", "burst: 0"}}, "failed", 1);
   EXPECT_NE(fg.process().log_text().find("rls.overlays[0].burst must be a whole number from 1 to"), std::string::npos);
@@ -844,47 +857,6 @@ TEST(Xds, AnOverlayGivesEnvoyGatewaysRuleGcraWithABurst) {
   EXPECT_EQ(code(fg.call("first-listener", rule0)), "OVER_LIMIT");
   EXPECT_NE(fg.process().request(http::verb::get, "/metrics").body().find("floodgate_xds_overlays_unmatched 0\n"),
             std::string::npos);
-}
-
-using Entries = std::vector<std::pair<std::string, std::string>>;
-
-// One descriptor of `entries` with `hits` (the hits_addend of Envoy's rate limit on the route) in
-// `domain_name`: "OK left 20", the code and limit_remaining of its status; `out` gets the answer.
-std::string hits_call(const std::shared_ptr<grpc::Channel>& channel, const std::string& domain_name,
-                      const Entries& entries, std::uint64_t hits, rlsv3::RateLimitResponse* out = nullptr) {
-  rlsv3::RateLimitRequest req;
-  req.set_domain(domain_name);
-  auto* d = req.add_descriptors();
-  for (const auto& [k, v] : entries) {
-    auto* e = d->add_entries();
-    e->set_key(k);
-    e->set_value(v);
-  }
-  d->mutable_hits_addend()->set_value(hits);
-  rlsv3::RateLimitResponse answer;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  const grpc::Status s = rlsv3::RateLimitService::NewStub(channel)->ShouldRateLimit(&ctx, req, &answer);
-  if (!s.ok()) return "error " + s.error_message();
-  if (out != nullptr) *out = answer;
-  return rlsv3::RateLimitResponse::Code_Name(answer.statuses(0).code()) + " left " +
-         std::to_string(answer.statuses(0).limit_remaining());
-}
-
-// The file of `fg` rewritten as `next` and reloaded (SIGHUP): waits until the reloads counted with
-// `result` ("ok", "failed") reach `count`.
-void reload_with(Floodgate& fg, const std::string& next, const std::string& result, int count) {
-  fg.process().write_config(next);
-  kill(fg.process().pid(), SIGHUP);  // the file's watcher may reload it too: counts are at least
-  const std::string name = "floodgate_config_reloads_total{result=\"" + result + "\"} ";
-  auto reloads = [&] {
-    const std::string m = fg.process().request(http::verb::get, "/metrics").body();
-    const auto at = m.find(name);
-    return at == std::string::npos ? 0 : std::stoi(m.substr(at + name.size()));
-  };
-  for (int i = 0; i < 200 && reloads() < count; ++i) std::this_thread::sleep_for(milliseconds(20));
-  EXPECT_GE(reloads(), count) << name;
-  std::this_thread::sleep_for(milliseconds(50));  // a second reload of the same file, if any, is done
 }
 
 const std::string kPolicyRule = "test-namespace/test-policy-1/rule/0";

@@ -122,19 +122,26 @@ TEST(RlqsShare, AReloadKeepsTheGrantsFractionOfTheRate) {
   EXPECT_EQ(table.held_sum("edge|chat"), 20u);
 }
 
-// Two instances (tables) on one store, one client each: 200/s against 20/s of a 100/s limit.
-TEST(RlqsShare, TwoInstancesKeepOneLimit) {
-  auto store = std::make_shared<MemoryStorage>();
-  Table a(shared());
-  Table b(shared());
-  QuotaSync sa(store, {}, [](const std::vector<Assignment>&) {});
-  QuotaSync sb(store, {}, [](const std::vector<Assignment>&) {});
+// Two instances (tables, each with its sync) on one store, one client each: client 1 on `a`
+// reports first and is granted the whole rate, then client 2 on `b`.
+struct TwoInstances : ::testing::Test {
+  void SetUp() override {
+    ASSERT_TRUE(a.report(report(1, now), out));
+    sa.sync(a, true, now);
+    ASSERT_TRUE(b.report(report(2, now), out));
+    sb.sync(b, true, now);
+  }
+  std::shared_ptr<MemoryStorage> store = std::make_shared<MemoryStorage>();
+  Table a{shared()};
+  Table b{shared()};
+  QuotaSync sa{store, {}, [](const std::vector<Assignment>&) {}};
+  QuotaSync sb{store, {}, [](const std::vector<Assignment>&) {}};
   std::vector<Assignment> out;
   Micros now = kSecond;
-  ASSERT_TRUE(a.report(report(1, now), out));
-  sa.sync(a, true, now);
-  ASSERT_TRUE(b.report(report(2, now), out));
-  sb.sync(b, true, now);
+};
+
+// 200/s against 20/s of a 100/s limit.
+TEST_F(TwoInstances, KeepOneLimit) {
   EXPECT_EQ(a.held_sum("edge|chat") + b.held_sum("edge|chat"), 100u);
   int periods = 0;
   for (; periods < 10; ++periods) {
@@ -156,18 +163,7 @@ TEST(RlqsShare, TwoInstancesKeepOneLimit) {
 // syncs first in the next period (still nothing: the first has not shrunk yet); the first shrinks at
 // its own sync; the second, short of what it asked, syncs again a short_retry later and takes the
 // rest then, not a period later.
-TEST(RlqsShare, AnInstanceGrantedLessThanItAskedTakesTheRestAtItsShortRetry) {
-  auto store = std::make_shared<MemoryStorage>();
-  Table a(shared());
-  Table b(shared());
-  QuotaSync sa(store, {}, [](const std::vector<Assignment>&) {});
-  QuotaSync sb(store, {}, [](const std::vector<Assignment>&) {});
-  std::vector<Assignment> out;
-  Micros now = kSecond;
-  ASSERT_TRUE(a.report(report(1, now), out));
-  sa.sync(a, true, now);
-  ASSERT_TRUE(b.report(report(2, now), out));
-  sb.sync(b, true, now);
+TEST_F(TwoInstances, OneGrantedLessThanItAskedTakesTheRestAtItsShortRetry) {
   ASSERT_EQ(a.held_sum("edge|chat"), 100u);
   ASSERT_EQ(b.held_sum("edge|chat"), 0u);
   EXPECT_TRUE(b.has_short());
